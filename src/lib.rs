@@ -1,0 +1,6 @@
+//! shell-operator in Rust: run executables ("hooks") on startup, on schedules, on
+//! Kubernetes events and as webhooks, with flant's hook contract.
+//!
+//! The binary (`src/main.rs`) is a thin wrapper around [`cli::main`]. Everything else
+//! lives in modules, each owning one concept; `operator.rs` starts every thread and
+//! owns every channel.
