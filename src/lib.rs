@@ -4,3 +4,17 @@
 //! The binary (`src/main.rs`) is a thin wrapper around [`cli::main`]. Everything else
 //! lives in modules, each owning one concept; `operator.rs` starts every thread and
 //! owns every channel.
+
+pub mod cli;
+pub mod duration;
+pub mod executor;
+pub mod flags;
+pub mod hook;
+pub mod http;
+pub mod log;
+pub mod metrics;
+pub mod operator;
+pub mod process;
+pub mod queue;
+pub mod runner;
+pub mod schedule;

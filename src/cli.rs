@@ -1,0 +1,234 @@
+//! The command line: which program we are (by argv[0] or subcommand), which command
+//! was asked for, and the flags of `start`. Argument handling only: the work is done
+//! by `operator::run` once a typed `Config` exists.
+//!
+//! Commands: `start` (also the bare command, flags included), `version`, `help` and
+//! `debug-options`; `--help` works on every level.
+
+use crate::flags::{self, FlagError, FlagSpec, Kind, START_FLAGS, Values};
+
+/// Version printed by `version` and at start.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the command line asked for.
+#[derive(Debug)]
+pub enum Command {
+    Start(Box<flags::Config>),
+    Version,
+    Help(String),
+    DebugOptions,
+}
+
+/// Entry point used by `main.rs`: parses argv and the environment, runs the command,
+/// returns the process exit code.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let env = |name: &str| std::env::var(name).ok();
+    match parse(&args, &env) {
+        Ok(Command::Start(config)) => {
+            println!("shell-operator v{VERSION}");
+            crate::operator::run(*config)
+        }
+        Ok(Command::Version) => {
+            println!("shell-operator v{VERSION}");
+            println!("jqFilter implementation: using jaq (jaq-core 3)");
+            0
+        }
+        Ok(Command::Help(text)) => {
+            print!("{text}");
+            0
+        }
+        Ok(Command::DebugOptions) => {
+            print!("{}", debug_options());
+            0
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            eprintln!("Run 'shell-operator --help' for usage.");
+            1
+        }
+    }
+}
+
+/// Parses argv (with argv[0]) and the environment into a command.
+pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Command, FlagError> {
+    let rest = args.get(1..).unwrap_or_default();
+    let (command, rest) = match rest.first().map(String::as_str) {
+        Some("start") => ("start", &rest[1..]),
+        Some("version") => ("version", &rest[1..]),
+        Some("help") => return Ok(Command::Help(help_for(rest.get(1).map(String::as_str)))),
+        Some("debug-options") => return Ok(Command::DebugOptions),
+        Some("-h" | "--help") => return Ok(Command::Help(root_help())),
+        Some(arg) if !arg.starts_with('-') => {
+            return Err(FlagError(format!(
+                "unknown command {arg:?}: expected start, version or help"
+            )));
+        }
+        _ => ("start", rest),
+    };
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        return Ok(Command::Help(help_for(Some(command))));
+    }
+    match command {
+        "version" => match rest.first() {
+            None => Ok(Command::Version),
+            Some(a) => Err(FlagError(format!("version takes no arguments, got {a:?}"))),
+        },
+        _ => {
+            let flag_values = parse_flags(rest)?;
+            let values = Values::resolve(env, &flag_values)?;
+            Ok(Command::Start(Box::new(values.into_config())))
+        }
+    }
+}
+
+/// Splits `--name value`, `--name=value` and bare boolean `--name` into pairs.
+fn parse_flags(args: &[String]) -> Result<Vec<(&'static FlagSpec, String)>, FlagError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let Some(body) = arg.strip_prefix("--") else {
+            return Err(FlagError(format!(
+                "unexpected argument {arg:?}: start takes only flags"
+            )));
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let spec = flags::spec(name).ok_or_else(|| FlagError(format!("unknown flag: --{name}")))?;
+        let value = match (inline, spec.kind) {
+            (Some(v), _) => v,
+            (None, Kind::Bool) => "true".to_string(),
+            (None, _) => {
+                i += 1;
+                args.get(i)
+                    .cloned()
+                    .ok_or_else(|| FlagError(format!("flag needs an argument: --{name}")))?
+            }
+        };
+        out.push((spec, value));
+        i += 1;
+    }
+    Ok(out)
+}
+
+fn root_help() -> String {
+    "shell-operator runs executables (hooks) on startup, on schedules, on Kubernetes \
+events and as admission or conversion webhooks.\n\n\
+Usage:\n  shell-operator [command] [flags]\n\n\
+Commands:\n  start      Run the operator (the default command; its flags work without it too)\n  \
+version    Print the version\n  help       Help about a command\n\n\
+Run 'shell-operator start --help' for the flags.\n"
+        .to_string()
+}
+
+fn help_for(command: Option<&str>) -> String {
+    match command {
+        Some("start") => start_help(false),
+        Some("version") => "Print the version.\n\nUsage:\n  shell-operator version\n".to_string(),
+        _ => root_help(),
+    }
+}
+
+/// Help of `start`: every flag with its env var and default.
+fn start_help(hidden: bool) -> String {
+    let mut out = String::from(
+        "Run the operator.\n\nUsage:\n  shell-operator start [flags]\n\nFlags (flag > env > default):\n",
+    );
+    for f in START_FLAGS.iter().filter(|f| f.hidden == hidden) {
+        let value = match f.kind {
+            Kind::Bool => String::new(),
+            Kind::Choice(c) => format!(" <{}>", c.join("|")),
+            _ => " <value>".to_string(),
+        };
+        out.push_str(&format!(
+            "  --{}{}\n      {} [env {}, default {:?}]\n",
+            f.name, value, f.help, f.env, f.default
+        ));
+    }
+    if !hidden {
+        out.push_str("\nHidden debug flags: shell-operator debug-options\n");
+    }
+    out
+}
+
+fn debug_options() -> String {
+    start_help(true).replacen("Flags (flag > env > default)", "Debug flags", 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Command, FlagError> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse(&args, &|_| None)
+    }
+
+    #[test]
+    fn bare_command_accepts_start_flags() {
+        match run(&["shell-operator", "--hooks-dir", "/x", "--log-no-time"]) {
+            Ok(Command::Start(c)) => {
+                assert_eq!(c.hooks_dir, std::path::PathBuf::from("/x"));
+                assert!(c.log.no_time);
+            }
+            other => panic!("expected start, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn start_with_equals_and_bool_values() {
+        match run(&[
+            "shell-operator",
+            "start",
+            "--listen-port=9000",
+            "--log-no-time=false",
+        ]) {
+            Ok(Command::Start(c)) => assert_eq!((c.listen_port, c.log.no_time), (9000, false)),
+            other => panic!("expected start, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_flag() {
+        assert_eq!(
+            run(&["so", "--nope"]).unwrap_err().0,
+            "unknown flag: --nope"
+        );
+        assert_eq!(
+            run(&["so", "start", "--hooks-dir"]).unwrap_err().0,
+            "flag needs an argument: --hooks-dir"
+        );
+        assert!(
+            run(&["so", "frobnicate"])
+                .unwrap_err()
+                .0
+                .contains("unknown command")
+        );
+    }
+
+    #[test]
+    fn help_on_every_level() {
+        for args in [
+            &["so", "--help"][..],
+            &["so", "start", "--help"],
+            &["so", "version", "-h"],
+            &["so", "help", "start"],
+        ] {
+            assert!(matches!(run(args), Ok(Command::Help(_))), "{args:?}");
+        }
+        let Ok(Command::Help(text)) = run(&["so", "start", "--help"]) else {
+            panic!("help")
+        };
+        assert!(
+            text.contains("--listen-port <value>") && text.contains("SHELL_OPERATOR_LISTEN_PORT")
+        );
+        assert!(
+            !text.contains("--debug-keep-tmp-files"),
+            "hidden flags stay hidden"
+        );
+        assert!(debug_options().contains("--debug-keep-tmp-files"));
+    }
+}

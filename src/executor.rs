@@ -1,0 +1,356 @@
+//! The hook executor: runs one hook once, the way flant's hooks expect.
+//!
+//! For each run it writes the binding context to a fresh temp file (mode 0600, in the
+//! 0700 tmp dir), creates the empty output files hooks write to (metrics, object
+//! patches, admission and conversion responses), and execs the hook directly (never
+//! through a shell) with no arguments, in the hook's own directory, with the operator's
+//! environment plus the `*_PATH` variables. Output lines are logged as they arrive;
+//! the exit status and rusage come from the reaper (`process.rs`). Queue threads and
+//! webhook handler threads call [`Executor::run`]; it blocks until the hook ends.
+
+use crate::log::HookOutput;
+use crate::process::{self, ExitStatus, Usage};
+use crossbeam_channel::bounded;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Shared settings of every run.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    pub tmp_dir: PathBuf,
+    pub keep_tmp_files: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// Labels that go on every log line of a run (and on its metrics).
+#[derive(Debug, Clone, Default)]
+pub struct RunLabels {
+    pub hook: String,
+    pub binding: String,
+    pub queue: String,
+    pub task: String,
+    pub event: String,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunResult {
+    pub status: ExitStatus,
+    pub usage: Usage,
+    pub duration: Duration,
+    /// Captured stderr (its last 64 KiB), for the failure message.
+    pub stderr: String,
+    /// Contents of the files the hook may have written.
+    pub metrics: Vec<u8>,
+    pub kubernetes_patch: Vec<u8>,
+    pub validating_response: Vec<u8>,
+    pub conversion_response: Vec<u8>,
+}
+
+impl RunResult {
+    /// Exit code 0.
+    pub fn success(&self) -> bool {
+        self.status == ExitStatus::Code(0)
+    }
+
+    /// flant's error text: the stderr if any, else the exit status.
+    pub fn error_text(&self) -> String {
+        let stderr = self.stderr.trim();
+        if stderr.is_empty() {
+            format!("cmd run: {}", self.status)
+        } else {
+            format!("{}: {stderr}", self.status)
+        }
+    }
+}
+
+const STDERR_KEPT: usize = 64 * 1024;
+const MAX_LINE: usize = 64 * 1024;
+/// How long to keep reading output after the hook exited (a daemonised grandchild
+/// may hold the pipes open forever).
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
+static UNIQUE: AtomicU64 = AtomicU64::new(0);
+
+/// The temp files of one run; removed on drop unless kept for debugging.
+struct TempFiles {
+    paths: [PathBuf; 5],
+    keep: bool,
+}
+
+impl Drop for TempFiles {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.paths
+                .iter()
+                .for_each(|p| drop(std::fs::remove_file(p)));
+        }
+    }
+}
+
+impl Executor {
+    /// Creates the tmp dir (mode 0700) if needed.
+    pub fn prepare_tmp_dir(&self) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.tmp_dir)?;
+        std::fs::set_permissions(&self.tmp_dir, std::fs::Permissions::from_mode(0o700))
+    }
+
+    /// Runs `path` with `context` as its binding context. An `Err` means the temp
+    /// files could not be written or the hook could not be started.
+    pub fn run(
+        &self,
+        path: &Path,
+        context: &[u8],
+        labels: &RunLabels,
+    ) -> std::io::Result<RunResult> {
+        let files = self.temp_files(&labels.hook)?;
+        write_new(&files.paths[0], context)?;
+        for p in &files.paths[1..] {
+            write_new(p, b"")?;
+        }
+        let mut cmd = Command::new(path);
+        cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("BINDING_CONTEXT_PATH", &files.paths[0])
+            .env("METRICS_PATH", &files.paths[1])
+            .env("KUBERNETES_PATCH_PATH", &files.paths[2])
+            .env("VALIDATING_RESPONSE_PATH", &files.paths[3])
+            .env("ADMISSION_RESPONSE_PATH", &files.paths[3])
+            .env("CONVERSION_RESPONSE_PATH", &files.paths[4]);
+        let started = Instant::now();
+        let (running, mut child) = process::spawn(&mut cmd)?;
+        let fields = [
+            ("hook", labels.hook.as_str()),
+            ("binding", labels.binding.as_str()),
+            ("queue", labels.queue.as_str()),
+            ("task", labels.task.as_str()),
+            ("event", labels.event.as_str()),
+        ];
+        let (done_tx, done_rx) = bounded::<Vec<u8>>(2);
+        if let Some(pipe) = child.stdout.take() {
+            let mut out = HookOutput::new(&fields, "stdout");
+            let tx = done_tx.clone();
+            std::thread::spawn(move || {
+                read_lines(pipe, |line| out.line(line));
+                out.flush();
+                let _ = tx.send(Vec::new());
+            });
+        }
+        if let Some(pipe) = child.stderr.take() {
+            let mut out = HookOutput::new(&fields, "stderr");
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                read_lines(pipe, |line| {
+                    out.line(line);
+                    keep_tail(&mut kept, line);
+                });
+                out.flush();
+                let _ = done_tx.send(kept);
+            });
+        }
+        let exit = running.wait(self.timeout);
+        let duration = started.elapsed();
+        let mut stderr = Vec::new();
+        for _ in 0..2 {
+            match done_rx.recv_timeout(OUTPUT_DRAIN) {
+                Ok(buf) if !buf.is_empty() => stderr = buf,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(RunResult {
+            status: exit.status,
+            usage: exit.usage,
+            duration,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            metrics: read_all(&files.paths[1]),
+            kubernetes_patch: read_all(&files.paths[2]),
+            validating_response: read_all(&files.paths[3]),
+            conversion_response: read_all(&files.paths[4]),
+        })
+    }
+
+    fn temp_files(&self, hook: &str) -> std::io::Result<TempFiles> {
+        let safe = crate::hook::safe_name(hook);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let id = format!(
+            "{:x}-{:x}-{:08x}",
+            std::process::id(),
+            UNIQUE.fetch_add(1, Ordering::Relaxed),
+            nanos
+        );
+        let name = |kind: &str| self.tmp_dir.join(format!("hook-{safe}-{kind}-{id}.json"));
+        Ok(TempFiles {
+            paths: [
+                name("binding-context"),
+                name("metrics"),
+                name("kubernetes-patch"),
+                name("admission-response"),
+                name("conversion-response"),
+            ],
+            keep: self.keep_tmp_files,
+        })
+    }
+}
+
+/// Creates `path` exclusively with mode 0600 and writes `data`.
+fn write_new(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut f: File = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(data)
+}
+
+fn read_all(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_default()
+}
+
+fn keep_tail(kept: &mut Vec<u8>, line: &str) {
+    kept.extend_from_slice(line.as_bytes());
+    kept.push(b'\n');
+    if kept.len() > STDERR_KEPT {
+        let cut = kept.len() - STDERR_KEPT;
+        kept.drain(..cut);
+    }
+}
+
+/// Calls `f` for each line of `reader` (without the newline, lossy UTF-8); lines
+/// longer than 64 KiB are split.
+pub fn read_lines(mut reader: impl Read, mut f: impl FnMut(&str)) {
+    let mut buf = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                f(&String::from_utf8_lossy(&line));
+                line.clear();
+            } else {
+                line.push(b);
+                if line.len() >= MAX_LINE {
+                    f(&String::from_utf8_lossy(&line));
+                    line.clear();
+                }
+            }
+        }
+    }
+    if !line.is_empty() {
+        f(&String::from_utf8_lossy(&line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        let p = dir.join("hook.sh");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    fn executor(tag: &str) -> Executor {
+        let tmp = std::env::temp_dir().join(format!("so-exec-{tag}-{}", std::process::id()));
+        let e = Executor {
+            tmp_dir: tmp.join("tmp"),
+            keep_tmp_files: false,
+            timeout: None,
+        };
+        e.prepare_tmp_dir().expect("tmp dir");
+        e
+    }
+
+    #[test]
+    fn hook_gets_context_env_and_cwd_and_files_are_removed() {
+        let e = executor("env");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(
+            &dir,
+            r#"cat "$BINDING_CONTEXT_PATH" > "$PWD/seen.json"
+stat -c %a "$BINDING_CONTEXT_PATH" > "$PWD/mode"
+echo '{"name":"m","action":"set","value":1}' > "$METRICS_PATH"
+test "$ADMISSION_RESPONSE_PATH" = "$VALIDATING_RESPONSE_PATH" || exit 9
+test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
+        );
+        let run = e
+            .run(
+                &hook,
+                b"[{\"binding\":\"onStartup\"}]\n",
+                &RunLabels::default(),
+            )
+            .expect("run");
+        assert!(run.success(), "{}", run.error_text());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("seen.json")).expect("seen"),
+            "[{\"binding\":\"onStartup\"}]\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("mode"))
+                .expect("mode")
+                .trim(),
+            "600"
+        );
+        assert_eq!(
+            run.metrics,
+            b"{\"name\":\"m\",\"action\":\"set\",\"value\":1}\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(&e.tmp_dir).expect("ls").count(),
+            0,
+            "temp files removed"
+        );
+        let mode = std::fs::metadata(&e.tmp_dir)
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn failure_text_is_stderr_or_status() {
+        let e = executor("fail");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(&dir, "echo 'bad things' >&2; exit 2");
+        let run = e.run(&hook, b"[]", &RunLabels::default()).expect("run");
+        assert_eq!(run.status, ExitStatus::Code(2));
+        assert_eq!(run.error_text(), "exit status 2: bad things");
+        let quiet = script(&dir.join("q"), "exit 1");
+        assert_eq!(
+            e.run(&quiet, b"[]", &RunLabels::default())
+                .expect("run")
+                .error_text(),
+            "cmd run: exit status 1"
+        );
+    }
+
+    #[test]
+    fn long_lines_are_split() {
+        let mut lines = Vec::new();
+        read_lines(&b"a\nbb\n"[..], |l| lines.push(l.to_string()));
+        assert_eq!(lines, ["a", "bb"]);
+        let long = vec![b'x'; MAX_LINE + 5];
+        let mut sizes = Vec::new();
+        read_lines(&long[..], |l| sizes.push(l.len()));
+        assert_eq!(sizes, [MAX_LINE, 5]);
+    }
+}

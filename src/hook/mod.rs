@@ -1,0 +1,222 @@
+//! Hooks: finding them under the hooks directory, asking each for its bindings with
+//! `--config`, and the immutable [`Hook`] records every thread reads afterwards.
+//!
+//! Discovery and config loading run once, on the main thread, before any other thread
+//! starts; a hook that cannot be loaded stops startup with a message naming it.
+
+pub mod config;
+pub mod context;
+
+use crate::process::{self, ExitStatus};
+use crate::queue::ratelimit::TokenBucket;
+use config::{ConfigVersion, HookConfig};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One loaded hook.
+#[derive(Debug)]
+pub struct Hook {
+    /// Path relative to the hooks dir, e.g. `002-hooks/a.sh`: the hook's name everywhere.
+    pub name: String,
+    /// Absolute path of the executable.
+    pub path: PathBuf,
+    pub config: HookConfig,
+    /// `settings.executionMinInterval`/`executionBurst`, shared by all queues.
+    pub limiter: Mutex<TokenBucket>,
+}
+
+impl Hook {
+    /// True for config v0 hooks (their contexts have the v0 shape and never combine).
+    pub fn is_v0(&self) -> bool {
+        self.config.version == ConfigVersion::V0
+    }
+
+    /// True if the hook needs a Kubernetes API server.
+    pub fn needs_kubernetes(&self) -> bool {
+        let c = &self.config;
+        !(c.kubernetes.is_empty()
+            && c.validating.is_empty()
+            && c.mutating.is_empty()
+            && c.conversion.is_empty())
+    }
+}
+
+/// A hook that could not be found or loaded.
+#[derive(Debug)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Finds every hook under `root`: executable regular files, recursively, skipping
+/// dot-entries, `lib` directories and docs/data files, sorted by path.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let mut found = Vec::new();
+    walk(root, &mut found)
+        .map_err(|e| LoadError(format!("hooks dir '{}': {e}", root.display())))?;
+    found.sort();
+    Ok(found)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let link_type = entry.file_type()?;
+        if link_type.is_dir() {
+            if name != "lib" {
+                walk(&path, found)?;
+            }
+            continue;
+        }
+        if is_hook_file(&path, &name) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn is_hook_file(path: &Path, name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let ext = Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    if matches!(ext, "yaml" | "yml" | "json" | "md" | "txt") {
+        return false;
+    }
+    // Follows symlinks: a link counts only if it points at an executable file.
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        crate::log::warn(
+            "file is skipped: no executable permissions, chmod +x is required to run this hook",
+            &[("path", &path.display().to_string())],
+        );
+        return false;
+    }
+    true
+}
+
+/// Runs `<hook> --config` in the hook's directory and parses what it prints.
+pub fn load(root: &Path, path: &Path, timeout: Option<Duration>) -> Result<Hook, LoadError> {
+    let name = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
+    let output = run_config(path, timeout)
+        .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
+    let config = config::parse(&name, &output)
+        .map_err(|e| LoadError(format!("{e}\nhook --config output: {}", output.trim_end())))?;
+    let limiter = TokenBucket::from_settings(&config.settings);
+    Ok(Hook {
+        name,
+        path: path.to_path_buf(),
+        config,
+        limiter: Mutex::new(limiter),
+    })
+}
+
+fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
+    let mut cmd = std::process::Command::new(path);
+    cmd.arg("--config");
+    if let Some(dir) = path.parent() {
+        cmd.current_dir(dir);
+    }
+    let run = process::run_captured(cmd, timeout).map_err(|e| format!("cannot start: {e}"))?;
+    match run.status {
+        ExitStatus::Code(0) => {
+            String::from_utf8(run.stdout).map_err(|_| "--config output is not UTF-8".to_string())
+        }
+        status => {
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            let stderr = stderr.trim();
+            Err(if stderr.is_empty() {
+                status.to_string()
+            } else {
+                format!("{status}: {stderr}")
+            })
+        }
+    }
+}
+
+/// Discovers and loads every hook, stopping at the first that fails.
+pub fn load_all(root: &Path, timeout: Option<Duration>) -> Result<Vec<Hook>, LoadError> {
+    discover(root)?
+        .iter()
+        .map(|p| load(root, p, timeout))
+        .collect()
+}
+
+/// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.
+pub fn safe_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' => c,
+            '.' | '/' | ' ' | '&' | '_' | '=' | '+' | ':' | '-' => '-',
+            _ => continue,
+        };
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn touch(path: &Path, mode: u32) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    #[test]
+    fn discovery_skips_lib_dotfiles_data_and_non_executables() {
+        let dir = std::env::temp_dir().join(format!("so-discover-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        touch(&dir.join("b.sh"), 0o755);
+        touch(&dir.join("a/z.sh"), 0o755);
+        touch(&dir.join("a/lib/helper.sh"), 0o755);
+        touch(&dir.join("lib/common.sh"), 0o755);
+        touch(&dir.join(".hidden/x.sh"), 0o755);
+        touch(&dir.join(".dot.sh"), 0o755);
+        touch(&dir.join("notes.md"), 0o755);
+        touch(&dir.join("values.yaml"), 0o755);
+        touch(&dir.join("plain.sh"), 0o644);
+        std::os::unix::fs::symlink(dir.join("b.sh"), dir.join("c-link.sh")).expect("symlink");
+        let found: Vec<String> = discover(&dir)
+            .expect("discover")
+            .iter()
+            .map(|p| p.strip_prefix(&dir).expect("rel").display().to_string())
+            .collect();
+        assert_eq!(found, vec!["a/z.sh", "b.sh", "c-link.sh"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn safe_names_match_flant() {
+        assert_eq!(
+            safe_name("002-cool-hooks/monitor-namespaces.py"),
+            "002-cool-hooks-monitor-namespaces-py"
+        );
+        assert_eq!(safe_name("a b__c.sh"), "a-b-c-sh");
+    }
+}

@@ -1,0 +1,170 @@
+//! The operator's own Prometheus metrics, named as flant names them under
+//! `--prometheus-metrics-prefix`, and their text exposition for `/metrics`.
+//!
+//! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
+//! threads, the ticker and the HTTP thread; the prometheus types are internally
+//! synchronised.
+
+use prometheus::{
+    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
+    TextEncoder,
+};
+
+/// Buckets of the hook run histograms (flant's declared buckets).
+const RUN_BUCKETS: &[f64] = &[
+    0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
+];
+const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
+
+/// Every self metric.
+pub struct Metrics {
+    registry: Registry,
+    pub live_ticks: IntCounter,
+    pub tasks_queue_length: GaugeVec,
+    pub hook_run_seconds: HistogramVec,
+    pub hook_run_user_cpu_seconds: HistogramVec,
+    pub hook_run_sys_cpu_seconds: HistogramVec,
+    pub hook_run_max_rss_bytes: GaugeVec,
+    pub hook_run_success_total: CounterVec,
+    pub hook_run_errors_total: CounterVec,
+    pub hook_run_allowed_errors_total: CounterVec,
+    pub task_wait_in_queue_seconds_total: CounterVec,
+    pub tasks_queue_compaction_operations_total: CounterVec,
+}
+
+/// A metric could not be registered (a bad prefix).
+#[derive(Debug)]
+pub struct MetricsError(pub String);
+
+impl std::fmt::Display for MetricsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under `prefix`.
+    pub fn new(prefix: &str) -> Result<Metrics, MetricsError> {
+        let registry = Registry::new();
+        let r = Reg {
+            registry: &registry,
+            prefix,
+        };
+        Ok(Metrics {
+            live_ticks: r.reg(IntCounter::with_opts(Opts::new(
+                r.name("live_ticks"),
+                "Increased every 10 seconds while the operator lives.",
+            )))?,
+            tasks_queue_length: r.reg(GaugeVec::new(
+                Opts::new(r.name("tasks_queue_length"), "Tasks waiting in each queue."),
+                &["queue"],
+            ))?,
+            hook_run_seconds: r.histogram("hook_run_seconds", "Duration of hook runs.")?,
+            hook_run_user_cpu_seconds: r
+                .histogram("hook_run_user_cpu_seconds", "User CPU time of hook runs.")?,
+            hook_run_sys_cpu_seconds: r
+                .histogram("hook_run_sys_cpu_seconds", "System CPU time of hook runs.")?,
+            hook_run_max_rss_bytes: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("hook_run_max_rss_bytes"),
+                    "Peak memory of the last hook run.",
+                ),
+                HOOK_LABELS,
+            ))?,
+            hook_run_success_total: r.counter("hook_run_success_total", "Successful hook runs.")?,
+            hook_run_errors_total: r.counter(
+                "hook_run_errors_total",
+                "Failed hook runs that will be retried.",
+            )?,
+            hook_run_allowed_errors_total: r.counter(
+                "hook_run_allowed_errors_total",
+                "Failed hook runs with allowFailure: true.",
+            )?,
+            task_wait_in_queue_seconds_total: r.counter(
+                "task_wait_in_queue_seconds_total",
+                "Seconds tasks waited in queues before running.",
+            )?,
+            tasks_queue_compaction_operations_total: r.reg(CounterVec::new(
+                Opts::new(
+                    format!("d8_telemetry_{prefix}tasks_queue_compaction_operations_total"),
+                    "Queue-level compactions of a hook's tasks.",
+                ),
+                &["queue_name", "hook"],
+            ))?,
+            registry,
+        })
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out
+    }
+}
+
+struct Reg<'a> {
+    registry: &'a Registry,
+    prefix: &'a str,
+}
+
+impl Reg<'_> {
+    fn name(&self, base: &str) -> String {
+        format!("{}{base}", self.prefix)
+    }
+
+    fn reg<M: prometheus::core::Collector + Clone + 'static>(
+        &self,
+        m: Result<M, prometheus::Error>,
+    ) -> Result<M, MetricsError> {
+        let m = m.map_err(|e| {
+            MetricsError(format!(
+                "--prometheus-metrics-prefix {:?}: {e}",
+                self.prefix
+            ))
+        })?;
+        self.registry
+            .register(Box::new(m.clone()))
+            .map_err(|e| MetricsError(e.to_string()))?;
+        Ok(m)
+    }
+
+    fn histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
+        let opts = HistogramOpts::new(self.name(base), help).buckets(RUN_BUCKETS.to_vec());
+        self.reg(HistogramVec::new(opts, HOOK_LABELS))
+    }
+
+    fn counter(&self, base: &str, help: &str) -> Result<CounterVec, MetricsError> {
+        self.reg(CounterVec::new(
+            Opts::new(self.name(base), help),
+            HOOK_LABELS,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_prefix() {
+        let m = Metrics::new("my_").expect("metrics");
+        m.live_ticks.inc();
+        m.hook_run_success_total
+            .with_label_values(&["a.sh", "every", "main"])
+            .inc();
+        let text = String::from_utf8(m.render()).expect("utf8");
+        assert!(text.contains("my_live_ticks 1"), "{text}");
+        assert!(
+            text.contains(
+                "my_hook_run_success_total{binding=\"every\",hook=\"a.sh\",queue=\"main\"} 1"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_prefix_is_an_error() {
+        assert!(Metrics::new("bad-prefix-").is_err());
+    }
+}

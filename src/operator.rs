@@ -1,0 +1,306 @@
+//! The operator's wiring: the startup sequence, every thread and every channel, and
+//! shutdown. Reading this file shows the whole topology:
+//!
+//! ```text
+//! signal thread ──signal──> main thread (ticker: live_ticks, queue lengths)
+//! scheduler thread ──Fire──> router thread ──Task──> queue thread × Q ──> executor (child process)
+//! main thread (startup) ──onStartup / Enable tasks──> "main" queue
+//! "main" queue ──Control::Enable──> scheduler thread
+//! HTTP thread: /metrics /healthz /ready          reaper thread: every child's exit
+//! ```
+//!
+//! Shutdown flows the other way: the signal stops intake (the `stop` channel is
+//! closed, so the scheduler, router and queues stop taking work), running hooks get
+//! SIGTERM and, after the grace period, SIGKILL; then threads are joined and the
+//! process exits 0.
+
+use crate::executor::Executor;
+use crate::flags::Config;
+use crate::hook::context::BindingContext;
+use crate::hook::{self, Hook};
+use crate::http::HttpServer;
+use crate::log;
+use crate::metrics::Metrics;
+use crate::process;
+use crate::queue::worker::{QueueView, SharedView, Worker};
+use crate::queue::{Task, TaskKind};
+use crate::runner::Runner;
+use crate::schedule::{self, Control, Entry, Fire, cron::CronSchedule};
+use crossbeam_channel::{Receiver, Sender, bounded, select, tick, unbounded};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const MAIN_QUEUE: &str = "main";
+
+/// Runs the operator until SIGTERM/SIGINT; returns the exit code.
+pub fn run(config: Config) -> i32 {
+    log::init(&config.log);
+    match start(config) {
+        Ok(()) => 0,
+        Err(e) => {
+            log::error(&format!("startup failed: {e}"), &[]);
+            1
+        }
+    }
+}
+
+fn start(mut config: Config) -> Result<(), String> {
+    config.hooks_dir = std::fs::canonicalize(&config.hooks_dir)
+        .map_err(|e| format!("hooks dir '{}': {e}", config.hooks_dir.display()))?;
+    if config.tmp_dir.as_os_str().is_empty() {
+        config.tmp_dir =
+            std::env::temp_dir().join(format!("shell-operator-{}", std::process::id()));
+    }
+    let executor = Executor {
+        tmp_dir: config.tmp_dir.clone(),
+        keep_tmp_files: config.debug.keep_tmp_files,
+        timeout: config.hook_run_timeout,
+    };
+    executor
+        .prepare_tmp_dir()
+        .map_err(|e| format!("tmp dir '{}': {e}", config.tmp_dir.display()))?;
+    process::init_reaper();
+
+    log::info(
+        "loading hooks",
+        &[("dir", &config.hooks_dir.display().to_string())],
+    );
+    let hooks =
+        hook::load_all(&config.hooks_dir, config.hook_run_timeout).map_err(|e| e.to_string())?;
+    for h in &hooks {
+        log::info("hook loaded", &[("hook", &h.name)]);
+    }
+    if let Some(h) = hooks.iter().find(|h| h.needs_kubernetes()) {
+        return Err(format!(
+            "hook '{}' has kubernetes or webhook bindings, which this build does not support yet",
+            h.name
+        ));
+    }
+    let schedule_entries = schedule_entries(&hooks)?;
+    let hooks = Arc::new(hooks);
+
+    let metrics = Arc::new(Metrics::new(&config.metrics_prefix).map_err(|e| e.to_string())?);
+    let ready = Arc::new(AtomicBool::new(false));
+    let http = HttpServer::bind(
+        &config.listen_address,
+        config.listen_port,
+        Arc::clone(&metrics),
+        Arc::clone(&ready),
+    )?;
+    log::info(
+        "HTTP server listening",
+        &[(
+            "address",
+            &format!("{}:{}", config.listen_address, http.port()),
+        )],
+    );
+    let http_stopper = http.stopper();
+
+    // Channels. Dropping `stop_tx` stops the scheduler, the router and every queue.
+    let (stop_tx, stop_rx) = bounded::<()>(0);
+    let (signal_tx, signal_rx) = bounded::<i32>(4);
+    let (control_tx, control_rx) = unbounded::<Control>();
+    let (fire_tx, fire_rx) = unbounded::<Fire>();
+    let queue_names = queue_names(&hooks);
+    let queues: BTreeMap<String, (Sender<Task>, Receiver<Task>)> = queue_names
+        .iter()
+        .map(|n| (n.clone(), unbounded()))
+        .collect();
+    let senders: BTreeMap<String, Sender<Task>> = queues
+        .iter()
+        .map(|(n, (tx, _))| (n.clone(), tx.clone()))
+        .collect();
+
+    let startup = startup_tasks(&hooks);
+    let runner = Arc::new(Runner {
+        hooks: Arc::clone(&hooks),
+        executor,
+        metrics: Arc::clone(&metrics),
+        scheduler: control_tx,
+        startup_left: AtomicUsize::new(startup.len()),
+        ready: Arc::clone(&ready),
+    });
+    if startup.is_empty() {
+        ready.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    // Threads.
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    spawn_signal_thread(signal_tx)?;
+    threads.push(spawn("http", move || http.serve())?);
+    let mut views: Vec<SharedView> = Vec::new();
+    for (name, (_, rx)) in queues {
+        let view: SharedView = Arc::new(Mutex::new(QueueView {
+            name: name.clone(),
+            ..QueueView::default()
+        }));
+        views.push(Arc::clone(&view));
+        let worker = Worker::new(&name, rx, stop_rx.clone(), runner.clone(), view);
+        threads.push(spawn(&format!("queue-{name}"), move || worker.run())?);
+    }
+    let main_queue = senders
+        .get(MAIN_QUEUE)
+        .cloned()
+        .ok_or("main queue missing")?;
+    for task in startup {
+        let _ = main_queue.send(task);
+    }
+    let (router_hooks, router_stop) = (Arc::clone(&hooks), stop_rx.clone());
+    threads.push(spawn("router", move || {
+        route(router_hooks, fire_rx, router_stop, senders)
+    })?);
+    let scheduler_stop = stop_rx.clone();
+    threads.push(spawn("scheduler", move || {
+        schedule::run(schedule_entries, control_rx, scheduler_stop, fire_tx)
+    })?);
+
+    let signal = tick_until_signal(&metrics, &views, &signal_rx);
+    log::info("shutting down", &[("signal", &signal.to_string())]);
+    drop(stop_tx);
+    process::terminate_all(config.shutdown_grace);
+    http_stopper.unblock();
+    for t in threads {
+        let _ = t.join();
+    }
+    log::info("stopped", &[]);
+    Ok(())
+}
+
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(body)
+        .map_err(|e| format!("cannot start thread {name}: {e}"))
+}
+
+fn spawn_signal_thread(signals_out: Sender<i32>) -> Result<(), String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        .map_err(|e| format!("cannot handle signals: {e}"))?;
+    spawn("signals", move || {
+        for sig in signals.forever() {
+            let _ = signals_out.send(sig);
+        }
+    })
+    .map(drop)
+}
+
+/// The main thread's loop: live ticks every 10 s, queue lengths every 5 s, until a signal.
+fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver<i32>) -> i32 {
+    let ticker = tick(Duration::from_secs(5));
+    let mut ticks = 0u64;
+    metrics.live_ticks.inc();
+    loop {
+        select! {
+            recv(signals) -> sig => return sig.unwrap_or(0),
+            recv(ticker) -> _ => {
+                ticks += 1;
+                if ticks % 2 == 0 {
+                    metrics.live_ticks.inc();
+                }
+                for view in views {
+                    let v = view.lock().unwrap_or_else(|p| p.into_inner());
+                    metrics.tasks_queue_length.with_label_values(&[v.name.as_str()]).set(v.tasks.len() as f64);
+                }
+            }
+        }
+    }
+}
+
+/// The router thread: turns schedule fires into HookRun tasks on the binding's queue.
+fn route(
+    hooks: Arc<Vec<Hook>>,
+    fires: Receiver<Fire>,
+    stop: Receiver<()>,
+    queues: BTreeMap<String, Sender<Task>>,
+) {
+    loop {
+        let fire = select! {
+            recv(fires) -> f => match f { Ok(f) => f, Err(_) => return },
+            recv(stop) -> _ => return,
+        };
+        let Some(hook) = hooks.get(fire.hook) else {
+            continue;
+        };
+        let Some(b) = hook.config.schedule.get(fire.binding) else {
+            continue;
+        };
+        let ctx =
+            BindingContext::schedule(&b.name, b.group.clone(), b.include_snapshots_from.clone());
+        let task = Task::hook_run(fire.hook, &hook.name, !hook.is_v0(), b.allow_failure, ctx);
+        match queues.get(&b.queue) {
+            Some(q) => drop(q.send(task)),
+            None => log::error(
+                "no such queue",
+                &[("queue", &b.queue), ("hook", &hook.name)],
+            ),
+        }
+    }
+}
+
+/// The main queue's first tasks: onStartup runs by (ORDER, name), then each hook's
+/// Enable tasks in name order.
+fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
+    let mut on_startup: Vec<(f64, usize)> = hooks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.config.on_startup.map(|o| (o, i)))
+        .collect();
+    on_startup.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))); // hooks are already in name order
+    let mut tasks: Vec<Task> = on_startup
+        .into_iter()
+        .map(|(_, i)| {
+            Task::hook_run(
+                i,
+                &hooks[i].name,
+                false,
+                false,
+                BindingContext::on_startup(),
+            )
+        })
+        .collect();
+    for (i, h) in hooks.iter().enumerate() {
+        if !h.config.kubernetes.is_empty() {
+            tasks.push(Task::enable(TaskKind::EnableKubernetesBindings, i, &h.name));
+        }
+        if !h.config.schedule.is_empty() {
+            tasks.push(Task::enable(TaskKind::EnableScheduleBindings, i, &h.name));
+        }
+    }
+    tasks
+}
+
+/// "main" plus every queue named by a binding.
+fn queue_names(hooks: &[Hook]) -> Vec<String> {
+    let mut names: Vec<String> = vec![MAIN_QUEUE.to_string()];
+    for h in hooks {
+        names.extend(h.config.schedule.iter().map(|b| b.queue.clone()));
+        names.extend(h.config.kubernetes.iter().map(|b| b.queue.clone()));
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn schedule_entries(hooks: &[Hook]) -> Result<Vec<Entry>, String> {
+    let mut entries = Vec::new();
+    for (hi, h) in hooks.iter().enumerate() {
+        for (bi, b) in h.config.schedule.iter().enumerate() {
+            let schedule = CronSchedule::parse(&b.crontab).map_err(|e| {
+                format!(
+                    "hook '{}': schedule[{bi}] \"{}\": field 'crontab': {e}",
+                    h.name, b.name
+                )
+            })?;
+            entries.push(Entry {
+                hook: hi,
+                binding: bi,
+                schedule,
+            });
+        }
+    }
+    Ok(entries)
+}

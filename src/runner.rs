@@ -1,0 +1,187 @@
+//! The task handler the queue threads call: turns a task into a hook run (binding
+//! context file, executor, metrics, logs) or into enabling a hook's bindings.
+//!
+//! One `Runner` is shared by every queue thread; it holds only shared, read-mostly
+//! state (the hook list, the executor settings, metrics, the scheduler's control
+//! channel), so queues run hooks in parallel without contending on it.
+
+use crate::executor::{Executor, RunLabels, RunResult};
+use crate::hook::Hook;
+use crate::hook::context::{BindingType, Snapshots, render_file};
+use crate::log;
+use crate::metrics::Metrics;
+use crate::queue::worker::Handler;
+use crate::queue::{Task, TaskKind};
+use crate::schedule::Control;
+use crossbeam_channel::Sender;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs tasks for the queue threads.
+pub struct Runner {
+    pub hooks: Arc<Vec<Hook>>,
+    pub executor: Executor,
+    pub metrics: Arc<Metrics>,
+    pub scheduler: Sender<Control>,
+    /// Startup tasks (onStartup runs and Enable tasks) not yet done; at zero the
+    /// operator reports ready.
+    pub startup_left: AtomicUsize,
+    pub ready: Arc<AtomicBool>,
+}
+
+impl Runner {
+    fn startup_task_done(&self, task: &Task) {
+        let is_startup =
+            task.kind != TaskKind::HookRun || task.binding_type == BindingType::OnStartup;
+        if is_startup && self.startup_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.ready.store(true, Ordering::Release);
+            log::info(
+                "startup finished: onStartup hooks ran and bindings are enabled",
+                &[],
+            );
+        }
+    }
+
+    fn run_hook(&self, task: &Task, queue: &str) -> Result<(), String> {
+        let hook = self
+            .hooks
+            .get(task.hook)
+            .ok_or_else(|| format!("no hook #{}", task.hook))?;
+        let labels = RunLabels {
+            hook: hook.name.clone(),
+            binding: task.binding.clone(),
+            queue: queue.to_string(),
+            task: "HookRun".into(),
+            event: task.binding_type.as_str().into(),
+        };
+        let metric_labels = [
+            labels.hook.as_str(),
+            labels.binding.as_str(),
+            labels.queue.as_str(),
+        ];
+        self.metrics
+            .task_wait_in_queue_seconds_total
+            .with_label_values(&metric_labels)
+            .inc_by(task.queued_at.elapsed().as_secs_f64());
+        let context = render_file(&task.contexts, hook.is_v0(), &Snapshots::new());
+        log::info(
+            "Execute hook",
+            &[
+                ("hook", &labels.hook),
+                ("binding", &labels.binding),
+                ("queue", queue),
+                ("event", &labels.event),
+            ],
+        );
+        let result = self
+            .executor
+            .run(&hook.path, &context, &labels)
+            .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
+        let outcome = match &result {
+            Ok(run) if run.success() => Ok(()),
+            Ok(run) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+            Err(e) => Err(e.clone()),
+        };
+        if let Ok(run) = &result {
+            self.observe_run(&metric_labels, run);
+        }
+        let m = &self.metrics;
+        let count = |ok: f64, failed: f64, allowed: f64| {
+            m.hook_run_success_total
+                .with_label_values(&metric_labels)
+                .inc_by(ok);
+            m.hook_run_errors_total
+                .with_label_values(&metric_labels)
+                .inc_by(failed);
+            m.hook_run_allowed_errors_total
+                .with_label_values(&metric_labels)
+                .inc_by(allowed);
+        };
+        let fields = [
+            ("hook", labels.hook.as_str()),
+            ("binding", labels.binding.as_str()),
+            ("queue", queue),
+        ];
+        match outcome {
+            Ok(()) => {
+                count(1.0, 0.0, 0.0);
+                Ok(())
+            }
+            Err(e) if task.allow_failure => {
+                count(0.0, 0.0, 1.0);
+                log::info(
+                    "Hook failed, but allowed to fail",
+                    &[fields[0], fields[1], fields[2], ("error", &e)],
+                );
+                Ok(())
+            }
+            Err(e) => {
+                count(0.0, 1.0, 0.0);
+                log::error(
+                    "Hook failed, will retry",
+                    &[fields[0], fields[1], fields[2], ("error", &e)],
+                );
+                Err(e)
+            }
+        }
+    }
+
+    fn observe_run(&self, labels: &[&str; 3], run: &RunResult) {
+        let m = &self.metrics;
+        m.hook_run_seconds
+            .with_label_values(labels)
+            .observe(run.duration.as_secs_f64());
+        m.hook_run_user_cpu_seconds
+            .with_label_values(labels)
+            .observe(run.usage.user_cpu.as_secs_f64());
+        m.hook_run_sys_cpu_seconds
+            .with_label_values(labels)
+            .observe(run.usage.sys_cpu.as_secs_f64());
+        m.hook_run_max_rss_bytes
+            .with_label_values(labels)
+            .set(run.usage.max_rss_bytes as f64);
+    }
+}
+
+impl Handler for Runner {
+    fn rate_limit(&self, task: &Task) -> Duration {
+        match (task.kind, self.hooks.get(task.hook)) {
+            (TaskKind::HookRun, Some(hook)) => hook
+                .limiter
+                .lock()
+                .map(|mut b| b.reserve(Instant::now()))
+                .unwrap_or_default(),
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn handle(&self, task: &Task, queue: &str) -> Result<(), String> {
+        let result = match task.kind {
+            TaskKind::HookRun => self.run_hook(task, queue),
+            TaskKind::EnableScheduleBindings => self
+                .scheduler
+                .send(Control::Enable(task.hook))
+                .map_err(|_| "scheduler is not running".to_string()),
+            TaskKind::EnableKubernetesBindings => Err(format!(
+                "{}: kubernetes bindings are not supported by this build yet",
+                task.hook_name
+            )),
+        };
+        if result.is_ok() {
+            self.startup_task_done(task);
+        }
+        result
+    }
+
+    fn compacted(&self, queue: &str, hook: &str) {
+        self.metrics
+            .tasks_queue_compaction_operations_total
+            .with_label_values(&[queue, hook])
+            .inc();
+        log::warn(
+            "queue compaction: merged a hook's queued tasks into one",
+            &[("queue", queue), ("hook", hook)],
+        );
+    }
+}

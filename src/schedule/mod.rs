@@ -1,0 +1,86 @@
+//! The scheduler thread: fires `schedule` bindings on their crontabs.
+//!
+//! It holds every schedule binding of every hook, but a hook's entries only start
+//! firing once its `EnableScheduleBindings` task has run (after all onStartup hooks,
+//! as in flant). It sleeps until the earliest next fire time, waking early for
+//! control messages or shutdown, and sends a [`Fire`] per due binding, in hook-name
+//! then config order (flant's order within a hook is random).
+
+pub mod cron;
+
+use chrono::{DateTime, Local};
+use cron::CronSchedule;
+use crossbeam_channel::{Receiver, Sender, select};
+use std::time::Duration;
+
+/// One schedule binding.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub hook: usize,
+    pub binding: usize,
+    pub schedule: CronSchedule,
+}
+
+/// Messages to the scheduler.
+#[derive(Debug, Clone, Copy)]
+pub enum Control {
+    /// Start firing the bindings of this hook.
+    Enable(usize),
+}
+
+/// A due schedule binding: hook index and binding index within its config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fire {
+    pub hook: usize,
+    pub binding: usize,
+}
+
+/// Longest sleep between checks, so a changed wall clock is noticed.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+
+/// The thread body. Ends when `stop`'s sender is dropped.
+pub fn run(
+    entries: Vec<Entry>,
+    control: Receiver<Control>,
+    stop: Receiver<()>,
+    fires: Sender<Fire>,
+) {
+    let mut next: Vec<Option<DateTime<Local>>> = vec![None; entries.len()];
+    loop {
+        let now = Local::now();
+        for (i, e) in entries.iter().enumerate() {
+            if next[i].is_some_and(|t| t <= now) {
+                if fires
+                    .send(Fire {
+                        hook: e.hook,
+                        binding: e.binding,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                next[i] = e.schedule.next_after(now);
+            }
+        }
+        let sleep = next
+            .iter()
+            .flatten()
+            .min()
+            .map(|t| (*t - Local::now()).to_std().unwrap_or(Duration::ZERO))
+            .unwrap_or(MAX_SLEEP)
+            .min(MAX_SLEEP);
+        select! {
+            recv(control) -> msg => match msg {
+                Ok(Control::Enable(hook)) => {
+                    let now = Local::now();
+                    for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.hook == hook) {
+                        next[i] = e.schedule.next_after(now);
+                    }
+                }
+                Err(_) => return,
+            },
+            recv(stop) -> _ => return,
+            default(sleep) => {}
+        }
+    }
+}
