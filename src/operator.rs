@@ -193,6 +193,7 @@ fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver
     let ticker = tick(Duration::from_secs(5));
     let mut ticks = 0u64;
     metrics.live_ticks.inc();
+    update_queue_lengths(metrics, views);
     loop {
         select! {
             recv(signals) -> sig => return sig.unwrap_or(0),
@@ -201,12 +202,16 @@ fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver
                 if ticks % 2 == 0 {
                     metrics.live_ticks.inc();
                 }
-                for view in views {
-                    let v = view.lock().unwrap_or_else(|p| p.into_inner());
-                    metrics.tasks_queue_length.with_label_values(&[v.name.as_str()]).set(v.tasks.len() as f64);
-                }
+                update_queue_lengths(metrics, views);
             }
         }
+    }
+}
+
+fn update_queue_lengths(metrics: &Metrics, views: &[SharedView]) {
+    for view in views {
+        let v = view.lock().unwrap_or_else(|p| p.into_inner());
+        metrics.tasks_queue_length.with_label_values(&[v.name.as_str()]).set(v.tasks.len() as f64);
     }
 }
 

@@ -1,0 +1,38 @@
+# Everyday commands. `make test` is what CI runs (see .ci/run).
+CARGO ?= cargo
+MUSL_TARGET := x86_64-unknown-linux-musl
+STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
+
+.PHONY: build test static bench run demo fmt lint clean
+
+build:
+	$(CARGO) build --release
+
+# The whole test suite: unit tests, integration tests on the real binary, kube-sim.
+test:
+	$(CARGO) test --workspace --no-fail-fast
+
+# Fully static musl binary (needs Debian's musl-tools for ring's C code).
+static:
+	rustup target list --installed | grep -q $(MUSL_TARGET) || rustup target add $(MUSL_TARGET)
+	$(CARGO) build --release --target $(MUSL_TARGET)
+	@ls -l $(STATIC_BIN)
+	@file $(STATIC_BIN) 2>/dev/null || true
+
+# Benchmarks: ratios measured in one run; figures go to BENCHMARKS.md by hand.
+bench: build static
+	$(CARGO) bench --bench dispatch -- --operator target/release/shell-operator --static $(STATIC_BIN)
+
+# Runs the operator on the bundled example hooks (Ctrl-C to stop).
+run:
+	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

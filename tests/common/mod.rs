@@ -1,0 +1,201 @@
+//! Test harness for integration tests: builds a temp hooks dir, starts the real
+//! `shell-operator` binary on it, and reads what the hooks recorded.
+//!
+//! Every hook written by [`hook`] appends one line per run to `$OUT_DIR/runs.log`:
+//! `<tag> <binding context JSON>`, so tests assert the exact JSON hooks received.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A hook script: prints `config` for `--config`, otherwise runs `body` after
+/// recording its binding context under `tag`.
+pub fn hook(tag: &str, config: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\ncat <<'CONFIG'\n{config}\nCONFIG\nexit 0\nfi\n\
+         printf '%s %s\\n' '{tag}' \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" >> \"$OUT_DIR/runs.log\"\n{body}\n"
+    )
+}
+
+/// A temp directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("so-it-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes executable `files` (relative path, content) under `dir`.
+pub fn write_hooks(dir: &Path, files: &[(&str, String)]) {
+    for (rel, content) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write hook");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+}
+
+/// A running operator and its workspace.
+pub struct Operator {
+    pub child: Child,
+    pub dir: TempDir,
+    pub stdout: Arc<Mutex<Vec<String>>>,
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_shell-operator")
+}
+
+impl Operator {
+    /// Starts the binary on `hooks` with extra `args` and `env`; JSON logs, port 0.
+    pub fn start(hooks: &[(&str, String)], args: &[&str], env: &[(&str, &str)]) -> Operator {
+        let dir = TempDir::new("op");
+        write_hooks(&dir.0.join("hooks"), hooks);
+        std::fs::create_dir_all(dir.0.join("out")).expect("out dir");
+        let mut cmd = Command::new(binary());
+        cmd.arg("start")
+            .arg("--hooks-dir")
+            .arg(dir.0.join("hooks"))
+            .arg("--tmp-dir")
+            .arg(dir.0.join("tmp"))
+            .args(["--listen-address", "127.0.0.1", "--listen-port", "0"])
+            .args(args)
+            .env("LOG_TYPE", "json")
+            .env("OUT_DIR", dir.0.join("out"))
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start shell-operator");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let lines = Arc::clone(&stdout);
+        let pipe = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                lines.lock().expect("lock").push(line);
+            }
+        });
+        Operator { child, dir, stdout }
+    }
+
+    /// Lines of `runs.log` as (tag, parsed JSON).
+    pub fn runs(&self) -> Vec<(String, serde_json::Value)> {
+        let text = std::fs::read_to_string(self.dir.0.join("out/runs.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).unwrap_or(serde_json::Value::Null)))
+            .collect()
+    }
+
+    /// Waits until `cond(runs)` holds; panics with the runs and logs after `timeout`.
+    pub fn wait_runs(&self, timeout: Duration, cond: impl Fn(&[(String, serde_json::Value)]) -> bool) -> Vec<(String, serde_json::Value)> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let runs = self.runs();
+            if cond(&runs) {
+                return runs;
+            }
+            if Instant::now() > deadline {
+                panic!("condition not met in {timeout:?}\nruns: {runs:#?}\nlogs:\n{}", self.logs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        self.stdout.lock().expect("lock").join("\n")
+    }
+
+    /// Waits for a log line containing `needle`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.stdout.lock().expect("lock").iter().find(|l| l.contains(needle)) {
+                return l.clone();
+            }
+            if Instant::now() > deadline {
+                panic!("no log line with {needle:?} in {timeout:?}; logs:\n{}", self.logs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The HTTP port, from the "HTTP server listening" log line.
+    pub fn port(&self) -> u16 {
+        let line = self.wait_log("HTTP server listening", Duration::from_secs(10));
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json log line");
+        let addr = v["address"].as_str().expect("address field");
+        addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port")
+    }
+
+    /// GETs `path` from the HTTP server: (status, body).
+    pub fn http_get(&self, path: &str) -> (u16, String) {
+        http_get(self.port(), path)
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Waits for the process to exit; returns its code.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.0 GET over a TCP socket.
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
+/// Runs the binary to completion: (exit code, stdout, stderr).
+pub fn run_binary(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(binary()).args(args).envs(env.iter().copied()).output().expect("run binary");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The value of the first sample line starting with `series` in a metrics body.
+pub fn metric(body: &str, series: &str) -> Option<f64> {
+    body.lines().find(|l| l.starts_with(series)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok())
+}
