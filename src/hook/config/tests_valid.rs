@@ -1,0 +1,1 @@
+//! Tests: valid configs.
