@@ -1,130 +1,123 @@
-//! TEMPORARY stub of the hook configuration types (the real parser lands from the
-//! hook-config branch). Only the types, so the rest of the crate compiles.
-use std::collections::BTreeMap;
-use std::time::Duration;
+//! Hook configuration: what a hook prints when run with `--config`, parsed and
+//! validated into typed bindings (flant's config v0 and v1).
+//!
+//! The pipeline mirrors flant's: read the text as YAML or JSON (first YAML
+//! document only), pick the schema version from `configVersion`, check the
+//! raw value against the schema rules (strict keys, types, enums, sizes) while
+//! converting it into the structs in [`types`], run the cross-field checks
+//! (`includeSnapshotsFrom` names, webhook names, rules), then merge groups.
+//! Every problem is collected into one [`ConfigError`].
+//!
+//! Layout: `v1.rs` (top level, schedule, settings), `kubernetes.rs`,
+//! `admission.rs`, `conversion.rs`, `v0.rs`, `selectors.rs` (label, name,
+//! field and namespace selectors), `group.rs` (snapshot names and group merge),
+//! `validate.rs` (the schema-like checker), `k8s_names.rs`, `duration.rs`.
+//! jqFilter is kept as text: the hook loader compiles it.
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConfigVersion {
-    V0,
-    V1,
-}
-#[derive(Debug, Clone)]
-pub struct HookConfig {
-    pub version: ConfigVersion,
-    pub on_startup: Option<f64>,
-    pub schedule: Vec<ScheduleBinding>,
-    pub kubernetes: Vec<KubernetesBinding>,
-    pub validating: Vec<AdmissionBinding>,
-    pub mutating: Vec<AdmissionBinding>,
-    pub conversion: Vec<ConversionBinding>,
-    pub settings: Settings,
-}
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Settings {
-    pub execution_min_interval: Option<Duration>,
-    pub execution_burst: Option<u32>,
-}
-#[derive(Debug, Clone)]
-pub struct ScheduleBinding {
-    pub name: String,
-    pub crontab: String,
-    pub allow_failure: bool,
-    pub queue: String,
-    pub group: Option<String>,
-    pub include_snapshots_from: Vec<String>,
-}
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchEventType {
-    Added,
-    Modified,
-    Deleted,
-}
-#[derive(Debug, Clone)]
-pub struct KubernetesBinding {
-    pub name: String,
-    pub api_version: Option<String>,
-    pub kind: String,
-    pub execute_hook_on_event: Vec<WatchEventType>,
-    pub execute_hook_on_synchronization: bool,
-    pub wait_for_synchronization: bool,
-    pub keep_full_objects_in_memory: bool,
-    pub name_selector: Option<Vec<String>>,
-    pub label_selector: Option<LabelSelector>,
-    pub field_selector: Vec<FieldRequirement>,
-    pub namespace: Option<NamespaceSelector>,
-    pub jq_filter: Option<String>,
-    pub allow_failure: bool,
-    pub include_snapshots_from: Vec<String>,
-    pub queue: String,
-    pub group: Option<String>,
-    pub resynchronization_period: Option<String>,
-}
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LabelSelector {
-    pub match_labels: BTreeMap<String, String>,
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-#[derive(Debug, Clone, PartialEq)]
-pub struct LabelSelectorRequirement {
-    pub key: String,
-    pub operator: String,
-    pub values: Vec<String>,
-}
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldRequirement {
-    pub field: String,
-    pub operator: FieldOp,
-    pub value: String,
-}
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FieldOp {
-    Equals,
-    NotEquals,
-}
-#[derive(Debug, Clone, Default)]
-pub struct NamespaceSelector {
-    pub name_selector: Option<Vec<String>>,
-    pub label_selector: Option<LabelSelector>,
-}
-#[derive(Debug, Clone)]
-pub struct AdmissionBinding {
-    pub name: String,
-    pub group: Option<String>,
-    pub include_snapshots_from: Vec<String>,
-    pub rules: Vec<serde_json::Value>,
-    pub failure_policy: Option<String>,
-    pub side_effects: String,
-    pub timeout_seconds: i64,
-    pub match_conditions: Vec<serde_json::Value>,
-    pub label_selector: Option<LabelSelector>,
-    pub namespace_label_selector: Option<LabelSelector>,
-}
-#[derive(Debug, Clone)]
-pub struct ConversionBinding {
-    pub name: String,
-    pub crd_name: String,
-    pub conversions: Vec<(String, String)>,
-    pub group: Option<String>,
-    pub include_snapshots_from: Vec<String>,
-}
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.0)
+mod admission;
+mod conversion;
+pub mod duration;
+mod error;
+mod group;
+mod k8s_names;
+mod kubernetes;
+mod selectors;
+mod types;
+mod v0;
+mod v1;
+mod validate;
+
+#[cfg(test)]
+mod tests_invalid;
+#[cfg(test)]
+mod tests_valid;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use duration::go_duration;
+pub use error::{ConfigError, Problem};
+pub use types::*;
+
+/// Parse and validate a hook's `--config` output (YAML or JSON; only the first
+/// YAML document is read). `hook_name` is used in error messages only.
+pub fn parse(hook_name: &str, text: &str) -> Result<HookConfig, ConfigError> {
+    let fail = |message: String| {
+        let problem = Problem {
+            at: String::new(),
+            field: String::new(),
+            message,
+        };
+        Err(ConfigError::new(hook_name, vec![problem]))
+    };
+    let value = match load_document(text) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("cannot read --config output as YAML or JSON: {e}")),
+    };
+    let map = match value {
+        Value::Object(m) => m,
+        Value::Null => {
+            return fail("--config output is empty: expected a YAML or JSON object".into());
+        }
+        other => {
+            let kind = validate::type_name(&other);
+            return fail(format!("config must be an object, got {kind:?}"));
+        }
+    };
+    let mut problems = Vec::new();
+    let config = match detect_version(&map, &mut problems) {
+        Some(ConfigVersion::V1) => Some(v1::parse(&map, &mut problems)),
+        Some(ConfigVersion::V0) => Some(v0::parse(&map, &mut problems)),
+        None => None,
+    };
+    match config {
+        Some(config) if problems.is_empty() => Ok(config),
+        _ => Err(ConfigError::new(hook_name, problems)),
     }
 }
-impl std::error::Error for ConfigError {}
-pub fn parse(hook_name: &str, _text: &str) -> Result<HookConfig, ConfigError> {
-    Err(ConfigError(format!(
-        "hook '{hook_name}': config parser not merged yet"
-    )))
+
+/// The first document of a YAML stream (JSON is YAML too). Text that looks like
+/// a JSON object is read as JSON first, so JSON with tab indentation works.
+fn load_document(text: &str) -> Result<Value, String> {
+    if text.trim_start().starts_with('{') {
+        if let Ok(v) = serde_json::from_str(text) {
+            return Ok(v);
+        }
+    }
+    match serde_yaml::Deserializer::from_str(text).next() {
+        None => Ok(Value::Null),
+        Some(doc) => Value::deserialize(doc).map_err(|e| e.to_string()),
+    }
 }
-pub mod duration {
-    pub fn go_duration(s: &str) -> Result<std::time::Duration, String> {
-        s.trim_end_matches('s')
-            .parse::<f64>()
-            .map(std::time::Duration::from_secs_f64)
-            .map_err(|e| e.to_string())
+
+/// `configVersion`: absent means v0, `v1` means v1. Explicit `v0` is accepted
+/// as v0: flant rejects it (its v0 schema forbids the key), which we fix.
+fn detect_version(
+    map: &serde_json::Map<String, Value>,
+    probs: &mut Vec<Problem>,
+) -> Option<ConfigVersion> {
+    let mut c = validate::Checker::new(probs, "");
+    match map.get("configVersion") {
+        None => Some(ConfigVersion::V0),
+        Some(Value::String(s)) if s == "v1" => Some(ConfigVersion::V1),
+        Some(Value::String(s)) if s == "v0" => Some(ConfigVersion::V0),
+        Some(Value::String(s)) => {
+            let msg = format!("'configVersion' value '{s}' is unsupported; accepted: v1 (or v0)");
+            c.err("configVersion", msg);
+            None
+        }
+        Some(Value::Null) => {
+            c.err(
+                "configVersion",
+                "missing 'configVersion' value; accepted: v1 (or v0)",
+            );
+            None
+        }
+        Some(other) => {
+            let kind = validate::type_name(other);
+            let msg = format!("string value is expected for key 'configVersion', got {kind:?}");
+            c.err("configVersion", msg);
+            None
+        }
     }
 }

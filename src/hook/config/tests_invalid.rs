@@ -1,0 +1,1 @@
+//! Tests: invalid configs.

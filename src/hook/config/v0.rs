@@ -1,0 +1,140 @@
+//! Config v0 (no `configVersion`): `onStartup`, `schedule` and
+//! `onKubernetesEvent`. The top level is strict, but flant reads the binding
+//! items without a schema, so unknown keys inside items are ignored here too;
+//! wrong types are still errors. v0 bindings always use queue `main`, have no
+//! snapshots or groups, and `onKubernetesEvent` is converted into the same
+//! `KubernetesBinding` v1 uses (event names add/update/delete mapped).
+
+use serde_json::{Map, Value};
+
+use super::error::Problem;
+use super::selectors::label_selector_v0;
+use super::types::{
+    ConfigVersion, HookConfig, KubernetesBinding, NamespaceSelector, ScheduleBinding, Settings,
+    WatchEventType,
+};
+use super::v1::{check_crontab, non_empty, on_startup};
+use super::validate::{Checker, binding_at};
+
+const TOP_KEYS: &[&str] = &["onStartup", "schedule", "onKubernetesEvent"];
+
+/// Parse a v0 config; an explicit `configVersion: v0` is allowed (our fix).
+pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
+    let mut c = Checker::new(probs, "");
+    let allowed: Vec<&str> = match m.contains_key("configVersion") {
+        true => TOP_KEYS.iter().copied().chain(["configVersion"]).collect(),
+        false => TOP_KEYS.to_vec(),
+    };
+    c.strict("", m, &allowed);
+    if !TOP_KEYS.iter().any(|k| m.contains_key(*k)) {
+        c.err("", "config has no bindings: expected onStartup, schedule or onKubernetesEvent (v0), or configVersion: v1");
+    }
+    HookConfig {
+        version: ConfigVersion::V0,
+        on_startup: m.get("onStartup").and_then(|v| on_startup(probs, v)),
+        schedule: items(m, "schedule", probs, schedule),
+        kubernetes: items(m, "onKubernetesEvent", probs, kubernetes),
+        validating: Vec::new(),
+        mutating: Vec::new(),
+        conversion: Vec::new(),
+        settings: Settings::default(),
+    }
+}
+
+/// Every item of the list `key` (may be empty in v0).
+fn items<T>(
+    m: &Map<String, Value>,
+    key: &str,
+    probs: &mut Vec<Problem>,
+    parse_item: fn(&mut Checker, &Value) -> Option<T>,
+) -> Vec<T> {
+    let Some(v) = m.get(key) else {
+        return Vec::new();
+    };
+    let Some(list) = Checker::new(probs, "").as_array(key, v, 0) else {
+        return Vec::new();
+    };
+    let each = list.iter().enumerate();
+    each.filter_map(|(i, item)| {
+        parse_item(&mut Checker::new(probs, binding_at(key, i, item)), item)
+    })
+    .collect()
+}
+
+/// A v0 schedule item: `{name, crontab, allowFailure}`.
+fn schedule(c: &mut Checker, item: &Value) -> Option<ScheduleBinding> {
+    let m = c.as_object("", item)?;
+    let crontab = c.req_str(m, "", "crontab");
+    if let Some(crontab) = &crontab {
+        check_crontab(c, crontab);
+    }
+    Some(ScheduleBinding {
+        name: non_empty(c, m, "name").unwrap_or_else(|| "schedule".into()),
+        crontab: crontab.unwrap_or_default(),
+        allow_failure: c.opt_bool(m, "", "allowFailure").unwrap_or(false),
+        queue: "main".into(),
+        group: None,
+        include_snapshots_from: Vec::new(),
+    })
+}
+
+/// A v0 `onKubernetesEvent` item. flant leaves the synchronization and
+/// full-object flags at false for v0 (v0 hooks get no Synchronization run and
+/// their binding context carries no objects).
+fn kubernetes(c: &mut Checker, item: &Value) -> Option<KubernetesBinding> {
+    let m = c.as_object("", item)?;
+    let object_name = non_empty(c, m, "objectName");
+    Some(KubernetesBinding {
+        name: non_empty(c, m, "name").unwrap_or_else(|| "onKubernetesEvent".into()),
+        api_version: None,
+        kind: c.opt_str(m, "", "kind").unwrap_or_default(),
+        execute_hook_on_event: events(c, m),
+        execute_hook_on_synchronization: false,
+        wait_for_synchronization: false,
+        keep_full_objects_in_memory: false,
+        name_selector: object_name.map(|n| vec![n]),
+        label_selector: m
+            .get("selector")
+            .and_then(|v| label_selector_v0(c, "selector", v)),
+        field_selector: Vec::new(),
+        namespace: m.get("namespaceSelector").and_then(|v| namespace(c, v)),
+        jq_filter: non_empty(c, m, "jqFilter"),
+        allow_failure: c.opt_bool(m, "", "allowFailure").unwrap_or(false),
+        include_snapshots_from: Vec::new(),
+        queue: "main".into(),
+        group: None,
+        resynchronization_period: None,
+    })
+}
+
+/// `event: [add, update, delete]`; absent means no events (unlike v1).
+fn events(c: &mut Checker, m: &Map<String, Value>) -> Vec<WatchEventType> {
+    let names = c.opt_str_list(m, "", "event", 0).unwrap_or_default();
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        match name.as_str() {
+            "add" => out.push(WatchEventType::Added),
+            "update" => out.push(WatchEventType::Modified),
+            "delete" => out.push(WatchEventType::Deleted),
+            other => {
+                let msg = format!("event '{other}' is unsupported; accepted: add, update, delete");
+                c.err(&format!("event[{i}]"), msg);
+            }
+        }
+    }
+    out
+}
+
+/// `namespaceSelector: {matchNames, any}`; `any: true` means all namespaces.
+fn namespace(c: &mut Checker, v: &Value) -> Option<NamespaceSelector> {
+    let m = c.as_object("namespaceSelector", v)?;
+    let names = c.opt_str_list(m, "namespaceSelector", "matchNames", 0);
+    let any = c.opt_bool(m, "namespaceSelector", "any").unwrap_or(false);
+    if any {
+        return None;
+    }
+    Some(NamespaceSelector {
+        name_selector: Some(names.unwrap_or_default()),
+        label_selector: None,
+    })
+}
