@@ -9,13 +9,13 @@
 //! 3. Idle RSS of the real binary with 20 hooks configured. Target ≤ 8 MB.
 
 use shell_operator::executor::Executor;
+use shell_operator::hook::Hook;
 use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
 use shell_operator::hook::context::BindingContext;
-use shell_operator::hook::Hook;
 use shell_operator::metrics::Metrics;
+use shell_operator::queue::Task;
 use shell_operator::queue::ratelimit::TokenBucket;
 use shell_operator::queue::worker::{Handler, SharedView, Worker};
-use shell_operator::queue::Task;
 use shell_operator::runner::Runner;
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -29,7 +29,12 @@ const RUNS: usize = 400;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+    };
     let work = std::env::temp_dir().join(format!("so-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("hooks")).expect("mkdir");
@@ -47,18 +52,48 @@ fn main() {
         op = op.min(operator_runs(&hook_path, &work.join("op"), RUNS));
     }
     println!("hook dispatch ({RUNS} runs, best of 3):");
-    println!("  bare fork/exec + files : {:>8.1} ms  ({:.0} µs/run)", ms(bare), us(bare) / RUNS as f64);
-    println!("  through the operator   : {:>8.1} ms  ({:.0} µs/run)", ms(op), us(op) / RUNS as f64);
-    println!("  ratio operator/bare    : {:>8.3}  (target ≤ 1.25)", op.as_secs_f64() / bare.as_secs_f64());
+    println!(
+        "  bare fork/exec + files : {:>8.1} ms  ({:.0} µs/run)",
+        ms(bare),
+        us(bare) / RUNS as f64
+    );
+    println!(
+        "  through the operator   : {:>8.1} ms  ({:.0} µs/run)",
+        ms(op),
+        us(op) / RUNS as f64
+    );
+    println!(
+        "  ratio operator/bare    : {:>8.3}  (target ≤ 1.25)",
+        op.as_secs_f64() / bare.as_secs_f64()
+    );
 
-    for (label, path) in [("release (gnu)", arg("--operator")), ("static (musl)", arg("--static"))] {
-        if let Some(size) = path.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()) {
-            println!("binary size {label:<14}: {:>8.2} MB ({size} bytes){}", size as f64 / 1e6, if label.starts_with("static") { "  (target ≤ 6 MB)" } else { "" });
+    for (label, path) in [
+        ("release (gnu)", arg("--operator")),
+        ("static (musl)", arg("--static")),
+    ] {
+        if let Some(size) = path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+        {
+            println!(
+                "binary size {label:<14}: {:>8.2} MB ({size} bytes){}",
+                size as f64 / 1e6,
+                if label.starts_with("static") {
+                    "  (target ≤ 6 MB)"
+                } else {
+                    ""
+                }
+            );
         }
     }
     if let Some(bin) = arg("--static").or(arg("--operator")) {
         match idle_rss(&bin, &work.join("idle")) {
-            Ok(kb) => println!("idle RSS, 20 hooks      : {:>8.2} MB ({kb} kB VmRSS, {})  (target ≤ 8 MB)", kb as f64 / 1024.0, bin.display()),
+            Ok(kb) => println!(
+                "idle RSS, 20 hooks      : {:>8.2} MB ({kb} kB VmRSS, {})  (target ≤ 8 MB)",
+                kb as f64 / 1024.0,
+                bin.display()
+            ),
             Err(e) => println!("idle RSS: {e}"),
         }
     }
@@ -84,9 +119,17 @@ fn bare_runs(hook: &Path, tmp: &Path, n: usize) -> Duration {
     let context = b"[{\"binding\":\"bench\",\"type\":\"Schedule\"}]\n";
     let started = Instant::now();
     for i in 0..n {
-        let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"].iter().map(|k| tmp.join(format!("{k}-{i}.json"))).collect();
+        let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"]
+            .iter()
+            .map(|k| tmp.join(format!("{k}-{i}.json")))
+            .collect();
         for (j, f) in files.iter().enumerate() {
-            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(f).expect("create");
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(f)
+                .expect("create");
             if j == 0 {
                 std::io::Write::write_all(&mut file, context).expect("write");
             }
@@ -144,8 +187,17 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         conversion: vec![],
         settings: Settings::default(),
     };
-    let hook = Hook { name: "trivial.sh".into(), path: hook_path.to_path_buf(), limiter: Mutex::new(TokenBucket::from_settings(&config.settings)), config };
-    let executor = Executor { tmp_dir: tmp.to_path_buf(), keep_tmp_files: false, timeout: None };
+    let hook = Hook {
+        name: "trivial.sh".into(),
+        path: hook_path.to_path_buf(),
+        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        config,
+    };
+    let executor = Executor {
+        tmp_dir: tmp.to_path_buf(),
+        keep_tmp_files: false,
+        timeout: None,
+    };
     executor.prepare_tmp_dir().expect("tmp");
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
@@ -160,13 +212,24 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
     let (task_tx, task_rx) = crossbeam_channel::unbounded();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
     let view: SharedView = Arc::default();
-    let worker = Worker::new("main", task_rx, stop_rx, Arc::new(Counting { inner: runner, done: done_tx }), view);
+    let worker = Worker::new(
+        "main",
+        task_rx,
+        stop_rx,
+        Arc::new(Counting {
+            inner: runner,
+            done: done_tx,
+        }),
+        view,
+    );
     let thread = std::thread::spawn(move || worker.run());
     let started = Instant::now();
     for _ in 0..n {
         // Not combinable, so each task is its own run (as N separate events would be).
         let ctx = BindingContext::schedule("bench", None, vec![]);
-        task_tx.send(Task::hook_run(0, "trivial.sh", false, false, ctx)).expect("send");
+        task_tx
+            .send(Task::hook_run(0, "trivial.sh", false, false, ctx))
+            .expect("send");
     }
     for _ in 0..n {
         done_rx.recv().expect("done");
@@ -181,12 +244,28 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
 /// ready, and reads its resident memory.
 fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
     for i in 0..20 {
-        let config = format!("configVersion: v1\nonStartup: {i}\nschedule:\n- name: yearly-{i}\n  crontab: \"0 0 1 1 *\"\n  queue: q{}", i % 4);
-        write_exec(&dir.join(format!("hooks/{i:02}-hook.sh")), &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}\nEOF\nfi\n"));
+        let config = format!(
+            "configVersion: v1\nonStartup: {i}\nschedule:\n- name: yearly-{i}\n  crontab: \"0 0 1 1 *\"\n  queue: q{}",
+            i % 4
+        );
+        write_exec(
+            &dir.join(format!("hooks/{i:02}-hook.sh")),
+            &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}\nEOF\nfi\n"),
+        );
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())?;
     let mut child = Command::new(bin)
-        .args(["start", "--listen-address", "127.0.0.1", "--listen-port", &port.to_string(), "--hooks-dir"])
+        .args([
+            "start",
+            "--listen-address",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+            "--hooks-dir",
+        ])
         .arg(dir.join("hooks"))
         .arg("--tmp-dir")
         .arg(dir.join("tmp"))
@@ -197,7 +276,8 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
     let result = loop {
         if ready(port) {
             std::thread::sleep(Duration::from_secs(2));
-            let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).map_err(|e| e.to_string())?;
+            let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+                .map_err(|e| e.to_string())?;
             break status
                 .lines()
                 .find(|l| l.starts_with("VmRSS:"))
@@ -217,7 +297,9 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
 
 fn ready(port: u16) -> bool {
     use std::io::Write;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = write!(s, "GET /ready HTTP/1.0\r\n\r\n");
     let mut text = String::new();
     let _ = s.read_to_string(&mut text);

@@ -211,7 +211,10 @@ fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver
 fn update_queue_lengths(metrics: &Metrics, views: &[SharedView]) {
     for view in views {
         let v = view.lock().unwrap_or_else(|p| p.into_inner());
-        metrics.tasks_queue_length.with_label_values(&[v.name.as_str()]).set(v.tasks.len() as f64);
+        metrics
+            .tasks_queue_length
+            .with_label_values(&[v.name.as_str()])
+            .set(v.tasks.len() as f64);
     }
 }
 

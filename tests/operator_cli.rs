@@ -13,25 +13,43 @@ fn version_and_help() {
     assert!(out.starts_with("shell-operator v"), "{out}");
     let (code, out, _) = run_binary(&["start", "--help"], &[]);
     assert_eq!(code, 0);
-    assert!(out.contains("--hooks-dir <value>") && out.contains("SHELL_OPERATOR_HOOKS_DIR"), "{out}");
+    assert!(
+        out.contains("--hooks-dir <value>") && out.contains("SHELL_OPERATOR_HOOKS_DIR"),
+        "{out}"
+    );
 }
 
 #[test]
 fn bad_flag_values_exit_1_naming_flag_and_accepted_values() {
     let (code, _, err) = run_binary(&["start", "--listen-port", "abc"], &[]);
     assert_eq!(code, 1);
-    assert!(err.contains("flag --listen-port: invalid value \"abc\": expected a port number"), "{err}");
+    assert!(
+        err.contains("flag --listen-port: invalid value \"abc\": expected a port number"),
+        "{err}"
+    );
     let (code, _, err) = run_binary(&["--log-type", "fancy"], &[]);
     assert_eq!(code, 1);
     assert!(err.contains("accepted values: text, json, color"), "{err}");
     let (code, _, err) = run_binary(&[], &[("LOG_LEVEL", "loud")]);
     assert_eq!(code, 1);
-    assert!(err.contains("env LOG_LEVEL: invalid value \"loud\""), "{err}");
+    assert!(
+        err.contains("env LOG_LEVEL: invalid value \"loud\""),
+        "{err}"
+    );
 }
 
 #[test]
 fn missing_hooks_dir_exits_1() {
-    let (code, out, _) = run_binary(&["start", "--hooks-dir", "/nonexistent/hooks", "--listen-port", "0"], &[]);
+    let (code, out, _) = run_binary(
+        &[
+            "start",
+            "--hooks-dir",
+            "/nonexistent/hooks",
+            "--listen-port",
+            "0",
+        ],
+        &[],
+    );
     assert_eq!(code, 1);
     assert!(out.contains("hooks dir '/nonexistent/hooks'"), "{out}");
 }
@@ -42,7 +60,15 @@ fn start_and_expect_failure(hooks: &[(&str, String)]) -> String {
     let hooks_dir = dir.0.join("hooks");
     let tmp = dir.0.join("tmp");
     let (code, out, err) = run_binary(
-        &["start", "--hooks-dir", hooks_dir.to_str().expect("utf8"), "--tmp-dir", tmp.to_str().expect("utf8"), "--listen-port", "0"],
+        &[
+            "start",
+            "--hooks-dir",
+            hooks_dir.to_str().expect("utf8"),
+            "--tmp-dir",
+            tmp.to_str().expect("utf8"),
+            "--listen-port",
+            "0",
+        ],
         &[],
     );
     assert_eq!(code, 1, "stdout: {out}\nstderr: {err}");
@@ -53,20 +79,34 @@ fn start_and_expect_failure(hooks: &[(&str, String)]) -> String {
 fn a_hook_failing_config_stops_startup() {
     let broken = "#!/bin/sh\necho 'no config for you' >&2\nexit 3\n".to_string();
     let out = start_and_expect_failure(&[("a/broken.sh", broken)]);
-    assert!(out.contains("cannot get config for hook 'a/broken.sh': exit status 3: no config for you"), "{out}");
+    assert!(
+        out.contains("cannot get config for hook 'a/broken.sh': exit status 3: no config for you"),
+        "{out}"
+    );
 }
 
 #[test]
 fn an_invalid_config_names_hook_binding_and_field() {
     let config = "configVersion: v1\nschedule:\n- name: ok\n  crontab: \"* * * * *\"\n- name: bad-one\n  crontab: \"*/5 * *\"";
     let out = start_and_expect_failure(&[("sched.sh", hook("x", config, ""))]);
-    assert!(out.contains("sched.sh") && out.contains("schedule[1]") && out.contains("bad-one") && out.contains("crontab"), "{out}");
+    assert!(
+        out.contains("sched.sh")
+            && out.contains("schedule[1]")
+            && out.contains("bad-one")
+            && out.contains("crontab"),
+        "{out}"
+    );
 }
 
 #[test]
 fn json_lines_from_hooks_are_merged_not_double_encoded() {
-    let body = "echo '{\"level\":\"error\",\"msg\":\"from hook\",\"foo\":\"bar\"}'\necho plain line";
-    let op = Operator::start(&[("j.sh", hook("j", "configVersion: v1\nonStartup: 1", body))], &[], &[]);
+    let body =
+        "echo '{\"level\":\"error\",\"msg\":\"from hook\",\"foo\":\"bar\"}'\necho plain line";
+    let op = Operator::start(
+        &[("j.sh", hook("j", "configVersion: v1\nonStartup: 1", body))],
+        &[],
+        &[],
+    );
     let line = op.wait_log("from hook", Duration::from_secs(10));
     let v: serde_json::Value = serde_json::from_str(&line).expect("one JSON record");
     assert_eq!(v["level"], "error");
@@ -75,7 +115,8 @@ fn json_lines_from_hooks_are_merged_not_double_encoded() {
     assert_eq!(v["hook"], "j.sh");
     assert_eq!(v["binding"], "onStartup");
     assert_eq!(v["output"], "stdout");
-    let plain: serde_json::Value = serde_json::from_str(&op.wait_log("plain line", Duration::from_secs(5))).expect("json");
+    let plain: serde_json::Value =
+        serde_json::from_str(&op.wait_log("plain line", Duration::from_secs(5))).expect("json");
     assert_eq!(plain["msg"], "plain line");
     assert_eq!(plain["queue"], "main");
 }
@@ -83,19 +124,34 @@ fn json_lines_from_hooks_are_merged_not_double_encoded() {
 #[test]
 fn proxy_mode_passes_hook_json_through_with_labels() {
     let body = "echo '{\"msg\":\"proxied\",\"foo\":\"bar\"}'";
-    let op = Operator::start(&[("p.sh", hook("p", "configVersion: v1\nonStartup: 1", body))], &[], &[("LOG_PROXY_HOOK_JSON", "true")]);
-    let v: serde_json::Value = serde_json::from_str(&op.wait_log("proxied", Duration::from_secs(10))).expect("json");
+    let op = Operator::start(
+        &[("p.sh", hook("p", "configVersion: v1\nonStartup: 1", body))],
+        &[],
+        &[("LOG_PROXY_HOOK_JSON", "true")],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&op.wait_log("proxied", Duration::from_secs(10))).expect("json");
     assert_eq!(v["foo"], "bar");
     assert_eq!(v["hook"], "p.sh");
 }
 
 #[test]
 fn text_logs_without_time() {
-    let op = Operator::start(&[("t.sh", hook("t", "configVersion: v1\nonStartup: 1", "echo hello-text"))], &[], &[("LOG_TYPE", "text"), ("LOG_NO_TIME", "true")]);
+    let op = Operator::start(
+        &[(
+            "t.sh",
+            hook("t", "configVersion: v1\nonStartup: 1", "echo hello-text"),
+        )],
+        &[],
+        &[("LOG_TYPE", "text"), ("LOG_NO_TIME", "true")],
+    );
     op.wait_runs(Duration::from_secs(10), |r| !r.is_empty());
     let line = op.wait_log("hello-text", Duration::from_secs(5));
     assert!(line.starts_with("INFO  hello-text"), "{line}");
-    assert!(line.contains("hook=t.sh") && line.contains("output=stdout"), "{line}");
+    assert!(
+        line.contains("hook=t.sh") && line.contains("output=stdout"),
+        "{line}"
+    );
 }
 
 /// As PID 1 (in a new PID namespace) the operator reaps orphaned grandchildren,
@@ -105,10 +161,28 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
     let dir = TempDir::new("pid1");
     let orphaner = "( sleep 0.2 & ) ; ( sleep 0.2 & )";
     let config = "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n  allowFailure: true";
-    write_hooks(&dir.0.join("hooks"), &[("o.sh", hook("o", "configVersion: v1\nonStartup: 1", orphaner)), ("f.sh", hook("f", config, "exit 7"))]);
+    write_hooks(
+        &dir.0.join("hooks"),
+        &[
+            (
+                "o.sh",
+                hook("o", "configVersion: v1\nonStartup: 1", orphaner),
+            ),
+            ("f.sh", hook("f", config, "exit 7")),
+        ],
+    );
     std::fs::create_dir_all(dir.0.join("out")).expect("out");
     let mut child = std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "--kill-child", common::binary(), "start", "--listen-port", "0", "--hooks-dir"])
+        .args([
+            "--pid",
+            "--fork",
+            "--kill-child",
+            common::binary(),
+            "start",
+            "--listen-port",
+            "0",
+            "--hooks-dir",
+        ])
         .arg(dir.0.join("hooks"))
         .arg("--tmp-dir")
         .arg(dir.0.join("tmp"))
@@ -119,14 +193,25 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .expect("unshare must be available (util-linux)");
     std::thread::sleep(Duration::from_secs(4));
     // The operator is unshare's only child; find it and list its children's states.
-    let operator_pid = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id())).expect("children");
-    let operator_pid = operator_pid.split_whitespace().next().expect("operator pid").to_string();
+    let operator_pid =
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+            .expect("children");
+    let operator_pid = operator_pid
+        .split_whitespace()
+        .next()
+        .expect("operator pid")
+        .to_string();
     let mut zombies = Vec::new();
     for task in std::fs::read_dir(format!("/proc/{operator_pid}/task")).expect("tasks") {
-        let children = std::fs::read_to_string(task.expect("task").path().join("children")).unwrap_or_default();
+        let children = std::fs::read_to_string(task.expect("task").path().join("children"))
+            .unwrap_or_default();
         for pid in children.split_whitespace() {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+            if stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+            {
                 zombies.push(pid.to_string());
             }
         }
@@ -136,5 +221,8 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
     let logs = String::from_utf8_lossy(&output.stdout);
     assert!(zombies.is_empty(), "zombies left: {zombies:?}");
     assert!(logs.contains("running as PID 1"), "{logs}");
-    assert!(logs.contains("exit status 7"), "the failing hook's own status was seen: {logs}");
+    assert!(
+        logs.contains("exit status 7"),
+        "the failing hook's own status was seen: {logs}"
+    );
 }

@@ -14,11 +14,23 @@ const SECOND: Duration = Duration::from_secs(1);
 fn on_startup_hooks_run_by_order_then_name() {
     let op = Operator::start(
         &[
-            ("001-a.sh", hook("a", "configVersion: v1\nonStartup: 10", "")),
+            (
+                "001-a.sh",
+                hook("a", "configVersion: v1\nonStartup: 10", ""),
+            ),
             ("002-b.sh", hook("b", "configVersion: v1\nonStartup: 1", "")),
-            ("003-c.sh", hook("c", "configVersion: v1\nonStartup: 10", "")),
-            ("sub/004-d.sh", hook("d", "configVersion: v1\nonStartup: 5", "")),
-            ("lib/not-a-hook.sh", hook("lib", "configVersion: v1\nonStartup: 0", "")),
+            (
+                "003-c.sh",
+                hook("c", "configVersion: v1\nonStartup: 10", ""),
+            ),
+            (
+                "sub/004-d.sh",
+                hook("d", "configVersion: v1\nonStartup: 5", ""),
+            ),
+            (
+                "lib/not-a-hook.sh",
+                hook("lib", "configVersion: v1\nonStartup: 0", ""),
+            ),
         ],
         &[],
         &[],
@@ -36,9 +48,18 @@ fn schedule_context_carries_the_binding_name() {
     let config = "configVersion: v1\nschedule:\n- name: every-second\n  crontab: \"* * * * * *\"\n- crontab: \"*/1 * * * * *\"";
     let op = Operator::start(&[("s.sh", hook("s", config, ""))], &[], &[]);
     let runs = op.wait_runs(10 * SECOND, |r| r.len() >= 2);
-    let all: Vec<serde_json::Value> = runs.iter().flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default()).collect();
-    assert!(all.contains(&json!({"binding": "every-second", "type": "Schedule"})), "{all:?}");
-    assert!(all.contains(&json!({"binding": "schedule", "type": "Schedule"})), "default name; {all:?}");
+    let all: Vec<serde_json::Value> = runs
+        .iter()
+        .flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(
+        all.contains(&json!({"binding": "every-second", "type": "Schedule"})),
+        "{all:?}"
+    );
+    assert!(
+        all.contains(&json!({"binding": "schedule", "type": "Schedule"})),
+        "default name; {all:?}"
+    );
 }
 
 #[test]
@@ -49,11 +70,22 @@ fn queued_tasks_of_one_hook_are_combined_into_one_run() {
     let op = Operator::start(&[("c.sh", hook("c", config, body))], &[], &[]);
     let runs = op.wait_runs(15 * SECOND, |r| r.len() >= 2);
     let second = runs[1].1.as_array().expect("array");
-    assert!(second.len() >= 4, "expected the piled-up contexts in one run, got {second:?}");
+    assert!(
+        second.len() >= 4,
+        "expected the piled-up contexts in one run, got {second:?}"
+    );
     for pair in second.chunks(2) {
-        assert_eq!(pair[0], json!({"binding": "a", "type": "Schedule"}), "{second:?}");
+        assert_eq!(
+            pair[0],
+            json!({"binding": "a", "type": "Schedule"}),
+            "{second:?}"
+        );
         if pair.len() == 2 {
-            assert_eq!(pair[1], json!({"binding": "b", "type": "Schedule"}), "{second:?}");
+            assert_eq!(
+                pair[1],
+                json!({"binding": "b", "type": "Schedule"}),
+                "{second:?}"
+            );
         }
     }
 }
@@ -64,7 +96,10 @@ fn adjacent_contexts_of_a_group_collapse_to_the_last() {
     let body = "[ -f \"$OUT_DIR/slept\" ] || { touch \"$OUT_DIR/slept\"; sleep 3; }";
     let op = Operator::start(&[("g.sh", hook("g", config, body))], &[], &[]);
     let runs = op.wait_runs(15 * SECOND, |r| r.len() >= 2);
-    assert_eq!(runs[1].1, json!([{"binding": "b", "groupName": "pods", "type": "Group"}]));
+    assert_eq!(
+        runs[1].1,
+        json!([{"binding": "b", "groupName": "pods", "type": "Group"}])
+    );
 }
 
 #[test]
@@ -72,8 +107,14 @@ fn failed_hook_is_retried_after_backoff_and_blocks_its_queue() {
     let fail_once = "[ -f \"$OUT_DIR/failed\" ] || { touch \"$OUT_DIR/failed\"; echo 'first run fails' >&2; exit 1; }";
     let op = Operator::start(
         &[
-            ("1-flaky.sh", hook("flaky", "configVersion: v1\nonStartup: 1", fail_once)),
-            ("2-next.sh", hook("next", "configVersion: v1\nonStartup: 2", "")),
+            (
+                "1-flaky.sh",
+                hook("flaky", "configVersion: v1\nonStartup: 1", fail_once),
+            ),
+            (
+                "2-next.sh",
+                hook("next", "configVersion: v1\nonStartup: 2", ""),
+            ),
         ],
         &[],
         &[],
@@ -81,14 +122,39 @@ fn failed_hook_is_retried_after_backoff_and_blocks_its_queue() {
     let started = Instant::now();
     let runs = op.wait_runs(15 * SECOND, |r| r.len() >= 3);
     let tags: Vec<&str> = runs.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(tags, ["flaky", "flaky", "next"], "the queue waits for the failed head task");
-    assert!(started.elapsed() >= Duration::from_millis(4500), "retried after ~5s backoff, took {:?}", started.elapsed());
+    assert_eq!(
+        tags,
+        ["flaky", "flaky", "next"],
+        "the queue waits for the failed head task"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(4500),
+        "retried after ~5s backoff, took {:?}",
+        started.elapsed()
+    );
     let (_, body) = op.http_get("/metrics");
     let labels = "{binding=\"onStartup\",hook=\"1-flaky.sh\",queue=\"main\"}";
-    assert_eq!(metric(&body, &format!("shell_operator_hook_run_errors_total{labels}")), Some(1.0), "{body}");
-    assert_eq!(metric(&body, &format!("shell_operator_hook_run_success_total{labels}")), Some(1.0), "{body}");
+    assert_eq!(
+        metric(
+            &body,
+            &format!("shell_operator_hook_run_errors_total{labels}")
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    assert_eq!(
+        metric(
+            &body,
+            &format!("shell_operator_hook_run_success_total{labels}")
+        ),
+        Some(1.0),
+        "{body}"
+    );
     let log = op.wait_log("Hook failed, will retry", SECOND);
-    assert!(log.contains("first run fails") && log.contains("\"hook\":\"1-flaky.sh\""), "{log}");
+    assert!(
+        log.contains("first run fails") && log.contains("\"hook\":\"1-flaky.sh\""),
+        "{log}"
+    );
 }
 
 #[test]
@@ -97,22 +163,48 @@ fn allow_failure_moves_on_without_backoff() {
     let op = Operator::start(&[("f.sh", hook("f", config, "exit 1"))], &[], &[]);
     let started = Instant::now();
     op.wait_runs(10 * SECOND, |r| r.len() >= 3);
-    assert!(started.elapsed() < Duration::from_secs(8), "no 5s backoff between runs");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "no 5s backoff between runs"
+    );
     let (_, body) = op.http_get("/metrics");
     let labels = "{binding=\"tick\",hook=\"f.sh\",queue=\"main\"}";
-    let allowed = metric(&body, &format!("shell_operator_hook_run_allowed_errors_total{labels}")).unwrap_or(0.0);
+    let allowed = metric(
+        &body,
+        &format!("shell_operator_hook_run_allowed_errors_total{labels}"),
+    )
+    .unwrap_or(0.0);
     assert!(allowed >= 3.0, "{body}");
-    assert_eq!(metric(&body, &format!("shell_operator_hook_run_errors_total{labels}")), Some(0.0));
+    assert_eq!(
+        metric(
+            &body,
+            &format!("shell_operator_hook_run_errors_total{labels}")
+        ),
+        Some(0.0)
+    );
 }
 
 #[test]
 fn named_queue_runs_while_main_is_blocked() {
     let blocked = "configVersion: v1\nschedule:\n- name: stuck\n  crontab: \"* * * * * *\"";
-    let side = "configVersion: v1\nschedule:\n- name: side\n  crontab: \"* * * * * *\"\n  queue: side";
-    let op = Operator::start(&[("a-stuck.sh", hook("stuck", blocked, "exit 1")), ("b-side.sh", hook("side", side, ""))], &[], &[]);
-    let runs = op.wait_runs(15 * SECOND, |r| r.iter().filter(|(t, _)| t == "side").count() >= 4);
+    let side =
+        "configVersion: v1\nschedule:\n- name: side\n  crontab: \"* * * * * *\"\n  queue: side";
+    let op = Operator::start(
+        &[
+            ("a-stuck.sh", hook("stuck", blocked, "exit 1")),
+            ("b-side.sh", hook("side", side, "")),
+        ],
+        &[],
+        &[],
+    );
+    let runs = op.wait_runs(15 * SECOND, |r| {
+        r.iter().filter(|(t, _)| t == "side").count() >= 4
+    });
     let stuck = runs.iter().filter(|(t, _)| t == "stuck").count();
-    assert!((1..=2).contains(&stuck), "main retries with backoff only: {stuck} runs");
+    assert!(
+        (1..=2).contains(&stuck),
+        "main retries with backoff only: {stuck} runs"
+    );
 }
 
 #[test]
@@ -130,29 +222,52 @@ fn execution_rate_throttles_and_piles_up_contexts() {
         assert!(w[1] - w[0] >= 2.8, "runs at least 3s apart: {times:?}");
     }
     let later = runs[2].1.as_array().expect("array").len();
-    assert!(later >= 2, "events that waited for the rate limit are combined: {runs:?}");
+    assert!(
+        later >= 2,
+        "events that waited for the rate limit are combined: {runs:?}"
+    );
 }
 
 #[test]
 fn sigterm_stops_a_running_hook_gracefully_and_exits_zero() {
     let body = "trap 'echo \"term\" >> \"$OUT_DIR/signals\"; exit 0' TERM\necho started >> \"$OUT_DIR/signals\"\nsleep 60 &\nwait";
-    let mut op = Operator::start(&[("long.sh", hook("long", "configVersion: v1\nonStartup: 1", body))], &[], &[]);
+    let mut op = Operator::start(
+        &[(
+            "long.sh",
+            hook("long", "configVersion: v1\nonStartup: 1", body),
+        )],
+        &[],
+        &[],
+    );
     let signals = op.dir.0.join("out/signals");
     let deadline = Instant::now() + 10 * SECOND;
-    while !std::fs::read_to_string(&signals).unwrap_or_default().contains("started") {
-        assert!(Instant::now() < deadline, "hook never started: {}", op.logs());
+    while !std::fs::read_to_string(&signals)
+        .unwrap_or_default()
+        .contains("started")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "hook never started: {}",
+            op.logs()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     op.signal(libc::SIGTERM);
     assert_eq!(op.wait_exit(10 * SECOND), Some(0), "logs: {}", op.logs());
-    assert_eq!(std::fs::read_to_string(&signals).expect("signals"), "started\nterm\n");
+    assert_eq!(
+        std::fs::read_to_string(&signals).expect("signals"),
+        "started\nterm\n"
+    );
 }
 
 #[test]
 fn a_hook_ignoring_sigterm_is_killed_after_the_grace_period() {
     let body = "trap '' TERM\necho started >> \"$OUT_DIR/signals\"\nwhile true; do sleep 0.1; done";
     let mut op = Operator::start(
-        &[("stubborn.sh", hook("s", "configVersion: v1\nonStartup: 1", body))],
+        &[(
+            "stubborn.sh",
+            hook("s", "configVersion: v1\nonStartup: 1", body),
+        )],
         &["--shutdown-grace-period", "1s"],
         &[],
     );
@@ -161,14 +276,22 @@ fn a_hook_ignoring_sigterm_is_killed_after_the_grace_period() {
     let t0 = Instant::now();
     op.signal(libc::SIGTERM);
     assert_eq!(op.wait_exit(10 * SECOND), Some(0));
-    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t0.elapsed()
+    );
     op.wait_log("did not stop within the grace period", SECOND);
 }
 
 #[test]
 fn hook_run_timeout_kills_a_hung_hook_and_counts_a_failure() {
     let config = "configVersion: v1\nschedule:\n- name: hang\n  crontab: \"* * * * * *\"\n  allowFailure: true";
-    let op = Operator::start(&[("h.sh", hook("h", config, "sleep 60"))], &["--hook-run-timeout", "500ms"], &[]);
+    let op = Operator::start(
+        &[("h.sh", hook("h", config, "sleep 60"))],
+        &["--hook-run-timeout", "500ms"],
+        &[],
+    );
     op.wait_runs(10 * SECOND, |r| r.len() >= 2);
     let log = op.wait_log("Hook failed, but allowed to fail", 5 * SECOND);
     assert!(log.contains("timed out after 0.5s"), "{log}");
@@ -176,7 +299,11 @@ fn hook_run_timeout_kills_a_hung_hook_and_counts_a_failure() {
 
 #[test]
 fn metrics_and_health_endpoints() {
-    let op = Operator::start(&[("ok.sh", hook("ok", "configVersion: v1\nonStartup: 1", ""))], &["--prometheus-metrics-prefix", "my_"], &[]);
+    let op = Operator::start(
+        &[("ok.sh", hook("ok", "configVersion: v1\nonStartup: 1", ""))],
+        &["--prometheus-metrics-prefix", "my_"],
+        &[],
+    );
     op.wait_runs(10 * SECOND, |r| !r.is_empty());
     let deadline = Instant::now() + 5 * SECOND;
     while op.http_get("/ready").0 != 200 {
@@ -187,8 +314,27 @@ fn metrics_and_health_endpoints() {
     let (code, body) = op.http_get("/metrics");
     assert_eq!(code, 200);
     assert_eq!(metric(&body, "my_live_ticks"), Some(1.0), "{body}");
-    assert_eq!(metric(&body, "my_hook_run_success_total{binding=\"onStartup\",hook=\"ok.sh\",queue=\"main\"}"), Some(1.0), "{body}");
+    assert_eq!(
+        metric(
+            &body,
+            "my_hook_run_success_total{binding=\"onStartup\",hook=\"ok.sh\",queue=\"main\"}"
+        ),
+        Some(1.0),
+        "{body}"
+    );
     assert!(body.contains("my_hook_run_seconds_bucket{binding=\"onStartup\",hook=\"ok.sh\",queue=\"main\",le=\"0.02\"}"), "{body}");
-    assert_eq!(metric(&body, "my_tasks_queue_length{queue=\"main\"}"), Some(0.0), "{body}");
-    assert!(metric(&body, "my_hook_run_max_rss_bytes{binding=\"onStartup\",hook=\"ok.sh\",queue=\"main\"}").unwrap_or(0.0) > 0.0, "{body}");
+    assert_eq!(
+        metric(&body, "my_tasks_queue_length{queue=\"main\"}"),
+        Some(0.0),
+        "{body}"
+    );
+    assert!(
+        metric(
+            &body,
+            "my_hook_run_max_rss_bytes{binding=\"onStartup\",hook=\"ok.sh\",queue=\"main\"}"
+        )
+        .unwrap_or(0.0)
+            > 0.0,
+        "{body}"
+    );
 }

@@ -98,12 +98,21 @@ impl Operator {
         let text = std::fs::read_to_string(self.dir.0.join("out/runs.log")).unwrap_or_default();
         text.lines()
             .filter_map(|l| l.split_once(' '))
-            .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).unwrap_or(serde_json::Value::Null)))
+            .map(|(tag, json)| {
+                (
+                    tag.to_string(),
+                    serde_json::from_str(json).unwrap_or(serde_json::Value::Null),
+                )
+            })
             .collect()
     }
 
     /// Waits until `cond(runs)` holds; panics with the runs and logs after `timeout`.
-    pub fn wait_runs(&self, timeout: Duration, cond: impl Fn(&[(String, serde_json::Value)]) -> bool) -> Vec<(String, serde_json::Value)> {
+    pub fn wait_runs(
+        &self,
+        timeout: Duration,
+        cond: impl Fn(&[(String, serde_json::Value)]) -> bool,
+    ) -> Vec<(String, serde_json::Value)> {
         let deadline = Instant::now() + timeout;
         loop {
             let runs = self.runs();
@@ -111,7 +120,10 @@ impl Operator {
                 return runs;
             }
             if Instant::now() > deadline {
-                panic!("condition not met in {timeout:?}\nruns: {runs:#?}\nlogs:\n{}", self.logs());
+                panic!(
+                    "condition not met in {timeout:?}\nruns: {runs:#?}\nlogs:\n{}",
+                    self.logs()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -125,11 +137,20 @@ impl Operator {
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> String {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(l) = self.stdout.lock().expect("lock").iter().find(|l| l.contains(needle)) {
+            if let Some(l) = self
+                .stdout
+                .lock()
+                .expect("lock")
+                .iter()
+                .find(|l| l.contains(needle))
+            {
                 return l.clone();
             }
             if Instant::now() > deadline {
-                panic!("no log line with {needle:?} in {timeout:?}; logs:\n{}", self.logs());
+                panic!(
+                    "no log line with {needle:?} in {timeout:?}; logs:\n{}",
+                    self.logs()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -140,7 +161,10 @@ impl Operator {
         let line = self.wait_log("HTTP server listening", Duration::from_secs(10));
         let v: serde_json::Value = serde_json::from_str(&line).expect("json log line");
         let addr = v["address"].as_str().expect("address field");
-        addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port")
+        addr.rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port")
     }
 
     /// GETs `path` from the HTTP server: (status, body).
@@ -184,18 +208,36 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
     write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("send");
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read");
-    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (code, body)
 }
 
 /// Runs the binary to completion: (exit code, stdout, stderr).
 pub fn run_binary(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(binary()).args(args).envs(env.iter().copied()).output().expect("run binary");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(binary())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// The value of the first sample line starting with `series` in a metrics body.
 pub fn metric(body: &str, series: &str) -> Option<f64> {
-    body.lines().find(|l| l.starts_with(series)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok())
+    body.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
 }
