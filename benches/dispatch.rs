@@ -191,6 +191,7 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         name: "trivial.sh".into(),
         path: hook_path.to_path_buf(),
         limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        jq_filters: vec![],
         config,
     };
     let executor = Executor {

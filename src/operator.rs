@@ -69,7 +69,7 @@ fn start(mut config: Config) -> Result<(), String> {
         &[("dir", &config.hooks_dir.display().to_string())],
     );
     let hooks =
-        hook::load_all(&config.hooks_dir, config.hook_run_timeout).map_err(|e| e.to_string())?;
+        hook::load_all(&config.hooks_dir, config.hook_run_timeout, config.jq_library_path.as_deref()).map_err(|e| e.to_string())?;
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }

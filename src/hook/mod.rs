@@ -7,11 +7,12 @@
 pub mod config;
 pub mod context;
 
+use crate::jq::JqFilter;
 use crate::process::{self, ExitStatus};
 use crate::queue::ratelimit::TokenBucket;
 use config::{ConfigVersion, HookConfig};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One loaded hook.
@@ -24,6 +25,8 @@ pub struct Hook {
     pub config: HookConfig,
     /// `settings.executionMinInterval`/`executionBurst`, shared by all queues.
     pub limiter: Mutex<TokenBucket>,
+    /// Compiled `jqFilter` of each kubernetes binding (same index as `config.kubernetes`).
+    pub jq_filters: Vec<Option<Arc<JqFilter>>>,
 }
 
 impl Hook {
@@ -110,24 +113,32 @@ fn is_hook_file(path: &Path, name: &str) -> bool {
     true
 }
 
-/// Runs `<hook> --config` in the hook's directory and parses what it prints.
-pub fn load(root: &Path, path: &Path, timeout: Option<Duration>) -> Result<Hook, LoadError> {
-    let name = path
-        .strip_prefix(root)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned();
+/// Runs `<hook> --config` in the hook's directory, parses what it prints and
+/// compiles its jq filters (with modules from `jq_library`).
+pub fn load(
+    root: &Path,
+    path: &Path,
+    timeout: Option<Duration>,
+    jq_library: Option<&Path>,
+) -> Result<Hook, LoadError> {
+    let name = path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned();
     let output = run_config(path, timeout)
         .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
     let config = config::parse(&name, &output)
         .map_err(|e| LoadError(format!("{e}\nhook --config output: {}", output.trim_end())))?;
-    let limiter = TokenBucket::from_settings(&config.settings);
-    Ok(Hook {
-        name,
-        path: path.to_path_buf(),
-        config,
-        limiter: Mutex::new(limiter),
-    })
+    let mut jq_filters = Vec::with_capacity(config.kubernetes.len());
+    for (i, b) in config.kubernetes.iter().enumerate() {
+        let Some(code) = &b.jq_filter else {
+            jq_filters.push(None);
+            continue;
+        };
+        let filter = JqFilter::compile(code, jq_library, &[]).map_err(|e| {
+            LoadError(format!("hook '{name}': kubernetes[{i}] \"{}\": field 'jqFilter': {e}", b.name))
+        })?;
+        jq_filters.push(Some(Arc::new(filter)));
+    }
+    let limiter = Mutex::new(TokenBucket::from_settings(&config.settings));
+    Ok(Hook { name, path: path.to_path_buf(), config, limiter, jq_filters })
 }
 
 fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
@@ -154,11 +165,12 @@ fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> 
 }
 
 /// Discovers and loads every hook, stopping at the first that fails.
-pub fn load_all(root: &Path, timeout: Option<Duration>) -> Result<Vec<Hook>, LoadError> {
-    discover(root)?
-        .iter()
-        .map(|p| load(root, p, timeout))
-        .collect()
+pub fn load_all(
+    root: &Path,
+    timeout: Option<Duration>,
+    jq_library: Option<&Path>,
+) -> Result<Vec<Hook>, LoadError> {
+    discover(root)?.iter().map(|p| load(root, p, timeout, jq_library)).collect()
 }
 
 /// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.
