@@ -17,6 +17,13 @@ use super::v1::{check_crontab, non_empty, on_startup};
 use super::validate::{Checker, binding_at};
 
 const TOP_KEYS: &[&str] = &["onStartup", "schedule", "onKubernetesEvent"];
+const V1_ONLY_KEYS: &[&str] = &[
+    "kubernetes",
+    "kubernetesValidating",
+    "kubernetesMutating",
+    "kubernetesCustomResourceConversion",
+    "settings",
+];
 
 /// Parse a v0 config; an explicit `configVersion: v0` is allowed (our fix).
 pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
@@ -25,7 +32,19 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookCon
         true => TOP_KEYS.iter().copied().chain(["configVersion"]).collect(),
         false => TOP_KEYS.to_vec(),
     };
-    c.strict("", m, &allowed);
+    let not_v1 = |(k, _): &(&String, &Value)| !V1_ONLY_KEYS.contains(&k.as_str());
+    let rest: Map<String, Value> = m
+        .iter()
+        .filter(not_v1)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    c.strict("", &rest, &allowed);
+    for key in V1_ONLY_KEYS.iter().filter(|k| m.contains_key(**k)) {
+        let msg = format!(
+            "{key} is a forbidden property in config v0; add 'configVersion: v1' to use it"
+        );
+        c.err(key, msg);
+    }
     if !TOP_KEYS.iter().any(|k| m.contains_key(*k)) {
         c.err("", "config has no bindings: expected onStartup, schedule or onKubernetesEvent (v0), or configVersion: v1");
     }
