@@ -84,6 +84,8 @@ const CASES: &[(&str, &str, &str)] = &[
      "hook '002-hooks/a.sh': kubernetes[0] \"pods\": field 'fieldSelector': fieldSelector 'metadata.name' and nameSelector.matchNames are mutually exclusive; use only one of them"),
     ("empty_namespace", "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  namespace: {}\n",
      "hook '002-hooks/a.sh': kubernetes[0] \"pods\": field 'namespace': must have at least one of the properties nameSelector, labelSelector"),
+    ("name_selector_as_array", "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  namespace:\n    nameSelector: [default]\n",
+     "hook '002-hooks/a.sh': kubernetes[0] \"pods\": field 'namespace.nameSelector': must be of type object: \"array\"; write nameSelector: {matchNames: [...]}"),
     ("empty_include_snapshots", "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  includeSnapshotsFrom: []\n",
      "hook '002-hooks/a.sh': kubernetes[0] \"pods\": field 'includeSnapshotsFrom': must have at least 1 item(s), got 0"),
     ("validating_name_not_fqdn", "configVersion: v1\nkubernetesValidating:\n- name: snapshots\n",
@@ -181,4 +183,34 @@ fn config_error_is_a_std_error() {
         err.to_string(),
         "hook '002-hooks/a.sh': --config output is empty: expected a YAML or JSON object"
     );
+}
+
+/// Schema problems in nested selectors of several bindings are all reported.
+#[test]
+fn nested_selector_problems_in_several_bindings() {
+    let text = r#"{"configVersion": "v1", "kubernetes": [
+      {"kind": "Pod", "nameSelector": {"matchNames": [20]},
+       "labelSelector": {"matchLabels": {"foo": 28},
+                         "matchExpressions": [{"key": "foo", "operand": "notin"}]}},
+      {"kind": "Pod", "namespace": {"nameSelector": {"matchNames": {"asd": "QWE"}}}},
+      {"kind": "Pod", "namespace": {"labelSelector":
+                         {"matchExpressions": [{"key": "foo", "operator": "IsNotin"}]}}},
+      {"kind": "Pod", "fieldSelector":
+                         {"matchExpressions": [{"field": "foo", "operator": "IsNotin", "value": 2989}]}},
+      {"kind": "Pod", "executeHookOnEvent": ["Added", "updated"]}
+    ]}"#;
+    let err = parse(HOOK, text).unwrap_err();
+    let got: Vec<String> = err.problems().iter().map(|p| p.to_string()).collect();
+    let want = [
+        "kubernetes[0]: field 'nameSelector.matchNames[0]': must be of type string: \"number\"",
+        "kubernetes[0]: field 'labelSelector.matchLabels.foo': must be of type string: \"number\"",
+        "kubernetes[0]: field 'labelSelector.matchExpressions[0].operand': operand is a forbidden property; accepted properties: key, operator, values",
+        "kubernetes[0]: field 'labelSelector.matchExpressions[0].operator': is required",
+        "kubernetes[1]: field 'namespace.nameSelector.matchNames': must be of type array: \"object\"",
+        "kubernetes[2]: field 'namespace.labelSelector.matchExpressions[0].operator': \"IsNotin\" should be one of [In, NotIn, Exists, DoesNotExist]",
+        "kubernetes[3]: field 'fieldSelector.matchExpressions[0].operator': \"IsNotin\" should be one of [=, ==, Equals, !=, NotEquals]",
+        "kubernetes[3]: field 'fieldSelector.matchExpressions[0].value': must be of type string: \"number\"",
+        "kubernetes[4]: field 'executeHookOnEvent[1]': \"updated\" should be one of [Added, Modified, Deleted]",
+    ];
+    assert_eq!(got, want);
 }
