@@ -48,54 +48,20 @@ struct FieldSpec {
     names: &'static [&'static str],
 }
 
+#[rustfmt::skip]
 const MONTHS: &[&str] = &[
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
 const DAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
+#[rustfmt::skip]
 const FIELDS: [FieldSpec; 6] = [
-    FieldSpec {
-        name: "second",
-        min: 0,
-        max: 59,
-        star_max: 59,
-        names: &[],
-    },
-    FieldSpec {
-        name: "minute",
-        min: 0,
-        max: 59,
-        star_max: 59,
-        names: &[],
-    },
-    FieldSpec {
-        name: "hour",
-        min: 0,
-        max: 23,
-        star_max: 23,
-        names: &[],
-    },
-    FieldSpec {
-        name: "day of month",
-        min: 1,
-        max: 31,
-        star_max: 31,
-        names: &[],
-    },
-    FieldSpec {
-        name: "month",
-        min: 1,
-        max: 12,
-        star_max: 12,
-        names: MONTHS,
-    },
-    FieldSpec {
-        name: "day of week",
-        min: 0,
-        max: 7,
-        star_max: 6,
-        names: DAYS,
-    },
+    FieldSpec { name: "second", min: 0, max: 59, star_max: 59, names: &[] },
+    FieldSpec { name: "minute", min: 0, max: 59, star_max: 59, names: &[] },
+    FieldSpec { name: "hour", min: 0, max: 23, star_max: 23, names: &[] },
+    FieldSpec { name: "day of month", min: 1, max: 31, star_max: 31, names: &[] },
+    FieldSpec { name: "month", min: 1, max: 12, star_max: 12, names: MONTHS },
+    FieldSpec { name: "day of week", min: 0, max: 7, star_max: 6, names: DAYS },
 ];
 
 const DESCRIPTORS: &[(&str, &str)] = &[
@@ -123,11 +89,10 @@ impl CronSchedule {
     /// `TZ=UTC` or `CRON_TZ=UTC`. Errors say what is wrong, not the spec itself.
     pub fn parse(spec: &str) -> Result<CronSchedule, String> {
         let (zone, body) = split_zone(spec.trim())?;
-        if let Some(arg) = body.strip_prefix("@every") {
-            return parse_every(arg).map(|d| CronSchedule {
-                rule: Rule::Every(d),
-                zone,
-            });
+        let every = body.strip_prefix("@every");
+        if let Some(arg) = every.filter(|a| a.is_empty() || a.starts_with(char::is_whitespace)) {
+            let rule = Rule::Every(parse_every(arg)?);
+            return Ok(CronSchedule { rule, zone });
         }
         let expanded = match body.strip_prefix('@') {
             Some(_) => descriptor(body)?,
@@ -193,7 +158,7 @@ fn split_zone(spec: &str) -> Result<(Zone, &str), String> {
 
 /// `@every <go duration>`: rounded like robfig (sub-second part dropped, at least 1s).
 fn parse_every(arg: &str) -> Result<Duration, String> {
-    if !arg.starts_with(char::is_whitespace) {
+    if arg.trim().is_empty() {
         return Err("@every needs a duration, like \"@every 30s\"".to_owned());
     }
     let d = go_duration(arg.trim())?;
@@ -452,6 +417,8 @@ mod tests {
         ("1,,2 * * * *", "minute: malformed item \"\": empty list item"),
         ("@every", "@every needs a duration, like \"@every 30s\""),
         ("@every 10", "invalid duration \"10\": missing unit (accepted: ns, us, µs, ms, s, m, h)"),
+        ("@everyday", "unknown descriptor \"@everyday\"; accepted: @every <duration>, @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"),
+        ("@every   ", "@every needs a duration, like \"@every 30s\""),
         ("@fortnightly", "unknown descriptor \"@fortnightly\"; accepted: @every <duration>, @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"),
         ("TZ=Europe/Berlin * * * * *", "time zone \"Europe/Berlin\" is not supported: only TZ=UTC and TZ=Local are (there is no time zone database)"),
     ];
