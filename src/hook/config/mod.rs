@@ -4,7 +4,7 @@
 //! The pipeline mirrors flant's: read the text as YAML or JSON (first YAML
 //! document only), pick the schema version from `configVersion`, check the
 //! raw value against the schema rules (strict keys, types, enums, sizes) while
-//! converting it into the structs in [`types`], run the cross-field checks
+//! converting it into the structs of `types.rs`, run the cross-field checks
 //! (`includeSnapshotsFrom` names, webhook names, rules), then merge groups.
 //! Every problem is collected into one [`ConfigError`].
 //!
