@@ -68,10 +68,8 @@ fn parse(c: &mut Checker, item: &Value) -> Option<AdmissionBinding> {
     c.strict("", m, KEYS);
     let name = c.req_str(m, "", "name");
     if let Some(Err(e)) = name.as_deref().map(fully_qualified_name) {
-        c.err(
-            "name",
-            format!("{:?} is invalid: {e}", name.as_deref().unwrap_or("")),
-        );
+        let msg = format!("{:?} is invalid: {e}", name.as_deref().unwrap_or_default());
+        c.err("name", msg);
     }
     Some(AdmissionBinding {
         name: name.unwrap_or_default(),

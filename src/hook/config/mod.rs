@@ -4,7 +4,7 @@
 //! The pipeline mirrors flant's: read the text as YAML or JSON (first YAML
 //! document only), pick the schema version from `configVersion`, check the
 //! raw value against the schema rules (strict keys, types, enums, sizes) while
-//! converting it into the structs in [`types`], run the cross-field checks
+//! converting it into the structs of `types.rs`, run the cross-field checks
 //! (`includeSnapshotsFrom` names, webhook names, rules), then merge groups.
 //! Every problem is collected into one [`ConfigError`].
 //!
@@ -13,6 +13,17 @@
 //! field and namespace selectors), `group.rs` (snapshot names and group merge),
 //! `validate.rs` (the schema-like checker), `k8s_names.rs`, `duration.rs`.
 //! jqFilter is kept as text: the hook loader compiles it.
+//!
+//! Differences from flant (for the README's list):
+//! - an explicit `configVersion: v0` is accepted as v0 (flant rejects it);
+//! - `settings` fields are each optional (flant effectively requires both), and
+//!   a bad `executionBurst` is reported as such (flant names the interval);
+//! - mutating webhooks get the same Kubernetes checks as validating ones (name,
+//!   timeout 1-30, rules), so a bad one fails at startup, not at registration;
+//! - empty `kind`, `crdName`, conversion names and versions are errors;
+//! - YAML is read as YAML 1.2 except that bool fields also take the YAML 1.1
+//!   words (yes/no/on/off) and the strings "true"/"false", as flant ends up
+//!   doing; a string field given `yes` keeps "yes" (flant would get "true").
 
 mod admission;
 mod conversion;

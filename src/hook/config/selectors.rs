@@ -130,6 +130,12 @@ fn check_requirement(c: &mut Checker, field: &str, key: &str, op: &str, values: 
 
 /// `nameSelector: {matchNames: [...]}`; `[]` selects every object.
 pub(crate) fn name_selector(c: &mut Checker, field: &str, v: &Value) -> Option<Vec<String>> {
+    if v.is_array() {
+        // flant's docs show `nameSelector: [default]`, which its schema rejects.
+        let msg = "must be of type object: \"array\"; write nameSelector: {matchNames: [...]}";
+        c.err(field, msg);
+        return None;
+    }
     let m = c.as_object(field, v)?;
     c.strict(field, m, &["matchNames"]);
     let names = c.required(m, field, "matchNames")?;

@@ -530,3 +530,15 @@ fn v0_items_ignore_unknown_keys_like_flant() {
 fn watch_event_type_displays_its_name() {
     assert_eq!(WatchEventType::Modified.to_string(), "Modified");
 }
+
+#[test]
+fn label_selector_serializes_as_kubernetes_json() {
+    let text = "configVersion: v1\nkubernetes:\n- kind: Pod\n  labelSelector:\n    matchLabels: {a: b}\n    \
+                matchExpressions:\n    - {key: k, operator: In, values: [v]}\n    - {key: e, operator: Exists}\n";
+    let sel = ok(text).kubernetes[0].label_selector.clone().unwrap();
+    let want = json!({"matchLabels": {"a": "b"}, "matchExpressions": [
+        {"key": "k", "operator": "In", "values": ["v"]}, {"key": "e", "operator": "Exists"}]});
+    assert_eq!(serde_json::to_value(&sel).unwrap(), want);
+    let back: LabelSelector = serde_json::from_value(want).unwrap();
+    assert_eq!(back, sel);
+}

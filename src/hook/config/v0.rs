@@ -17,18 +17,17 @@ use super::v1::{check_crontab, non_empty, on_startup};
 use super::validate::{Checker, binding_at};
 
 const TOP_KEYS: &[&str] = &["onStartup", "schedule", "onKubernetesEvent"];
+const V1_ONLY_KEYS: &[&str] = &[
+    "kubernetes",
+    "kubernetesValidating",
+    "kubernetesMutating",
+    "kubernetesCustomResourceConversion",
+    "settings",
+];
 
 /// Parse a v0 config; an explicit `configVersion: v0` is allowed (our fix).
 pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
-    let mut c = Checker::new(probs, "");
-    let allowed: Vec<&str> = match m.contains_key("configVersion") {
-        true => TOP_KEYS.iter().copied().chain(["configVersion"]).collect(),
-        false => TOP_KEYS.to_vec(),
-    };
-    c.strict("", m, &allowed);
-    if !TOP_KEYS.iter().any(|k| m.contains_key(*k)) {
-        c.err("", "config has no bindings: expected onStartup, schedule or onKubernetesEvent (v0), or configVersion: v1");
-    }
+    top_level(m, probs);
     HookConfig {
         version: ConfigVersion::V0,
         on_startup: m.get("onStartup").and_then(|v| on_startup(probs, v)),
@@ -38,6 +37,27 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookCon
         mutating: Vec::new(),
         conversion: Vec::new(),
         settings: Settings::default(),
+    }
+}
+
+/// Strict top-level keys (`configVersion` only reaches here as `v0`), with a
+/// hint when a v1 key is used without `configVersion: v1`.
+fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>) {
+    let mut c = Checker::new(probs, "");
+    let known = |k: &str| TOP_KEYS.contains(&k) || k == "configVersion";
+    for key in m.keys().filter(|k| !known(k)) {
+        let msg = if V1_ONLY_KEYS.contains(&key.as_str()) {
+            format!("{key} is a forbidden property in config v0; add 'configVersion: v1' to use it")
+        } else {
+            let accepted = TOP_KEYS.join(", ");
+            format!("{key} is a forbidden property; accepted properties: {accepted}")
+        };
+        c.err(key, msg);
+    }
+    if !TOP_KEYS.iter().any(|k| m.contains_key(*k)) {
+        let msg = "config has no bindings: expected onStartup, schedule or onKubernetesEvent \
+                   (v0), or configVersion: v1";
+        c.err("", msg);
     }
 }
 

@@ -24,6 +24,8 @@ const TOP_KEYS: &[&str] = &[
     "settings",
 ];
 
+const CONVERSION: &str = "kubernetesCustomResourceConversion";
+
 const SCHEDULE_KEYS: &[&str] = &[
     "name",
     "crontab",
@@ -34,45 +36,28 @@ const SCHEDULE_KEYS: &[&str] = &[
 ];
 
 /// Parse a v1 config. Problems go to `probs`; the result is only meaningful
-/// when none were recorded.
+/// when none were recorded. Bindings are read in flant's order: kubernetes
+/// first, because the others refer to kubernetes binding names.
 pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
     top_level(m, probs);
     let on_startup = m.get("onStartup").and_then(|v| on_startup(probs, v));
-    let settings = m
-        .get("settings")
-        .map(|v| settings(probs, v))
-        .unwrap_or_default();
+    let settings = m.get("settings").map(|v| settings(probs, v));
     let kube = each(m, "kubernetes", probs, kubernetes::parse_v1);
-    let kube_names: Vec<String> = kube.iter().map(|(_, b)| b.name.clone()).collect();
+    let names: Vec<String> = kube.iter().map(|(_, b)| b.name.clone()).collect();
+    let kubernetes = with_snapshots(kube, probs, &names, |b| &b.include_snapshots_from);
+    let schedule = each(m, "schedule", probs, schedule);
     let mut config = HookConfig {
         version: ConfigVersion::V1,
         on_startup,
-        schedule: Vec::new(),
-        kubernetes: Vec::new(),
-        validating: Vec::new(),
-        mutating: Vec::new(),
+        kubernetes,
+        schedule: with_snapshots(schedule, probs, &names, |b| &b.include_snapshots_from),
+        validating: admission::parse_list(m, "kubernetesValidating", probs, &names),
+        mutating: admission::parse_list(m, "kubernetesMutating", probs, &names),
         conversion: Vec::new(),
-        settings,
+        settings: settings.unwrap_or_default(),
     };
-    for (at, b) in kube {
-        group::check_snapshot_names(probs, &at, &b.include_snapshots_from, &kube_names);
-        config.kubernetes.push(b);
-    }
-    config.schedule = with_snapshots(
-        each(m, "schedule", probs, schedule),
-        probs,
-        &kube_names,
-        |b| &b.include_snapshots_from,
-    );
-    config.validating = admission::parse_list(m, "kubernetesValidating", probs, &kube_names);
-    config.mutating = admission::parse_list(m, "kubernetesMutating", probs, &kube_names);
-    let conv = each(
-        m,
-        "kubernetesCustomResourceConversion",
-        probs,
-        conversion::parse,
-    );
-    config.conversion = with_snapshots(conv, probs, &kube_names, |b| &b.include_snapshots_from);
+    let conv = each(m, CONVERSION, probs, conversion::parse);
+    config.conversion = with_snapshots(conv, probs, &names, |b| &b.include_snapshots_from);
     group::merge(&mut config);
     config
 }
@@ -177,9 +162,7 @@ fn settings(probs: &mut Vec<Problem>, v: &Value) -> Settings {
     c.strict("", m, &["executionMinInterval", "executionBurst"]);
     let interval = c.opt_str(m, "", "executionMinInterval").and_then(|s| {
         let parsed = duration::go_duration(&s);
-        parsed
-            .map_err(|e| c.err("executionMinInterval", format!("{s:?} is invalid: {e}")))
-            .ok()
+        parsed.map_err(|e| c.err("executionMinInterval", e)).ok()
     });
     let burst = c.opt_int(m, "", "executionBurst").and_then(|n| {
         let parsed = u32::try_from(n);
