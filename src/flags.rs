@@ -6,7 +6,7 @@
 //! message naming the flag (or env var) and what it accepts. `cli.rs` feeds argv and
 //! the environment in; everything after startup reads the typed `Config`.
 
-use crate::duration::go_duration;
+use crate::hook::config::go_duration;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -480,7 +480,7 @@ impl Values {
         self.str(name).trim().parse().unwrap_or_default()
     }
     fn duration(&self, name: &str) -> Duration {
-        go_duration_or_zero(&self.str(name)).unwrap_or_default()
+        go_duration(&self.str(name)).unwrap_or_default()
     }
 
     /// Builds the typed config; every value was checked by `resolve`.
@@ -551,13 +551,6 @@ pub fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-fn go_duration_or_zero(s: &str) -> Result<Duration, String> {
-    if s.trim() == "0" {
-        Ok(Duration::ZERO)
-    } else {
-        go_duration(s.trim())
-    }
-}
 
 /// Checks one value against its flag's kind; `source` says where it came from.
 fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
@@ -584,7 +577,7 @@ fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
             Some(_) => Ok(()),
             None => bad("expected a boolean: true, false, 1, 0, t, f"),
         },
-        Kind::Duration => match go_duration_or_zero(value) {
+        Kind::Duration => match go_duration(value) {
             Ok(_) => Ok(()),
             Err(e) => bad(&format!("expected a duration like 10s, 1m30s ({e})")),
         },

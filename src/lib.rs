@@ -6,7 +6,6 @@
 //! owns every channel.
 
 pub mod cli;
-pub mod duration;
 pub mod executor;
 pub mod flags;
 pub mod hook;
