@@ -4,3 +4,5 @@
 //! The binary (`src/main.rs`) is a thin wrapper around [`cli::main`]. Everything else
 //! lives in modules, each owning one concept; `operator.rs` starts every thread and
 //! owns every channel.
+
+pub mod kube;
