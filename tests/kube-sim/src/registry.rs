@@ -7,10 +7,20 @@ use crate::util::version_rank;
 use serde_json::Value;
 
 /// All verbs of an ordinary resource.
-const FULL: &[&str] =
-    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const FULL: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 /// Verbs of resources without `deletecollection` (namespaces).
-const NO_COLLECTION: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+const NO_COLLECTION: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 
 /// Where a custom resource keeps its replica counts for the `scale` subresource.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,34 +90,173 @@ struct Builtin {
     all: bool,
 }
 
-const fn b(gv: &'static str, kind: &'static str, plural: &'static str, short: &'static [&'static str], namespaced: bool, status: bool, scale: bool, all: bool) -> Builtin {
-    Builtin { gv, kind, plural, short, namespaced, status, scale, all }
+const fn b(
+    gv: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    short: &'static [&'static str],
+    namespaced: bool,
+    status: bool,
+    scale: bool,
+    all: bool,
+) -> Builtin {
+    Builtin {
+        gv,
+        kind,
+        plural,
+        short,
+        namespaced,
+        status,
+        scale,
+        all,
+    }
 }
 
 const BUILTINS: &[Builtin] = &[
     b("v1", "Pod", "pods", &["po"], true, true, false, true),
-    b("v1", "ConfigMap", "configmaps", &["cm"], true, false, false, false),
+    b(
+        "v1",
+        "ConfigMap",
+        "configmaps",
+        &["cm"],
+        true,
+        false,
+        false,
+        false,
+    ),
     b("v1", "Secret", "secrets", &[], true, false, false, false),
-    b("v1", "Namespace", "namespaces", &["ns"], false, true, false, false),
-    b("v1", "Service", "services", &["svc"], true, true, false, true),
+    b(
+        "v1",
+        "Namespace",
+        "namespaces",
+        &["ns"],
+        false,
+        true,
+        false,
+        false,
+    ),
+    b(
+        "v1",
+        "Service",
+        "services",
+        &["svc"],
+        true,
+        true,
+        false,
+        true,
+    ),
     b("v1", "Event", "events", &["ev"], true, false, false, false),
     b("v1", "Node", "nodes", &["no"], false, true, false, false),
-    b("v1", "ServiceAccount", "serviceaccounts", &["sa"], true, false, false, false),
-    b("apps/v1", "Deployment", "deployments", &["deploy"], true, true, true, true),
-    b("apps/v1", "DaemonSet", "daemonsets", &["ds"], true, true, false, true),
-    b("apps/v1", "StatefulSet", "statefulsets", &["sts"], true, true, true, true),
-    b("apps/v1", "ReplicaSet", "replicasets", &["rs"], true, true, true, true),
+    b(
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        &["sa"],
+        true,
+        false,
+        false,
+        false,
+    ),
+    b(
+        "apps/v1",
+        "Deployment",
+        "deployments",
+        &["deploy"],
+        true,
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps/v1",
+        "DaemonSet",
+        "daemonsets",
+        &["ds"],
+        true,
+        true,
+        false,
+        true,
+    ),
+    b(
+        "apps/v1",
+        "StatefulSet",
+        "statefulsets",
+        &["sts"],
+        true,
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps/v1",
+        "ReplicaSet",
+        "replicasets",
+        &["rs"],
+        true,
+        true,
+        true,
+        true,
+    ),
     b("batch/v1", "Job", "jobs", &[], true, true, false, true),
-    b("batch/v1", "CronJob", "cronjobs", &["cj"], true, true, false, true),
-    b("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", &["crd", "crds"], false, true, false, false),
-    b("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", &[], false, false, false, false),
-    b("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", &[], false, false, false, false),
-    b("coordination.k8s.io/v1", "Lease", "leases", &[], true, false, false, false),
+    b(
+        "batch/v1",
+        "CronJob",
+        "cronjobs",
+        &["cj"],
+        true,
+        true,
+        false,
+        true,
+    ),
+    b(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+        false,
+        true,
+        false,
+        false,
+    ),
+    b(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        &[],
+        false,
+        false,
+        false,
+        false,
+    ),
+    b(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        &[],
+        false,
+        false,
+        false,
+        false,
+    ),
+    b(
+        "coordination.k8s.io/v1",
+        "Lease",
+        "leases",
+        &[],
+        true,
+        false,
+        false,
+        false,
+    ),
 ];
 
 fn from_builtin(x: &Builtin) -> ResourceType {
     let (group, version) = split_api_version(x.gv);
-    let verbs = if x.plural == "namespaces" { NO_COLLECTION } else { FULL };
+    let verbs = if x.plural == "namespaces" {
+        NO_COLLECTION
+    } else {
+        FULL
+    };
     ResourceType {
         group: group.to_string(),
         versions: vec![version.to_string()],
@@ -116,7 +265,11 @@ fn from_builtin(x: &Builtin) -> ResourceType {
         plural: x.plural.to_string(),
         singular: x.kind.to_lowercase(),
         short_names: x.short.iter().map(|s| s.to_string()).collect(),
-        categories: if x.all { vec!["all".to_string()] } else { vec![] },
+        categories: if x.all {
+            vec!["all".to_string()]
+        } else {
+            vec![]
+        },
         namespaced: x.namespaced,
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
         status: x.status,
@@ -138,14 +291,16 @@ pub struct Registry {
 impl Registry {
     /// The built-in kinds only.
     pub fn builtin() -> Registry {
-        Registry { types: BUILTINS.iter().map(from_builtin).collect() }
+        Registry {
+            types: BUILTINS.iter().map(from_builtin).collect(),
+        }
     }
 
     /// Lookup by URL parts: group, version and plural.
     pub fn by_path(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
-        self.types
-            .iter()
-            .find(|t| t.group == group && t.plural == plural && t.versions.iter().any(|v| v == version))
+        self.types.iter().find(|t| {
+            t.group == group && t.plural == plural && t.versions.iter().any(|v| v == version)
+        })
     }
 
     /// Lookup by an object's `apiVersion` and `kind`.
@@ -235,22 +390,38 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceType, String> {
     }
     let strs = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let sub = first_subresources(spec);
     Ok(ResourceType {
         versions: served,
-        list_kind: names["listKind"].as_str().map(str::to_string).unwrap_or(format!("{kind}List")),
-        singular: names["singular"].as_str().map(str::to_string).unwrap_or(kind.to_lowercase()),
+        list_kind: names["listKind"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(format!("{kind}List")),
+        singular: names["singular"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(kind.to_lowercase()),
         short_names: strs(&names["shortNames"]),
         categories: strs(&names["categories"]),
         namespaced: spec["scope"].as_str() != Some("Cluster"),
         verbs: FULL.iter().map(|s| s.to_string()).collect(),
         status: sub.get("status").is_some(),
         scale: sub.get("scale").map(|s| ScalePaths {
-            spec: s["specReplicasPath"].as_str().unwrap_or(".spec.replicas").to_string(),
-            status: s["statusReplicasPath"].as_str().unwrap_or(".status.replicas").to_string(),
+            spec: s["specReplicasPath"]
+                .as_str()
+                .unwrap_or(".spec.replicas")
+                .to_string(),
+            status: s["statusReplicasPath"]
+                .as_str()
+                .unwrap_or(".status.replicas")
+                .to_string(),
             selector: s["labelSelectorPath"].as_str().map(str::to_string),
         }),
         crd: true,

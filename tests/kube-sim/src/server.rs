@@ -128,7 +128,11 @@ fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, tls: Option<Arc<ServerC
     let _ = probe.shutdown(Shutdown::Both);
 }
 
-fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &TcpStream) -> io::Result<()> {
+fn request_loop(
+    shared: &Arc<Shared>,
+    mut reader: BufReader<Stream>,
+    probe: &TcpStream,
+) -> io::Result<()> {
     loop {
         if reader.buffer().is_empty() && !wait_readable(shared, probe) {
             return Ok(());
@@ -160,7 +164,10 @@ fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &Tcp
 
 /// Waits for the next request's first byte, checking for shutdown meanwhile.
 fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
-    if probe.set_read_timeout(Some(Duration::from_millis(250))).is_err() {
+    if probe
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .is_err()
+    {
         return false;
     }
     let mut b = [0u8; 1];
@@ -171,7 +178,14 @@ fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
         match probe.peek(&mut b) {
             Ok(0) => return false,
             Ok(_) => return true,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
             Err(_) => return false,
         }
     }
@@ -204,7 +218,9 @@ fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
         return Reply::Full(resp);
     }
     if let Some(token) = &shared.require_token {
-        let bearer = req.header("authorization").and_then(|h| h.strip_prefix("Bearer "));
+        let bearer = req
+            .header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "));
         if !verified && bearer.map(str::trim) != Some(token.as_str()) {
             let err = ApiError::new(401, "Unauthorized", "Unauthorized");
             return Reply::Full(Response::json(401, &err.to_status()));

@@ -125,13 +125,23 @@ impl Store {
     fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value, old: Option<Value>) -> Value {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        let key = (rt.to_string(), meta_str(&obj, "namespace").into(), meta_str(&obj, "name").into());
+        let key = (
+            rt.to_string(),
+            meta_str(&obj, "namespace").into(),
+            meta_str(&obj, "name").into(),
+        );
         if etype == EventType::Deleted {
             self.objects.remove(&key);
         } else {
             self.objects.insert(key, obj.clone());
         }
-        let ev = Arc::new(Event { rv: self.rv, etype, res: rt.to_string(), obj: obj.clone(), old });
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            etype,
+            res: rt.to_string(),
+            obj: obj.clone(),
+            old,
+        });
         self.history.push_back(ev.clone());
         while self.history.len() > self.limit {
             if let Some(e) = self.history.pop_front() {
@@ -179,10 +189,21 @@ impl Store {
             )));
         }
         let key = rt.key();
-        let id = |o: &Value| (meta_str(o, "namespace").to_string(), meta_str(o, "name").to_string());
+        let id = |o: &Value| {
+            (
+                meta_str(o, "namespace").to_string(),
+                meta_str(o, "name").to_string(),
+            )
+        };
         let mut state: BTreeMap<(String, String), Value> =
             self.list(rt).into_iter().map(|o| (id(&o), o)).collect();
-        for e in self.history.iter().rev().take_while(|e| e.rv > rv).filter(|e| e.res == key) {
+        for e in self
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| e.rv > rv)
+            .filter(|e| e.res == key)
+        {
             match (&e.etype, &e.old) {
                 (EventType::Added, _) => {
                     state.remove(&id(&e.obj));
@@ -197,13 +218,26 @@ impl Store {
     }
 
     /// Creates an object. `ns` (from the URL) wins over an empty body namespace.
-    pub fn create(&mut self, rt: &ResourceType, ns: &str, mut obj: Value, mode: WriteMode, dry_run: bool) -> Result<Value, ApiError> {
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
         }
         prepare_identity(rt, ns, &mut obj)?;
         let name = meta_str(&obj, "name").to_string();
-        let key = (rt.key(), meta_str(&obj, "namespace").to_string(), name.clone());
+        let key = (
+            rt.key(),
+            meta_str(&obj, "namespace").to_string(),
+            name.clone(),
+        );
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
@@ -244,12 +278,15 @@ impl Store {
             self.registry.register_crd(crd).map_err(ApiError::invalid)?;
         }
         let now = fmt_time(now_secs());
-        let cond = |t: &str, reason: &str, msg: &str| {
-            json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg})
-        };
+        let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
         let storage: Vec<Value> = crd["spec"]["versions"]
             .as_array()
-            .map(|vs| vs.iter().filter(|v| v["storage"].as_bool() == Some(true)).map(|v| v["name"].clone()).collect())
+            .map(|vs| {
+                vs.iter()
+                    .filter(|v| v["storage"].as_bool() == Some(true))
+                    .map(|v| v["name"].clone())
+                    .collect()
+            })
             .unwrap_or_default();
         crd["status"] = json!({
             "conditions": [
@@ -263,9 +300,19 @@ impl Store {
     }
 
     /// Replaces an object (PUT semantics). A non-empty stale resourceVersion is a Conflict.
-    pub fn update(&mut self, rt: &ResourceType, ns: &str, name: &str, mut obj: Value, mode: WriteMode, dry_run: bool) -> Result<Value, ApiError> {
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
         }
         let old = self.get(rt, ns, name)?;
         let body_name = meta_str(&obj, "name");
@@ -297,9 +344,19 @@ impl Store {
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
-    pub fn delete(&mut self, rt: &ResourceType, ns: &str, name: &str, pre_uid: Option<&str>, pre_rv: Option<&str>, dry_run: bool) -> Result<Deleted, ApiError> {
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        pre_uid: Option<&str>,
+        pre_rv: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Deleted, ApiError> {
         let old = self.get(rt, ns, name)?;
-        let stale = |want: Option<&str>, field: &str| want.is_some_and(|w| !w.is_empty() && w != meta_str(&old, field));
+        let stale = |want: Option<&str>, field: &str| {
+            want.is_some_and(|w| !w.is_empty() && w != meta_str(&old, field))
+        };
         if stale(pre_uid, "uid") || stale(pre_rv, "resourceVersion") {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
@@ -312,7 +369,12 @@ impl Store {
             }
             let mut marked = old.clone();
             marked["metadata"]["deletionTimestamp"] = json!(fmt_time(now_secs()));
-            return Ok(Deleted::Marked(self.commit(EventType::Modified, &rt.key(), marked, Some(old))));
+            return Ok(Deleted::Marked(self.commit(
+                EventType::Modified,
+                &rt.key(),
+                marked,
+                Some(old),
+            )));
         }
         let last = old.clone();
         Ok(Deleted::Gone(self.remove(rt, last, old)))
@@ -345,18 +407,34 @@ impl Store {
 
     /// Opens a subscription for a resource. With `from`, returns the history
     /// events after it for replay, or 410 Expired when it is older than history.
-    pub fn subscribe(&mut self, res: &str, from: Option<u64>) -> Result<(u64, Vec<Arc<Event>>, Receiver<WatchMsg>), ApiError> {
+    pub fn subscribe(
+        &mut self,
+        res: &str,
+        from: Option<u64>,
+    ) -> Result<(u64, Vec<Arc<Event>>, Receiver<WatchMsg>), ApiError> {
         let replay = match from {
             Some(rv) if rv < self.floor => {
-                return Err(ApiError::expired(format!("too old resource version: {rv} ({})", self.floor)));
+                return Err(ApiError::expired(format!(
+                    "too old resource version: {rv} ({})",
+                    self.floor
+                )));
             }
-            Some(rv) => self.history.iter().filter(|e| e.rv > rv && e.res == res).cloned().collect(),
+            Some(rv) => self
+                .history
+                .iter()
+                .filter(|e| e.rv > rv && e.res == res)
+                .cloned()
+                .collect(),
             None => Vec::new(),
         };
         let (tx, rx) = unbounded();
         let id = self.next_id;
         self.next_id += 1;
-        self.subscribers.push(Subscriber { id, res: res.to_string(), tx });
+        self.subscribers.push(Subscriber {
+            id,
+            res: res.to_string(),
+            tx,
+        });
         Ok((id, replay, rx))
     }
 
@@ -386,10 +464,16 @@ impl Store {
 
 /// Fills kind/apiVersion, resolves namespace and generateName on a new object.
 fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if obj.get("apiVersion").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
+    if obj
+        .get("apiVersion")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
         obj["apiVersion"] = json!(rt.api_version(rt.preferred()));
     }
-    if obj.get("kind").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
+    if obj
+        .get("kind")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
         obj["kind"] = json!(rt.kind);
     }
     if !obj["metadata"].is_object() {
@@ -402,7 +486,13 @@ fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), 
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        let chosen = if !ns.is_empty() { ns.to_string() } else if !body_ns.is_empty() { body_ns } else { "default".into() };
+        let chosen = if !ns.is_empty() {
+            ns.to_string()
+        } else if !body_ns.is_empty() {
+            body_ns
+        } else {
+            "default".into()
+        };
         obj["metadata"]["namespace"] = json!(chosen);
     } else if let Some(m) = obj["metadata"].as_object_mut() {
         m.remove("namespace");
@@ -461,7 +551,13 @@ fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
     if !obj["metadata"].is_object() {
         obj["metadata"] = Value::Object(Map::new());
     }
-    for f in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"] {
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
         match old["metadata"].get(f) {
             Some(v) => obj["metadata"][f] = v.clone(),
             None => {
@@ -472,8 +568,13 @@ fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
         }
     }
     let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
-    let spec_changed = without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
-    obj["metadata"]["generation"] = json!(if spec_changed { generation + 1 } else { generation });
+    let spec_changed =
+        without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
+    obj["metadata"]["generation"] = json!(if spec_changed {
+        generation + 1
+    } else {
+        generation
+    });
 }
 
 fn without(v: &Value, fields: &[&str]) -> Value {
@@ -498,5 +599,7 @@ fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
 }
 
 fn no_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_none_or(|a| a.is_empty())
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_none_or(|a| a.is_empty())
 }
