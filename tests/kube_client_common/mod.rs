@@ -127,3 +127,31 @@ pub fn eventually(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+pub mod pki;
+
+/// A fresh temp dir for one test.
+pub fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("kube-it-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Settings pointing at one kubeconfig file, no rate limit.
+pub fn settings_for(kubeconfig: &std::path::Path) -> KubeSettings {
+    KubeSettings {
+        kubeconfig: kubeconfig.to_string_lossy().into(),
+        ..unlimited()
+    }
+}
+
+/// The names of the ConfigMaps in `ns`, through `client` (proves the connection works).
+pub fn configmap_names(
+    client: &Client,
+    ns: &str,
+) -> Result<Vec<String>, shell_operator::kube::KubeError> {
+    let r = client.resolve("v1", "ConfigMap", "test")?;
+    let l = client.api(&r, Some(ns)).list(&Default::default())?;
+    Ok(l.items.iter().map(|o| name(o).to_string()).collect())
+}
