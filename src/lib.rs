@@ -11,6 +11,7 @@ pub mod flags;
 pub mod hook;
 pub mod http;
 pub mod jq;
+pub mod kube;
 pub mod log;
 pub mod metrics;
 pub mod operator;

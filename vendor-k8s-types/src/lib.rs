@@ -1,23 +1,30 @@
 //! Hand-written Kubernetes API types.
 //!
 //! The operator treats almost every object as `serde_json::Value`; the types here are
-//! the few it reads field by field: object metadata, list metadata, watch events,
-//! Status errors and the discovery documents. Each struct keeps only the fields the
-//! operator uses, and unknown fields are ignored when decoding.
+//! the few it reads field by field: object and list metadata, watch events, Status
+//! errors, the discovery documents, label selectors, the kubeconfig file and the
+//! ExecCredential exchanged with credential plugins. Each struct keeps only the fields
+//! the operator uses, and unknown fields are ignored when decoding.
+//!
+//! Plain data, no threads: every thread that decodes API responses uses these.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+mod discovery;
+mod exec;
+mod kubeconfig;
+mod meta;
+mod selector;
+mod status;
+mod watch;
 
-/// `metav1.ObjectMeta`, reduced to the fields hooks and monitors look at.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub resource_version: String,
-}
+pub use discovery::{
+    APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery,
+};
+pub use exec::{ExecCluster, ExecCredential, ExecCredentialSpec, ExecCredentialStatus};
+pub use kubeconfig::{
+    AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
+    NamedContext,
+};
+pub use meta::{ListMeta, ObjectList, ObjectMeta};
+pub use selector::{LabelSelector, LabelSelectorRequirement};
+pub use status::Status;
+pub use watch::{EventType, WatchEvent};

@@ -1,0 +1,309 @@
+//! The HTTP layer: one pooled ureq agent per client, the QPS limiter, credentials,
+//! retries and metrics around every request. Plain calls return the whole body;
+//! watches return a line reader over the chunked stream. Retries: 429 for any verb
+//! (the server did not act on it) and 5xx or connection failures for idempotent
+//! verbs, with jittered exponential backoff or the server's `Retry-After`; one retry
+//! after a 401 when credentials can be refreshed. Shared by every thread of the
+//! operator that talks to the API (the agent and all state are thread-safe).
+
+use super::auth::Auth;
+use super::backoff::Backoff;
+use super::config::ClusterConfig;
+use super::error::KubeError;
+use super::metrics::ClientMetrics;
+use super::ratelimit::TokenBucket;
+use std::io::BufReader;
+use std::time::{Duration, Instant};
+use ureq::http;
+
+/// Largest non-watch body accepted (big LISTs go well past ureq's 10 MB default).
+const BODY_LIMIT: u64 = 512 << 20;
+
+/// How retries behave; tests shorten the delays.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One request: verb label, method, path with query, optional body and content type.
+pub(crate) struct Request<'a> {
+    /// The metrics/error verb: GET, LIST, WATCH, POST, PUT, PATCH, DELETE.
+    pub verb: &'static str,
+    pub method: http::Method,
+    pub path: &'a str,
+    pub body: Option<(&'static str, Vec<u8>)>,
+}
+
+/// A complete answer.
+pub(crate) struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// An open watch stream, read line by line.
+pub(crate) type Stream = BufReader<ureq::BodyReader<'static>>;
+
+/// Agent + auth + limiter + metrics + retry policy for one cluster.
+pub(crate) struct Transport {
+    agent: ureq::Agent,
+    base: String,
+    auth: Auth,
+    limiter: TokenBucket,
+    pub(crate) metrics: ClientMetrics,
+    timeout: Duration,
+    pub(crate) retry: RetryPolicy,
+}
+
+impl Transport {
+    /// Builds the agent for `cfg`.
+    pub(crate) fn new(
+        cfg: &ClusterConfig,
+        qps: f32,
+        burst: u32,
+        timeout: Duration,
+        metrics: ClientMetrics,
+    ) -> Result<Transport, KubeError> {
+        let tls = super::tls::tls_config(&cfg.tls)?;
+        let agent = ureq::Agent::config_builder()
+            .tls_config(tls)
+            .http_status_as_error(false)
+            .proxy(None)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .max_idle_connections_per_host(8)
+            .user_agent("shell-operator-rs")
+            .build()
+            .new_agent();
+        let (qps, burst) = match (qps, burst) {
+            (q, b) if q == 0.0 => (5.0, if b == 0 { 10 } else { b }),
+            (q, 0) => (q, 10),
+            qb => qb,
+        };
+        Ok(Transport {
+            agent,
+            base: cfg.server.clone(),
+            auth: Auth::new(&cfg.auth),
+            limiter: TokenBucket::new(qps, burst),
+            metrics,
+            timeout,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// Sends `req`, retrying per the module rules; returns any final status.
+    pub(crate) fn send(&self, req: &Request<'_>) -> Result<Response, KubeError> {
+        let idempotent = matches!(
+            req.method,
+            http::Method::GET | http::Method::PUT | http::Method::DELETE | http::Method::HEAD
+        );
+        let mut backoff = Backoff::new(self.retry.base_delay, self.retry.max_delay);
+        let mut refreshed = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let last = attempt > self.retry.max_retries;
+            match self.send_once(req) {
+                Ok((resp, retry_after)) => {
+                    let s = resp.status;
+                    if s == 401 && !refreshed && self.auth.refreshable() {
+                        refreshed = true;
+                        self.auth.invalidate();
+                        continue;
+                    }
+                    let retryable = s == 429 || (s >= 500 && idempotent);
+                    if !retryable || last {
+                        return Ok(resp);
+                    }
+                    let wait = retry_after
+                        .map(|d| d.min(self.retry.max_delay * 3))
+                        .unwrap_or_else(|| backoff.next_delay());
+                    std::thread::sleep(wait);
+                }
+                Err(e) if idempotent && !last && matches!(e, KubeError::Transport { .. }) => {
+                    std::thread::sleep(backoff.next_delay());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt: limiter, auth header, call, metrics. Returns Retry-After too.
+    fn send_once(&self, req: &Request<'_>) -> Result<(Response, Option<Duration>), KubeError> {
+        let waited = self.limiter.acquire();
+        self.metrics.rate_limiter.observe(waited.as_secs_f64());
+        let start = Instant::now();
+        let result = self.call(req, Some(self.timeout), None);
+        let mut resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.metrics
+                    .observe(req.verb, "<error>", start.elapsed().as_secs_f64());
+                return Err(e);
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(BODY_LIMIT)
+            .read_to_vec();
+        self.metrics
+            .observe(req.verb, &status.to_string(), start.elapsed().as_secs_f64());
+        let body = body.map_err(|e| self.transport_err(req, &e))?;
+        Ok((Response { status, body }, retry_after))
+    }
+
+    /// Opens a watch (or any long stream); the read timeout bounds silence between
+    /// bytes. Non-200 answers are returned as API errors.
+    pub(crate) fn stream(&self, path: &str, read_timeout: Duration) -> Result<Stream, KubeError> {
+        let req = Request {
+            verb: "WATCH",
+            method: http::Method::GET,
+            path,
+            body: None,
+        };
+        let waited = self.limiter.acquire();
+        self.metrics.rate_limiter.observe(waited.as_secs_f64());
+        let start = Instant::now();
+        let mut resp = match self.call(&req, None, Some(read_timeout)) {
+            Ok(r) => r,
+            Err(e) => {
+                self.metrics
+                    .observe("WATCH", "<error>", start.elapsed().as_secs_f64());
+                return Err(e);
+            }
+        };
+        let status = resp.status().as_u16();
+        self.metrics
+            .observe("WATCH", &status.to_string(), start.elapsed().as_secs_f64());
+        if status == 401 && self.auth.refreshable() {
+            self.auth.invalidate();
+        }
+        if status != 200 {
+            let body = resp
+                .body_mut()
+                .with_config()
+                .limit(1 << 20)
+                .read_to_vec()
+                .unwrap_or_default();
+            return Err(api_error("WATCH", path, status, &body));
+        }
+        Ok(BufReader::with_capacity(
+            64 << 10,
+            resp.into_body().into_reader(),
+        ))
+    }
+
+    /// Builds and runs the ureq request.
+    fn call(
+        &self,
+        req: &Request<'_>,
+        total: Option<Duration>,
+        per_read: Option<Duration>,
+    ) -> Result<http::Response<ureq::Body>, KubeError> {
+        let url = format!("{}{}", self.base, req.path);
+        let mut b = http::Request::builder()
+            .method(req.method.clone())
+            .uri(&url)
+            .header("Accept", "application/json");
+        if let Some(h) = self.auth.header()? {
+            b = b.header("Authorization", h);
+        }
+        let result = match &req.body {
+            Some((ct, bytes)) => {
+                let r = b
+                    .header("Content-Type", *ct)
+                    .body(bytes.as_slice())
+                    .map_err(|e| self.transport_err(req, &e))?;
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(total)
+                    .timeout_per_read(per_read)
+                    .build();
+                self.agent.run(r)
+            }
+            None => {
+                let r = b.body(()).map_err(|e| self.transport_err(req, &e))?;
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(total)
+                    .timeout_per_read(per_read)
+                    .build();
+                self.agent.run(r)
+            }
+        };
+        result.map_err(|e| self.transport_err(req, &e))
+    }
+
+    fn transport_err(&self, req: &Request<'_>, e: &dyn std::fmt::Display) -> KubeError {
+        KubeError::Transport {
+            verb: req.verb,
+            path: strip_query(req.path).to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The path without its query (selectors and tokens of `continue` stay out of errors).
+pub(crate) fn strip_query(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}
+
+/// Turns an error answer into [`KubeError::Api`], using the Status body when there is one.
+pub(crate) fn api_error(verb: &'static str, path: &str, status: u16, body: &[u8]) -> KubeError {
+    let st: vendor_k8s_types::Status = serde_json::from_slice(body).unwrap_or_default();
+    let message = if st.message.is_empty() {
+        String::from_utf8_lossy(body)
+            .chars()
+            .take(300)
+            .collect::<String>()
+            .trim()
+            .to_string()
+    } else {
+        st.message
+    };
+    KubeError::Api {
+        verb,
+        path: strip_query(path).to_string(),
+        code: status,
+        reason: st.reason,
+        message,
+    }
+}
+
+impl Response {
+    /// The body decoded as `T` when the status is 2xx, else the Status error.
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(
+        self,
+        verb: &'static str,
+        path: &str,
+    ) -> Result<T, KubeError> {
+        if !(200..300).contains(&self.status) {
+            return Err(api_error(verb, path, self.status, &self.body));
+        }
+        serde_json::from_slice(&self.body).map_err(|e| KubeError::Decode {
+            what: format!("{verb} {}", strip_query(path)),
+            message: e.to_string(),
+        })
+    }
+}

@@ -1,0 +1,117 @@
+//! Client-side flow control: a token bucket of `burst` tokens refilled at `qps` per
+//! second, as client-go's `--kube-client-qps/--kube-client-burst`. A caller takes a
+//! token before each request and sleeps when the bucket is empty. Shared by every
+//! thread using one client; the state is one mutex held for a few arithmetic
+//! operations, never while sleeping.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A blocking token bucket. `qps <= 0` disables limiting.
+pub(crate) struct TokenBucket {
+    qps: f64,
+    burst: f64,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// May go negative: each waiter reserves its token before sleeping.
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub(crate) fn new(qps: f32, burst: u32) -> TokenBucket {
+        let burst = f64::from(burst.max(1));
+        TokenBucket {
+            qps: f64::from(qps),
+            burst,
+            state: Mutex::new(State {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Takes one token, sleeping until it is available; returns the time waited.
+    pub(crate) fn acquire(&self) -> Duration {
+        let wait = self.reserve(Instant::now());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        wait
+    }
+
+    /// Reserves a token at `now` and says how long to wait for it.
+    fn reserve(&self, now: Instant) -> Duration {
+        if self.qps <= 0.0 {
+            return Duration::ZERO;
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let elapsed = now.saturating_duration_since(s.last).as_secs_f64();
+        s.tokens = (s.tokens + elapsed * self.qps).min(self.burst);
+        s.last = now;
+        s.tokens -= 1.0;
+        if s.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-s.tokens / self.qps)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_steady_rate() {
+        let b = TokenBucket::new(10.0, 3);
+        let t0 = Instant::now();
+        // Three free tokens, then each one 100 ms apart.
+        assert_eq!(b.reserve(t0), Duration::ZERO);
+        assert_eq!(b.reserve(t0), Duration::ZERO);
+        assert_eq!(b.reserve(t0), Duration::ZERO);
+        let w = b.reserve(t0);
+        assert!((w.as_secs_f64() - 0.1).abs() < 1e-6, "{w:?}");
+        let w = b.reserve(t0);
+        assert!((w.as_secs_f64() - 0.2).abs() < 1e-6, "{w:?}");
+        // After a long idle time the bucket is full again, never fuller.
+        let later = t0 + Duration::from_secs(60);
+        for _ in 0..3 {
+            assert_eq!(b.reserve(later), Duration::ZERO);
+        }
+        assert!(b.reserve(later) > Duration::ZERO);
+    }
+
+    #[test]
+    fn real_time_rate_over_threads() {
+        let b = std::sync::Arc::new(TokenBucket::new(50.0, 5));
+        let t0 = Instant::now();
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        b.acquire();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        // 40 tokens, 5 free, 35 at 50/s = 0.7 s.
+        let el = t0.elapsed().as_secs_f64();
+        assert!((0.65..1.5).contains(&el), "{el}");
+    }
+
+    #[test]
+    fn disabled_never_waits() {
+        let b = TokenBucket::new(-1.0, 1);
+        for _ in 0..1000 {
+            assert_eq!(b.acquire(), Duration::ZERO);
+        }
+    }
+}

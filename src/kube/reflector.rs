@@ -1,0 +1,573 @@
+//! The reflector: keeps a cache of one resource (in one namespace, with optional
+//! selectors) in step with the server and tells a consumer what changed, over a
+//! crossbeam channel. One OS thread per reflector runs an explicit state machine:
+//!
+//! ```text
+//! Empty ──LIST page──> Listing ──last page──> Listed(rv) ──open watch──> Watching(rv)
+//!   ^                                            ^   ^                      │
+//!   │                                            │   └── stream ended ──────┤ (resume from rv)
+//!   │                                            └──── error, after backoff ┤
+//!   └──────────────── Desynced (410 Gone / ERROR Expired) <────────────────┘
+//! ```
+//!
+//! The first complete list is delivered as [`Event::Synced`]. A relist after
+//! Desynced is diffed against the cache, so consumers get exactly the
+//! Added/Modified/Deleted that happened, none lost and none doubled. Bookmarks advance
+//! the resume version; errors back off exponentially with jitter.
+
+use super::Client;
+use super::backoff::Backoff;
+use super::cache::{Change, Item, Store, Stored};
+use super::discovery::Resource;
+use super::error::KubeError;
+use super::http::{Request, Stream};
+use super::selector::query_escape;
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::io::BufRead;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use ureq::http::Method;
+use vendor_k8s_types::{EventType, ObjectList, Status};
+
+/// What a reflector tells its consumer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The first complete list: the cache now holds exactly these objects.
+    Synced(Vec<Value>),
+    Added(Value),
+    Modified(Value),
+    /// The object's last known state.
+    Deleted(Value),
+    /// The watch failed or ended; the reflector recovers by itself. For logs and the
+    /// `kubernetes_client_watch_errors_total{error_type}` metric.
+    WatchError {
+        kind: WatchErrorKind,
+        message: String,
+    },
+}
+
+/// Why a watch stopped, named as shell-operator's `error_type` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchErrorKind {
+    /// 410: the resume version left the server's window; a relist follows.
+    Expired,
+    /// The server closed the stream normally (timeoutSeconds).
+    Eof,
+    /// The connection broke or went silent past the read timeout.
+    UnexpectedEof,
+    /// Any other failure: HTTP error, bad data, ERROR event other than 410.
+    Fail,
+}
+
+impl WatchErrorKind {
+    /// `expired`, `eof`, `unexpected-eof` or `fail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchErrorKind::Expired => "expired",
+            WatchErrorKind::Eof => "eof",
+            WatchErrorKind::UnexpectedEof => "unexpected-eof",
+            WatchErrorKind::Fail => "fail",
+        }
+    }
+}
+
+/// What to watch and how.
+#[derive(Debug, Clone)]
+pub struct WatchParams {
+    /// None (or a cluster-scoped resource): all namespaces.
+    pub namespace: Option<String>,
+    /// Encoded label selector (see `selector::encode_label_selector`), empty for none.
+    pub label_selector: String,
+    /// Encoded field selector, empty for none.
+    pub field_selector: String,
+    /// LIST page size (`limit`).
+    pub page_size: u32,
+    /// Server-side `timeoutSeconds` of each watch request.
+    pub watch_timeout: Duration,
+    /// First and largest delay between retries after errors.
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// Skip the initial list and watch from this resourceVersion with an empty cache.
+    pub start_resource_version: Option<String>,
+}
+
+impl Default for WatchParams {
+    fn default() -> Self {
+        WatchParams {
+            namespace: None,
+            label_selector: String::new(),
+            field_selector: String::new(),
+            page_size: 500,
+            watch_timeout: Duration::from_secs(300),
+            backoff_base: Duration::from_millis(800),
+            backoff_max: Duration::from_secs(30),
+            start_resource_version: None,
+        }
+    }
+}
+
+/// The running reflector: stop it, join it, look at its cache.
+pub struct ReflectorHandle {
+    stop: Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    store: Arc<Mutex<Store>>,
+}
+
+impl ReflectorHandle {
+    /// Asks the thread to stop. It stops at once when idle or backing off, otherwise
+    /// after the next event or read timeout; it never sends after seeing the request.
+    pub fn stop(&self) {
+        let _ = self.stop.try_send(());
+    }
+
+    /// Stops and waits for the thread to end.
+    pub fn join(mut self) {
+        self.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// The cache, shared with the reflector thread (lock briefly).
+    pub fn store(&self) -> Arc<Mutex<Store>> {
+        self.store.clone()
+    }
+}
+
+/// The states of the list/watch machine.
+enum State {
+    /// Nothing listed yet: start a LIST.
+    Empty,
+    /// Paging through a LIST.
+    Listing {
+        continue_token: String,
+        items: Vec<Item>,
+        rv: String,
+    },
+    /// Listed or resumed at `rv`: open a watch from it.
+    Listed {
+        rv: String,
+    },
+    /// Streaming events; `rv` follows every event and bookmark.
+    Watching {
+        rv: String,
+        stream: Stream,
+    },
+    /// The watch window was lost (410): relist and diff against the cache.
+    Desynced,
+    /// Wait, then go on with `next`.
+    Backoff {
+        next: Box<State>,
+        delay: Duration,
+    },
+    Stopped,
+}
+
+/// The thread's private state.
+struct Reflector {
+    client: Client,
+    resource: Resource,
+    params: WatchParams,
+    tx: Sender<Event>,
+    stop: Receiver<()>,
+    store: Arc<Mutex<Store>>,
+    synced: bool,
+    backoff: Backoff,
+    line: Vec<u8>,
+}
+
+/// Starts a reflector thread for `resource`; events go to `tx`.
+pub fn spawn(
+    client: Client,
+    resource: Resource,
+    params: WatchParams,
+    tx: Sender<Event>,
+) -> ReflectorHandle {
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
+    let store = Arc::new(Mutex::new(Store::default()));
+    let initial = match &params.start_resource_version {
+        Some(rv) => State::Listed { rv: rv.clone() },
+        None => State::Empty,
+    };
+    let mut r = Reflector {
+        backoff: Backoff::new(params.backoff_base, params.backoff_max),
+        synced: params.start_resource_version.is_some(),
+        client,
+        resource,
+        params,
+        tx,
+        stop: stop_rx,
+        store: store.clone(),
+        line: Vec::with_capacity(16 << 10),
+    };
+    let name = format!("watch-{}", r.resource.resource);
+    let thread = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || r.run(initial))
+        .ok();
+    ReflectorHandle {
+        stop: stop_tx,
+        thread,
+        store,
+    }
+}
+
+impl Reflector {
+    fn run(&mut self, mut state: State) {
+        loop {
+            if !matches!(
+                self.stop.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Empty)
+            ) {
+                return;
+            }
+            state = match state {
+                State::Stopped => return,
+                s => self.step(s),
+            };
+        }
+    }
+
+    /// One transition.
+    fn step(&mut self, state: State) -> State {
+        match state {
+            State::Empty | State::Desynced => State::Listing {
+                continue_token: String::new(),
+                items: Vec::new(),
+                rv: String::new(),
+            },
+            State::Listing {
+                continue_token,
+                items,
+                rv,
+            } => self.list_page(continue_token, items, rv),
+            State::Listed { rv } => self.open_watch(rv),
+            State::Watching { rv, stream } => self.read_event(rv, stream),
+            State::Backoff { next, delay } => match self.stop.recv_timeout(delay) {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => *next,
+                _ => State::Stopped,
+            },
+            State::Stopped => State::Stopped,
+        }
+    }
+
+    fn path(&self) -> String {
+        self.resource
+            .collection_path(self.params.namespace.as_deref())
+    }
+
+    fn selectors(&self) -> String {
+        let mut q = String::new();
+        if !self.params.label_selector.is_empty() {
+            q.push_str(&format!(
+                "&labelSelector={}",
+                query_escape(&self.params.label_selector)
+            ));
+        }
+        if !self.params.field_selector.is_empty() {
+            q.push_str(&format!(
+                "&fieldSelector={}",
+                query_escape(&self.params.field_selector)
+            ));
+        }
+        q
+    }
+
+    /// Fetches one LIST page; after the last one, syncs the cache.
+    fn list_page(&mut self, token: String, mut items: Vec<Item>, _rv: String) -> State {
+        let mut path = format!(
+            "{}?limit={}{}",
+            self.path(),
+            self.params.page_size,
+            self.selectors()
+        );
+        if !token.is_empty() {
+            path.push_str(&format!("&continue={}", query_escape(&token)));
+        }
+        let req = Request {
+            verb: "LIST",
+            method: Method::GET,
+            path: &path,
+            body: None,
+        };
+        let page = self
+            .client
+            .transport()
+            .send(&req)
+            .and_then(|r| r.json::<ObjectList<Box<RawValue>>>("LIST", &path));
+        let page = match page {
+            Ok(p) => p,
+            // An expired continue token: start the list over.
+            Err(e) if e.is_gone() => return State::Empty,
+            Err(e) => return self.fail(WatchErrorKind::Fail, &e.to_string(), State::Empty),
+        };
+        for raw in page.items {
+            match item_of(raw) {
+                Ok((i, _)) => items.push(i),
+                Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
+            }
+        }
+        let rv = page.metadata.resource_version;
+        if !page.metadata.continue_token.is_empty() {
+            return State::Listing {
+                continue_token: page.metadata.continue_token,
+                items,
+                rv,
+            };
+        }
+        self.backoff.reset();
+        if self.finish_list(items) {
+            State::Listed { rv }
+        } else {
+            State::Stopped
+        }
+    }
+
+    /// Installs a complete list: Synced the first time, the diff afterwards.
+    fn finish_list(&mut self, items: Vec<Item>) -> bool {
+        if !self.synced {
+            self.synced = true;
+            let objects: Vec<Value> = items
+                .iter()
+                .filter_map(|i| serde_json::from_str(&i.json).ok())
+                .collect();
+            self.lock().fill(items);
+            return self.send(Event::Synced(objects));
+        }
+        let changes = self.lock().replace(items);
+        for c in changes {
+            let (json, make): (Box<str>, fn(Value) -> Event) = match c {
+                Change::Added(j) => (j, Event::Added),
+                Change::Modified(j) => (j, Event::Modified),
+                Change::Deleted(j) => (j, Event::Deleted),
+            };
+            if let Ok(v) = serde_json::from_str(&json) {
+                if !self.send(make(v)) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn open_watch(&mut self, rv: String) -> State {
+        let secs = self.params.watch_timeout.as_secs().max(1);
+        let path = format!(
+            "{}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={secs}{}",
+            self.path(),
+            query_escape(&rv),
+            self.selectors()
+        );
+        // Silence longer than the server's own timeout means a dead connection.
+        let read_timeout = Duration::from_secs(secs + 30);
+        match self.client.transport().stream(&path, read_timeout) {
+            Ok(stream) => State::Watching { rv, stream },
+            Err(e) if e.is_gone() => self.desync(&e.to_string()),
+            Err(e) => self.fail(WatchErrorKind::Fail, &e.to_string(), State::Listed { rv }),
+        }
+    }
+
+    /// Reads and applies one line of the watch stream.
+    fn read_event(&mut self, rv: String, mut stream: Stream) -> State {
+        self.line.clear();
+        match stream.read_until(b'\n', &mut self.line) {
+            Ok(0) => {
+                let _ = self.send(Event::WatchError {
+                    kind: WatchErrorKind::Eof,
+                    message: "watch closed by the server".into(),
+                });
+                return State::Listed { rv };
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return self.fail(
+                    WatchErrorKind::UnexpectedEof,
+                    &e.to_string(),
+                    State::Listed { rv },
+                );
+            }
+        }
+        let line = std::mem::take(&mut self.line);
+        let next = self.apply_line(&line, rv, stream);
+        self.line = line;
+        next
+    }
+
+    fn apply_line(&mut self, line: &[u8], rv: String, stream: Stream) -> State {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return State::Watching { rv, stream };
+        }
+        #[derive(serde::Deserialize)]
+        struct Raw<'a> {
+            #[serde(rename = "type")]
+            t: EventType,
+            #[serde(borrow)]
+            object: &'a RawValue,
+        }
+        let raw: Raw<'_> = match serde_json::from_slice(line) {
+            Ok(r) => r,
+            Err(e) => {
+                return self.fail(
+                    WatchErrorKind::Fail,
+                    &format!("bad watch event: {e}"),
+                    State::Listed { rv },
+                );
+            }
+        };
+        let json: Box<str> = raw.object.get().into();
+        match raw.t {
+            EventType::Error => {
+                let st: Status = serde_json::from_str(&json).unwrap_or_default();
+                if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
+                    return self.desync(&st.message);
+                }
+                self.fail(
+                    WatchErrorKind::Fail,
+                    &format!("watch ERROR {} {}: {}", st.code, st.reason, st.message),
+                    State::Listed { rv },
+                )
+            }
+            EventType::Bookmark => match resource_version(&json) {
+                Some(new_rv) => State::Watching { rv: new_rv, stream },
+                None => State::Watching { rv, stream },
+            },
+            t => {
+                let (item, value) = match item_of_str(json) {
+                    Ok(x) => x,
+                    Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
+                };
+                self.backoff.reset();
+                let new_rv = item.rv.clone();
+                let event = {
+                    let mut store = self.lock();
+                    if t == EventType::Deleted {
+                        store.remove(&item.key);
+                        Some(Event::Deleted(value))
+                    } else {
+                        match store.put(item.key, &item.rv, item.json) {
+                            Stored::Same => None,
+                            Stored::New if t == EventType::Added => Some(Event::Added(value)),
+                            _ => Some(Event::Modified(value)),
+                        }
+                    }
+                };
+                if let Some(e) = event {
+                    if !self.send(e) {
+                        return State::Stopped;
+                    }
+                }
+                State::Watching { rv: new_rv, stream }
+            }
+        }
+    }
+
+    fn desync(&mut self, message: &str) -> State {
+        let _ = self.send(Event::WatchError {
+            kind: WatchErrorKind::Expired,
+            message: message.to_string(),
+        });
+        State::Desynced
+    }
+
+    /// Reports an error and backs off before `next`.
+    fn fail(&mut self, kind: WatchErrorKind, message: &str, next: State) -> State {
+        if !self.send(Event::WatchError {
+            kind,
+            message: message.to_string(),
+        }) {
+            return State::Stopped;
+        }
+        State::Backoff {
+            next: Box::new(next),
+            delay: self.backoff.next_delay(),
+        }
+    }
+
+    /// Sends unless stopped or the consumer is gone; false means stop.
+    fn send(&self, e: Event) -> bool {
+        if !matches!(
+            self.stop.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Empty)
+        ) {
+            return false;
+        }
+        self.tx.send(e).is_ok()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Turns a raw list item into a cache item.
+fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
+    let json: Box<str> = raw.into();
+    #[derive(serde::Deserialize)]
+    struct Obj {
+        #[serde(default)]
+        metadata: vendor_k8s_types::ObjectMeta,
+    }
+    let o: Obj = serde_json::from_str(&json).map_err(|e| format!("bad list item: {e}"))?;
+    let key = format!("{}/{}", o.metadata.namespace, o.metadata.name);
+    Ok((
+        Item {
+            key,
+            rv: o.metadata.resource_version,
+            json,
+        },
+        (),
+    ))
+}
+
+/// Decodes a watched object once: the cache item and the Value for the consumer.
+fn item_of_str(json: Box<str>) -> Result<(Item, Value), String> {
+    let v: Value = serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?;
+    let meta = &v["metadata"];
+    let s = |f: &str| meta[f].as_str().unwrap_or_default().to_string();
+    let key = format!("{}/{}", s("namespace"), s("name"));
+    Ok((
+        Item {
+            key,
+            rv: s("resourceVersion"),
+            json,
+        },
+        v,
+    ))
+}
+
+fn resource_version(json: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(json).ok()?;
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+}
+
+/// Reads the consumer channel until `pred` holds or `timeout` passes (test helper).
+pub fn wait_for(
+    rx: &Receiver<Event>,
+    timeout: Duration,
+    mut pred: impl FnMut(&Event) -> bool,
+) -> Result<Vec<Event>, KubeError> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(e) => {
+                let done = pred(&e);
+                seen.push(e);
+                if done {
+                    return Ok(seen);
+                }
+            }
+            Err(_) => {
+                return Err(KubeError::Invalid(format!(
+                    "timed out after {timeout:?}; saw {seen:?}"
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Handlers for resource requests: list (selectors, paging, consistent
+//! continue tokens), get, create, update (PUT), patch (merge, JSON patch,
+//! approximate strategic merge, server-side apply), delete and
+//! deletecollection, on the main resource and the `status` / `scale`
+//! subresources. The router has already resolved the resource; each handler
+//! takes the store lock once so read-modify-write is atomic.
+
+use crate::http::{Request, Response};
+use crate::registry::ResourceType;
+use crate::selector::{FieldSelector, Filter, LabelSelector};
+use crate::server::Shared;
+use crate::status::{self, ApiError};
+use crate::store::{Deleted, WriteMode, parse_rv};
+use crate::table;
+use crate::watch::{Start, WatchPlan, present};
+use base64::Engine;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// A resolved resource URL.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub rt: ResourceType,
+    pub version: String,
+    pub ns: String,
+    pub name: Option<String>,
+    pub sub: Option<String>,
+}
+
+type Reply = Result<Response, ApiError>;
+
+fn ok(code: u16, v: &Value) -> Reply {
+    Ok(Response::json(code, v))
+}
+
+fn dry_run(req: &Request) -> bool {
+    req.param("dryRun").is_some_and(|v| v == "All")
+}
+
+/// Namespace + selectors of a list/watch request.
+pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
+    let labels = LabelSelector::parse(req.param("labelSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+    let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e))?;
+    let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
+    Ok(Filter {
+        namespace,
+        labels,
+        fields,
+    })
+}
+
+/// Decodes a create/update body: JSON, YAML or Kubernetes protobuf.
+pub fn decode_body(req: &Request) -> Result<Value, ApiError> {
+    if req.body.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    let ct = req
+        .header("content-type")
+        .unwrap_or("application/json")
+        .to_ascii_lowercase();
+    if crate::protobuf::is_protobuf(&req.body) || ct.contains("protobuf") {
+        return crate::protobuf::decode(&req.body)
+            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
+    }
+    if ct.contains("yaml") {
+        return serde_yaml::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    serde_json::from_slice(&req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: u64,
+    start: String,
+}
+
+fn encode_continue(rv: u64, after: &Value) -> String {
+    let key = format!(
+        "{}/{}",
+        after["metadata"]["namespace"].as_str().unwrap_or(""),
+        after["metadata"]["name"].as_str().unwrap_or("")
+    );
+    let raw = serde_json::to_vec(&ContinueToken { rv, start: key }).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_continue(tok: &str) -> Result<ContinueToken, ApiError> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(tok)
+        .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64 data"))?;
+    serde_json::from_slice(&raw).map_err(|_| ApiError::bad_request("continue key is not valid"))
+}
+
+fn obj_key(o: &Value) -> String {
+    format!(
+        "{}/{}",
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or("")
+    )
+}
+
+/// GET on a collection.
+pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
+    let f = filter(req, t)?;
+    let limit = req
+        .param("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(0);
+    let (rv, items) = {
+        let st = shared.store();
+        match req.param("continue").filter(|c| !c.is_empty()) {
+            Some(tok) => {
+                let c = decode_continue(tok)?;
+                let items: Vec<Value> = st
+                    .list_at(&t.rt, c.rv)?
+                    .into_iter()
+                    .filter(|o| obj_key(o) > c.start)
+                    .collect();
+                (c.rv, items)
+            }
+            None => match (
+                req.param("resourceVersionMatch"),
+                req.param("resourceVersion"),
+            ) {
+                (Some("Exact"), Some(rv)) => {
+                    let rv = parse_rv(rv)?;
+                    (rv, st.list_at(&t.rt, rv)?)
+                }
+                _ => (st.rv(), st.list(&t.rt)),
+            },
+        }
+    };
+    let mut items: Vec<Value> = items.into_iter().filter(|o| f.matches(o)).collect();
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if limit > 0 && items.len() > limit {
+        let remaining = items.len() - limit;
+        items.truncate(limit);
+        if let Some(last) = items.last() {
+            meta["continue"] = json!(encode_continue(rv, last));
+        }
+        meta["remainingItemCount"] = json!(remaining);
+    }
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|o| present(&t.rt, &t.version, o))
+        .collect();
+    if table::wants_table(req) {
+        return ok(
+            200,
+            &table::table(
+                &t.rt,
+                &items,
+                meta,
+                req.param("includeObject").unwrap_or("Metadata"),
+            ),
+        );
+    }
+    ok(
+        200,
+        &json!({
+            "kind": t.rt.list_kind,
+            "apiVersion": t.rt.api_version(&t.version),
+            "metadata": meta,
+            "items": items,
+        }),
+    )
+}
+
+/// The watch request's plan (validated before streaming starts).
+pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
+    let start = if req.flag("sendInitialEvents") {
+        Start::InitialEvents
+    } else {
+        match req.param("resourceVersion") {
+            None | Some("") | Some("0") => Start::State,
+            Some(rv) => Start::After(parse_rv(rv)?),
+        }
+    };
+    let secs = req
+        .param("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(1800);
+    Ok(WatchPlan {
+        rt: t.rt.clone(),
+        version: t.version.clone(),
+        filter: filter(req, t)?,
+        start,
+        bookmarks: req.flag("allowWatchBookmarks"),
+        timeout: Duration::from_secs(secs.max(1)),
+        table: table::wants_table(req)
+            .then(|| req.param("includeObject").unwrap_or("Metadata").to_string()),
+    })
+}
+
+/// GET on one object (or its status / scale).
+pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let obj = shared.store().get(&t.rt, &t.ns, name)?;
+    if t.sub.as_deref() == Some("scale") {
+        return ok(200, &to_scale(&t.rt, &obj)?);
+    }
+    let obj = present(&t.rt, &t.version, obj);
+    if table::wants_table(req) {
+        let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
+        return ok(
+            200,
+            &table::table(
+                &t.rt,
+                &[obj],
+                meta,
+                req.param("includeObject").unwrap_or("Metadata"),
+            ),
+        );
+    }
+    ok(200, &obj)
+}
+
+/// POST on a collection.
+pub fn create(shared: &Shared, req: &Request, t: &Target) -> Reply {
+    let body = decode_body(req)?;
+    let created = shared
+        .store()
+        .create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
+    ok(201, &present(&t.rt, &t.version, created))
+}
+
+fn mode(t: &Target) -> WriteMode {
+    if t.sub.as_deref() == Some("status") {
+        WriteMode::Status
+    } else {
+        WriteMode::Main
+    }
+}
+
+/// PUT on an object (or its status / scale).
+pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let body = decode_body(req)?;
+    let mut st = shared.store();
+    let new = if t.sub.as_deref() == Some("scale") {
+        let cur = st.get(&t.rt, &t.ns, name)?;
+        let rv = body["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        if !rv.is_empty() && Some(rv) != cur["metadata"]["resourceVersion"].as_str() {
+            return Err(ApiError::conflict(&t.rt.group, &t.rt.plural, name));
+        }
+        let updated = from_scale(&t.rt, cur, &body)?;
+        let saved = st.update(&t.rt, &t.ns, name, updated, WriteMode::Whole, dry_run(req))?;
+        return ok(200, &to_scale(&t.rt, &saved)?);
+    } else {
+        st.update(&t.rt, &t.ns, name, body, mode(t), dry_run(req))?
+    };
+    ok(200, &present(&t.rt, &t.version, new))
+}
+
+/// PATCH on an object; `application/apply-patch+yaml` creates when absent.
+pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let ct = req
+        .header("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let apply = ct.starts_with("application/apply-patch");
+    let mut st = shared.store();
+    let current = match st.get(&t.rt, &t.ns, name) {
+        Ok(c) => c,
+        Err(e) if apply && e.code == 404 && t.sub.is_none() => {
+            let mut body = decode_apply(req)?;
+            body["metadata"]["name"] = json!(name);
+            let created = st.create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
+            return ok(201, &present(&t.rt, &t.version, created));
+        }
+        Err(e) => return Err(e),
+    };
+    if t.sub.as_deref() == Some("scale") {
+        let scale = crate::patch::apply(&ct, &to_scale(&t.rt, &current)?, &req.body)?;
+        let updated = from_scale(&t.rt, current, &scale)?;
+        let saved = st.update(&t.rt, &t.ns, name, updated, WriteMode::Whole, dry_run(req))?;
+        return ok(200, &to_scale(&t.rt, &saved)?);
+    }
+    let patched = crate::patch::apply(&ct, &current, &req.body)?;
+    let saved = st.update(&t.rt, &t.ns, name, patched, mode(t), dry_run(req))?;
+    ok(200, &present(&t.rt, &t.version, saved))
+}
+
+fn decode_apply(req: &Request) -> Result<Value, ApiError> {
+    let v: Value = serde_yaml::from_slice(&req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request("apply patch must be an object"));
+    }
+    Ok(v)
+}
+
+/// DeleteOptions from the body (JSON or protobuf) and query.
+fn delete_options(req: &Request) -> Result<Value, ApiError> {
+    if req.body.is_empty() {
+        return Ok(json!({}));
+    }
+    decode_body(req)
+}
+
+/// DELETE on an object.
+pub fn delete(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let opts = delete_options(req)?;
+    let pre = &opts["preconditions"];
+    let dry = dry_run(req)
+        || opts["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
+    let res = shared.store().delete(
+        &t.rt,
+        &t.ns,
+        name,
+        pre["uid"].as_str(),
+        pre["resourceVersion"].as_str(),
+        dry,
+    )?;
+    match res {
+        Deleted::Marked(obj) => ok(202, &present(&t.rt, &t.version, obj)),
+        Deleted::Gone(obj) if t.rt.plural == "pods" => ok(200, &present(&t.rt, &t.version, obj)),
+        Deleted::Gone(obj) => ok(
+            200,
+            &status::success(&t.rt.group, &t.rt.plural, name, &obj["metadata"]["uid"]),
+        ),
+    }
+}
+
+/// DELETE on a collection: deletes every object the selectors match.
+pub fn delete_collection(shared: &Shared, req: &Request, t: &Target) -> Reply {
+    let f = filter(req, t)?;
+    let mut st = shared.store();
+    let names: Vec<(String, String)> = st
+        .list(&t.rt)
+        .into_iter()
+        .filter(|o| f.matches(o))
+        .map(|o| {
+            (
+                o["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                o["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for (ns, name) in names {
+        st.delete(&t.rt, &ns, &name, None, None, dry_run(req))?;
+    }
+    ok(
+        200,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+    )
+}
+
+fn path_parts(p: &str) -> Vec<&str> {
+    p.trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path_parts(path).into_iter().fold(v, |cur, k| &cur[k])
+}
+
+/// The autoscaling/v1 Scale view of an object.
+fn to_scale(rt: &ResourceType, obj: &Value) -> Result<Value, ApiError> {
+    let paths = rt
+        .scale
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), ""))?;
+    let m = &obj["metadata"];
+    let mut status = json!({"replicas": at(obj, &paths.status).as_i64().unwrap_or(0)});
+    if let Some(sel) = &paths.selector {
+        status["selector"] = at(obj, sel).clone();
+    }
+    Ok(json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
+                     "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
+        "spec": {"replicas": at(obj, &paths.spec).as_i64().unwrap_or(0)},
+        "status": status,
+    }))
+}
+
+/// Writes a Scale's spec.replicas back into the object.
+fn from_scale(rt: &ResourceType, mut obj: Value, scale: &Value) -> Result<Value, ApiError> {
+    let paths = rt
+        .scale
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, ""))?;
+    let replicas = scale["spec"]["replicas"]
+        .as_i64()
+        .ok_or_else(|| ApiError::invalid("spec.replicas: Required value"))?;
+    let parts = path_parts(&paths.spec);
+    let mut cur = &mut obj;
+    for k in &parts {
+        if !cur[*k].is_object() && Some(k) != parts.last() {
+            cur[*k] = json!({});
+        }
+        cur = &mut cur[*k];
+    }
+    *cur = json!(replicas);
+    Ok(obj)
+}

@@ -1,0 +1,239 @@
+//! The network side: an accept thread, one thread per connection (a watch keeps
+//! its connection's thread for the life of the stream), plain TCP or rustls, and
+//! the per-request steps every API call goes through before routing — counting,
+//! logging, injected delay and failures, and bearer-token checks.
+
+use crate::http::{self, Request, Response};
+use crate::router::{self, Reply};
+use crate::status::ApiError;
+use crate::store::Store;
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use std::collections::HashMap;
+use std::io::{self, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::Duration;
+
+/// Pending fault injection.
+#[derive(Debug, Default)]
+pub struct Faults {
+    pub fail_left: usize,
+    pub fail_code: u16,
+    pub delay: Duration,
+}
+
+/// State shared by the accept thread, connection threads and the `Sim` handle.
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub faults: Mutex<Faults>,
+    pub log: Mutex<Vec<String>>,
+    pub count: AtomicUsize,
+    /// Set when the `Sim` is dropped; every thread checks it.
+    pub shutdown: AtomicBool,
+    /// Clones of live sockets, shut down on drop so threads unblock.
+    pub conns: Mutex<HashMap<u64, TcpStream>>,
+    pub next_conn: AtomicU64,
+    pub require_token: Option<String>,
+    pub bookmark_interval: Duration,
+    /// Base URL, e.g. `http://127.0.0.1:4321`.
+    pub url: String,
+}
+
+/// Locks a mutex, recovering from poisoning (a panicked thread must not wedge the server).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// The store, locked.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        lock(&self.store)
+    }
+}
+
+/// A client connection, plain or TLS.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ServerConnection, TcpStream>>),
+}
+
+impl Stream {
+    /// Whether the peer presented a client certificate the CA verified.
+    fn client_verified(&self) -> bool {
+        match self {
+            Stream::Plain(_) => false,
+            Stream::Tls(s) => s.conn.peer_certificates().is_some_and(|c| !c.is_empty()),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// Runs the accept loop on its own thread until `shared.shutdown` is set.
+pub fn spawn_acceptor(listener: TcpListener, shared: Arc<Shared>, tls: Option<Arc<ServerConfig>>) {
+    thread::spawn(move || {
+        for tcp in listener.incoming() {
+            if shared.shutdown.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(tcp) = tcp else { continue };
+            let (shared, tls) = (shared.clone(), tls.clone());
+            thread::spawn(move || serve_connection(shared, tcp, tls));
+        }
+    });
+}
+
+/// Serves one connection until it closes, errors, or the server shuts down.
+fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, tls: Option<Arc<ServerConfig>>) {
+    let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+    let Ok(probe) = tcp.try_clone() else { return };
+    if let Ok(c) = tcp.try_clone() {
+        lock(&shared.conns).insert(id, c);
+    }
+    let _ = tcp.set_nodelay(true);
+    let _ = tcp.set_write_timeout(Some(Duration::from_secs(30)));
+    let stream = match tls {
+        Some(cfg) => match ServerConnection::new(cfg) {
+            Ok(conn) => Stream::Tls(Box::new(StreamOwned::new(conn, tcp))),
+            Err(_) => return,
+        },
+        None => Stream::Plain(tcp),
+    };
+    let _ = request_loop(&shared, BufReader::new(stream), &probe);
+    lock(&shared.conns).remove(&id);
+    let _ = probe.shutdown(Shutdown::Both);
+}
+
+fn request_loop(
+    shared: &Arc<Shared>,
+    mut reader: BufReader<Stream>,
+    probe: &TcpStream,
+) -> io::Result<()> {
+    loop {
+        if reader.buffer().is_empty() && !wait_readable(shared, probe) {
+            return Ok(());
+        }
+        probe.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let req = match http::read_request(&mut reader) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let resp = Response::json(400, &ApiError::bad_request(e.to_string()).to_status());
+                return http::write_response(reader.get_mut(), &resp);
+            }
+            Err(e) => return Err(e),
+        };
+        let verified = reader.get_ref().client_verified();
+        match handle(shared, &req, verified) {
+            Reply::Full(resp) => http::write_response(reader.get_mut(), &resp)?,
+            Reply::Watch(plan) => {
+                if !crate::watch::stream(shared, plan, reader.get_mut(), probe)? {
+                    return Ok(());
+                }
+            }
+        }
+        if req.wants_close() {
+            return Ok(());
+        }
+    }
+}
+
+/// Waits for the next request's first byte, checking for shutdown meanwhile.
+fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
+    if probe
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .is_err()
+    {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    loop {
+        if shared.shutdown.load(Ordering::SeqCst) {
+            return false;
+        }
+        match probe.peek(&mut b) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Whether the peer has closed its side (a zero-byte peek), without blocking.
+pub fn peer_closed(probe: &TcpStream) -> bool {
+    if probe.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    let gone = matches!(probe.peek(&mut b), Ok(0));
+    let _ = probe.set_nonblocking(false);
+    gone
+}
+
+/// Steps every request takes: count, log, delay, injected failure, auth, route.
+fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
+    shared.count.fetch_add(1, Ordering::SeqCst);
+    lock(&shared.log).push(req.log_line());
+    let (delay, fail) = take_faults(shared);
+    if !delay.is_zero() {
+        thread::sleep(delay);
+    }
+    if let Some(code) = fail {
+        let mut resp = Response::json(code, &ApiError::for_code(code).to_status());
+        if code == 429 {
+            resp = resp.with_header("Retry-After", "1");
+        }
+        return Reply::Full(resp);
+    }
+    if let Some(token) = &shared.require_token {
+        let bearer = req
+            .header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "));
+        if !verified && bearer.map(str::trim) != Some(token.as_str()) {
+            let err = ApiError::new(401, "Unauthorized", "Unauthorized");
+            return Reply::Full(Response::json(401, &err.to_status()));
+        }
+    }
+    router::route(shared, req)
+}
+
+fn take_faults(shared: &Shared) -> (Duration, Option<u16>) {
+    let mut f = lock(&shared.faults);
+    let fail = (f.fail_left > 0).then(|| {
+        f.fail_left -= 1;
+        f.fail_code
+    });
+    (f.delay, fail)
+}

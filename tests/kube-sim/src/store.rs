@@ -1,0 +1,605 @@
+//! The object store: every object of every resource, one global resourceVersion
+//! counter, a bounded history of change events (for watch replay and consistent
+//! paged lists) and the set of open watch subscriptions. All access goes through
+//! one `Mutex<Store>` in the server; methods here are plain and synchronous.
+
+use crate::registry::{Registry, ResourceType};
+use crate::status::ApiError;
+use crate::util::{fmt_time, name_suffix, new_uid, now_secs};
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One committed change. `old` is the state before it (None for ADDED).
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub etype: EventType,
+    pub res: String,
+    pub obj: Value,
+    pub old: Option<Value>,
+}
+
+/// What a watch subscription receives.
+#[derive(Debug, Clone)]
+pub enum WatchMsg {
+    Event(Arc<Event>),
+    /// End the stream now (fault injection or shutdown).
+    Close,
+}
+
+/// How a write treats `.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Main resource over HTTP: status is kept from the stored object when the
+    /// resource has a status subresource.
+    Main,
+    /// The `status` subresource: only `.status` changes.
+    Status,
+    /// Direct test access: the object is taken whole.
+    Whole,
+}
+
+/// Result of a delete.
+#[derive(Debug)]
+pub enum Deleted {
+    /// Removed; the final object.
+    Gone(Value),
+    /// Finalizers pending: marked with deletionTimestamp.
+    Marked(Value),
+}
+
+type Key = (String, String, String);
+
+struct Subscriber {
+    id: u64,
+    res: String,
+    tx: Sender<WatchMsg>,
+}
+
+/// The in-memory state of the cluster.
+pub struct Store {
+    pub registry: Registry,
+    rv: u64,
+    objects: BTreeMap<Key, Value>,
+    history: VecDeque<Arc<Event>>,
+    /// Watches and snapshots from an RV below this get 410 Expired.
+    floor: u64,
+    limit: usize,
+    subscribers: Vec<Subscriber>,
+    next_id: u64,
+}
+
+const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+const NS_KEY: &str = "/namespaces";
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj["metadata"][field].as_str().unwrap_or("")
+}
+
+/// Parses a resourceVersion string; RVs are opaque to clients but ours are numbers.
+pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version {s:?}")))
+}
+
+impl Store {
+    /// An empty store with the built-in kinds and `history_limit` kept events.
+    pub fn new(history_limit: usize) -> Store {
+        let mut s = Store {
+            registry: Registry::builtin(),
+            rv: 1,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            floor: 1,
+            limit: history_limit,
+            subscribers: Vec::new(),
+            next_id: 1,
+        };
+        let ns = s.registry.by_key(NS_KEY).cloned();
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            if let Some(rt) = &ns {
+                let _ = s.create(rt, "", obj, WriteMode::Whole, false);
+            }
+        }
+        s
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// Bumps the counter, records the event, updates the map, notifies watches.
+    fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value, old: Option<Value>) -> Value {
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let key = (
+            rt.to_string(),
+            meta_str(&obj, "namespace").into(),
+            meta_str(&obj, "name").into(),
+        );
+        if etype == EventType::Deleted {
+            self.objects.remove(&key);
+        } else {
+            self.objects.insert(key, obj.clone());
+        }
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            etype,
+            res: rt.to_string(),
+            obj: obj.clone(),
+            old,
+        });
+        self.history.push_back(ev.clone());
+        while self.history.len() > self.limit {
+            if let Some(e) = self.history.pop_front() {
+                self.floor = e.rv;
+            }
+        }
+        if self.limit == 0 {
+            self.floor = self.rv;
+        }
+        self.subscribers
+            .retain(|s| s.res != rt || s.tx.send(WatchMsg::Event(ev.clone())).is_ok());
+        obj
+    }
+
+    /// The stored object, if any.
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let ns = if rt.namespaced { ns } else { "" };
+        self.objects
+            .get(&(rt.key(), ns.to_string(), name.to_string()))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
+    /// Current objects of a resource (all namespaces), in key order.
+    pub fn list(&self, rt: &ResourceType) -> Vec<Value> {
+        let key = rt.key();
+        self.objects
+            .range((key.clone(), String::new(), String::new())..)
+            .take_while(|((r, _, _), _)| *r == key)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Objects of a resource as they were at `rv`, rebuilt by undoing history.
+    pub fn list_at(&self, rt: &ResourceType, rv: u64) -> Result<Vec<Value>, ApiError> {
+        if rv >= self.rv {
+            return Ok(self.list(rt));
+        }
+        if rv < self.floor {
+            return Err(ApiError::expired(format!(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter (resourceVersion {rv} is \
+                 older than {})",
+                self.floor
+            )));
+        }
+        let key = rt.key();
+        let id = |o: &Value| {
+            (
+                meta_str(o, "namespace").to_string(),
+                meta_str(o, "name").to_string(),
+            )
+        };
+        let mut state: BTreeMap<(String, String), Value> =
+            self.list(rt).into_iter().map(|o| (id(&o), o)).collect();
+        for e in self
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| e.rv > rv)
+            .filter(|e| e.res == key)
+        {
+            match (&e.etype, &e.old) {
+                (EventType::Added, _) => {
+                    state.remove(&id(&e.obj));
+                }
+                (_, Some(old)) => {
+                    state.insert(id(old), old.clone());
+                }
+                (_, None) => {}
+            }
+        }
+        Ok(state.into_values().collect())
+    }
+
+    /// Creates an object. `ns` (from the URL) wins over an empty body namespace.
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
+        }
+        prepare_identity(rt, ns, &mut obj)?;
+        let name = meta_str(&obj, "name").to_string();
+        let key = (
+            rt.key(),
+            meta_str(&obj, "namespace").to_string(),
+            name.clone(),
+        );
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        let meta = &mut obj["metadata"];
+        meta["uid"] = json!(new_uid());
+        meta["creationTimestamp"] = json!(fmt_time(now_secs()));
+        meta["generation"] = json!(1);
+        if let Some(m) = meta.as_object_mut() {
+            m.remove("deletionTimestamp");
+            m.remove("resourceVersion");
+        }
+        if mode == WriteMode::Main && rt.status {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        if rt.key() == CRD_KEY {
+            self.accept_crd(&mut obj, dry_run)?;
+        }
+        if dry_run {
+            return Ok(obj);
+        }
+        Ok(self.commit(EventType::Added, &rt.key(), obj, None))
+    }
+
+    /// Validates a CRD, registers its resource and marks it Established.
+    fn accept_crd(&mut self, crd: &mut Value, dry_run: bool) -> Result<(), ApiError> {
+        let t = crate::registry::crd_resource(crd).map_err(ApiError::invalid)?;
+        let want = format!("{}.{}", t.plural, t.group);
+        if meta_str(crd, "name") != want {
+            return Err(ApiError::invalid(format!(
+                "CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: metadata.name: \
+                 Invalid value: must be spec.names.plural+\".\"+spec.group ({want:?})",
+                meta_str(crd, "name")
+            )));
+        }
+        if !dry_run {
+            self.registry.register_crd(crd).map_err(ApiError::invalid)?;
+        }
+        let now = fmt_time(now_secs());
+        let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
+        let storage: Vec<Value> = crd["spec"]["versions"]
+            .as_array()
+            .map(|vs| {
+                vs.iter()
+                    .filter(|v| v["storage"].as_bool() == Some(true))
+                    .map(|v| v["name"].clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        crd["status"] = json!({
+            "conditions": [
+                cond("NamesAccepted", "NoConflicts", "no conflicts found"),
+                cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            ],
+            "acceptedNames": crd["spec"]["names"].clone(),
+            "storedVersions": storage,
+        });
+        Ok(())
+    }
+
+    /// Replaces an object (PUT semantics). A non-empty stale resourceVersion is a Conflict.
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
+        }
+        let old = self.get(rt, ns, name)?;
+        let body_name = meta_str(&obj, "name");
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let rv = meta_str(&obj, "resourceVersion");
+        if !rv.is_empty() && rv != meta_str(&old, "resourceVersion") {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        obj = merge_for_mode(rt, &old, obj, mode);
+        carry_identity(rt, &old, &mut obj);
+        if rt.key() == CRD_KEY {
+            self.accept_crd(&mut obj, dry_run)?;
+        }
+        if same_ignoring_rv(&old, &obj) {
+            return Ok(old);
+        }
+        if dry_run {
+            return Ok(obj);
+        }
+        let finalized = !obj["metadata"]["deletionTimestamp"].is_null() && no_finalizers(&obj);
+        if finalized {
+            return Ok(self.remove(rt, obj, old));
+        }
+        Ok(self.commit(EventType::Modified, &rt.key(), obj, Some(old)))
+    }
+
+    /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        pre_uid: Option<&str>,
+        pre_rv: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Deleted, ApiError> {
+        let old = self.get(rt, ns, name)?;
+        let stale = |want: Option<&str>, field: &str| {
+            want.is_some_and(|w| !w.is_empty() && w != meta_str(&old, field))
+        };
+        if stale(pre_uid, "uid") || stale(pre_rv, "resourceVersion") {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        if dry_run {
+            return Ok(Deleted::Gone(old));
+        }
+        if !no_finalizers(&old) {
+            if !old["metadata"]["deletionTimestamp"].is_null() {
+                return Ok(Deleted::Marked(old));
+            }
+            let mut marked = old.clone();
+            marked["metadata"]["deletionTimestamp"] = json!(fmt_time(now_secs()));
+            return Ok(Deleted::Marked(self.commit(
+                EventType::Modified,
+                &rt.key(),
+                marked,
+                Some(old),
+            )));
+        }
+        let last = old.clone();
+        Ok(Deleted::Gone(self.remove(rt, last, old)))
+    }
+
+    /// Commits the DELETED event and cascades (CRD instances, namespace contents).
+    fn remove(&mut self, rt: &ResourceType, last: Value, old: Value) -> Value {
+        let gone = self.commit(EventType::Deleted, &rt.key(), last, Some(old));
+        if rt.key() == CRD_KEY {
+            if let Some(key) = self.registry.unregister_crd(&gone) {
+                self.drop_all(|k| k.0 == key);
+            }
+        }
+        if rt.key() == NS_KEY {
+            let ns = meta_str(&gone, "name").to_string();
+            self.drop_all(|k| k.1 == ns);
+        }
+        gone
+    }
+
+    /// Deletes every object whose key satisfies `pred`, emitting DELETED events.
+    fn drop_all(&mut self, pred: impl Fn(&Key) -> bool) {
+        let doomed: Vec<Key> = self.objects.keys().filter(|k| pred(k)).cloned().collect();
+        for k in doomed {
+            if let Some(obj) = self.objects.get(&k).cloned() {
+                self.commit(EventType::Deleted, &k.0, obj.clone(), Some(obj));
+            }
+        }
+    }
+
+    /// Opens a subscription for a resource. With `from`, returns the history
+    /// events after it for replay, or 410 Expired when it is older than history.
+    pub fn subscribe(
+        &mut self,
+        res: &str,
+        from: Option<u64>,
+    ) -> Result<(u64, Vec<Arc<Event>>, Receiver<WatchMsg>), ApiError> {
+        let replay = match from {
+            Some(rv) if rv < self.floor => {
+                return Err(ApiError::expired(format!(
+                    "too old resource version: {rv} ({})",
+                    self.floor
+                )));
+            }
+            Some(rv) => self
+                .history
+                .iter()
+                .filter(|e| e.rv > rv && e.res == res)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        let (tx, rx) = unbounded();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.subscribers.push(Subscriber {
+            id,
+            res: res.to_string(),
+            tx,
+        });
+        Ok((id, replay, rx))
+    }
+
+    /// Closes one subscription (the watch ended on its own).
+    pub fn unsubscribe(&mut self, id: u64) {
+        self.subscribers.retain(|s| s.id != id);
+    }
+
+    /// Ends every open watch stream.
+    pub fn drop_watches(&mut self) {
+        for s in self.subscribers.drain(..) {
+            let _ = s.tx.send(WatchMsg::Close);
+        }
+    }
+
+    /// Forgets all history: older RVs now get 410 Expired.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.floor = self.rv;
+    }
+
+    /// Number of open watch subscriptions.
+    pub fn watch_count(&self) -> usize {
+        self.subscribers.len()
+    }
+}
+
+/// Fills kind/apiVersion, resolves namespace and generateName on a new object.
+fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+    if obj
+        .get("apiVersion")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
+        obj["apiVersion"] = json!(rt.api_version(rt.preferred()));
+    }
+    if obj
+        .get("kind")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
+        obj["kind"] = json!(rt.kind);
+    }
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = Value::Object(Map::new());
+    }
+    let body_ns = meta_str(obj, "namespace").to_string();
+    if rt.namespaced {
+        if !ns.is_empty() && !body_ns.is_empty() && ns != body_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let chosen = if !ns.is_empty() {
+            ns.to_string()
+        } else if !body_ns.is_empty() {
+            body_ns
+        } else {
+            "default".into()
+        };
+        obj["metadata"]["namespace"] = json!(chosen);
+    } else if let Some(m) = obj["metadata"].as_object_mut() {
+        m.remove("namespace");
+    }
+    if meta_str(obj, "name").is_empty() {
+        let prefix = meta_str(obj, "generateName").to_string();
+        if prefix.is_empty() {
+            return Err(ApiError::invalid(format!(
+                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                rt.kind
+            )));
+        }
+        obj["metadata"]["name"] = json!(format!("{prefix}{}", name_suffix()));
+    }
+    Ok(())
+}
+
+/// Applies the status-subresource rule for a write mode.
+fn merge_for_mode(rt: &ResourceType, old: &Value, obj: Value, mode: WriteMode) -> Value {
+    match mode {
+        WriteMode::Whole => obj,
+        WriteMode::Status => {
+            let mut out = old.clone();
+            out["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            if out["status"].is_null() {
+                if let Some(m) = out.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            out
+        }
+        WriteMode::Main if rt.status => {
+            let mut out = obj;
+            match old.get("status") {
+                Some(s) => out["status"] = s.clone(),
+                None => {
+                    if let Some(m) = out.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            out
+        }
+        WriteMode::Main => obj,
+    }
+}
+
+/// Keeps server-owned metadata from the stored object; bumps generation on spec changes.
+fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
+    if obj.get("apiVersion").is_none_or(Value::is_null) {
+        obj["apiVersion"] = old["apiVersion"].clone();
+    }
+    if obj.get("kind").is_none_or(Value::is_null) {
+        obj["kind"] = json!(rt.kind);
+    }
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = Value::Object(Map::new());
+    }
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
+        match old["metadata"].get(f) {
+            Some(v) => obj["metadata"][f] = v.clone(),
+            None => {
+                if let Some(m) = obj["metadata"].as_object_mut() {
+                    m.remove(f);
+                }
+            }
+        }
+    }
+    let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+    let spec_changed =
+        without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
+    obj["metadata"]["generation"] = json!(if spec_changed {
+        generation + 1
+    } else {
+        generation
+    });
+}
+
+fn without(v: &Value, fields: &[&str]) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        for f in fields {
+            m.remove(*f);
+        }
+    }
+    v
+}
+
+fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+fn no_finalizers(obj: &Value) -> bool {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_none_or(|a| a.is_empty())
+}

@@ -1,0 +1,220 @@
+//! Watch streams: the state machine for one `?watch=true` request. It opens a
+//! store subscription, sends initial state or replays history from the given
+//! resourceVersion, then streams live events as chunked NDJSON, applying the
+//! request's namespace and selectors with transitions (an object that stops
+//! matching is DELETED for this watch, one that starts matching is ADDED). It
+//! sends periodic BOOKMARKs when asked, ends on `timeoutSeconds`, on
+//! `Sim::drop_watches` and on server shutdown, and reports an expired
+//! resourceVersion as an in-stream ERROR event carrying a 410 Status.
+
+use crate::http;
+use crate::registry::ResourceType;
+use crate::selector::Filter;
+use crate::server::{Shared, peer_closed};
+use crate::status::ApiError;
+use crate::store::{Event, EventType, WatchMsg};
+use crossbeam_channel::RecvTimeoutError;
+use serde_json::{Value, json};
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// RV unset or "0": synthetic ADDED for current state, then changes.
+    State,
+    /// `sendInitialEvents=true`: current state, then the initial-events-end bookmark.
+    InitialEvents,
+    /// Right after this resourceVersion (replayed from history).
+    After(u64),
+}
+
+/// Everything a watch request asked for.
+#[derive(Debug, Clone)]
+pub struct WatchPlan {
+    pub rt: ResourceType,
+    pub version: String,
+    pub filter: Filter,
+    pub start: Start,
+    pub bookmarks: bool,
+    pub timeout: Duration,
+    /// `Some(includeObject)` when events carry Tables (kubectl get -w).
+    pub table: Option<String>,
+}
+
+/// Sets apiVersion/kind for the version the client asked for.
+pub fn present(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
+    obj["apiVersion"] = json!(rt.api_version(version));
+    obj["kind"] = json!(rt.kind);
+    obj
+}
+
+/// Per-stream state: the plan plus what has been sent.
+struct Watcher<'a, W: Write> {
+    plan: &'a WatchPlan,
+    out: &'a mut W,
+    last_rv: u64,
+}
+
+impl<W: Write> Watcher<'_, W> {
+    fn send(&mut self, etype: &str, obj: Value) -> io::Result<()> {
+        let object = match (&self.plan.table, etype) {
+            (Some(inc), "ADDED" | "MODIFIED" | "DELETED") => {
+                let obj = present(&self.plan.rt, &self.plan.version, obj);
+                let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
+                crate::table::table(&self.plan.rt, &[obj], meta, inc)
+            }
+            (_, "ERROR") => obj,
+            _ => present(&self.plan.rt, &self.plan.version, obj),
+        };
+        let mut line =
+            serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        http::write_chunk(self.out, &line)
+    }
+
+    /// Sends an event after applying the filter with transitions.
+    fn deliver(&mut self, ev: &Event) -> io::Result<()> {
+        self.last_rv = self.last_rv.max(ev.rv);
+        let f = &self.plan.filter;
+        let now = f.matches(&ev.obj);
+        let before = ev.old.as_ref().is_some_and(|o| f.matches(o));
+        let etype = match ev.etype {
+            EventType::Added if now => "ADDED",
+            EventType::Modified if now && before => "MODIFIED",
+            EventType::Modified if now => "ADDED",
+            EventType::Modified if before => "DELETED",
+            EventType::Deleted if now => "DELETED",
+            _ => return Ok(()),
+        };
+        self.send(etype, ev.obj.clone())
+    }
+
+    fn bookmark(&mut self, rv: u64, initial_end: bool) -> io::Result<()> {
+        let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        self.send("BOOKMARK", json!({"metadata": meta}))
+    }
+}
+
+/// Serves one watch on `out`. Returns whether the connection may be reused.
+pub fn stream<W: Write>(
+    shared: &Shared,
+    plan: WatchPlan,
+    out: &mut W,
+    probe: &TcpStream,
+) -> io::Result<bool> {
+    let key = plan.rt.key();
+    let opened = {
+        let mut st = shared.store();
+        let from = match plan.start {
+            Start::After(rv) => Some(rv),
+            _ => None,
+        };
+        st.subscribe(&key, from).map(|(id, replay, rx)| {
+            let initial = if from.is_none() {
+                st.list(&plan.rt)
+            } else {
+                Vec::new()
+            };
+            (id, replay, rx, initial, st.rv())
+        })
+    };
+    http::start_chunked(out, "application/json")?;
+    let (id, replay, rx, initial, rv_now) = match opened {
+        Ok(x) => x,
+        Err(e) => return expired(&plan, out, e),
+    };
+    let mut w = Watcher {
+        plan: &plan,
+        out,
+        last_rv: rv_now,
+    };
+    let result = run(shared, &mut w, replay, initial, &rx, rv_now, probe);
+    shared.store().unsubscribe(id);
+    match result {
+        Ok(reuse) => {
+            if http::end_chunked(w.out).is_err() {
+                return Ok(false);
+            }
+            Ok(reuse)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<bool> {
+    let mut w = Watcher {
+        plan,
+        out,
+        last_rv: 0,
+    };
+    w.send("ERROR", e.to_status())?;
+    http::end_chunked(out)?;
+    Ok(true)
+}
+
+/// Initial state, replay, then the live loop. Ok(true) = ended cleanly (timeout).
+fn run<W: Write>(
+    shared: &Shared,
+    w: &mut Watcher<'_, W>,
+    replay: Vec<std::sync::Arc<Event>>,
+    initial: Vec<Value>,
+    rx: &crossbeam_channel::Receiver<WatchMsg>,
+    rv_now: u64,
+    probe: &TcpStream,
+) -> io::Result<bool> {
+    for obj in initial.into_iter().filter(|o| w.plan.filter.matches(o)) {
+        w.send("ADDED", obj)?;
+    }
+    if w.plan.start == Start::InitialEvents {
+        w.bookmark(rv_now, true)?;
+    }
+    for ev in replay {
+        w.deliver(&ev)?;
+    }
+    let deadline = Instant::now() + w.plan.timeout;
+    let tick = shared.bookmark_interval.min(Duration::from_millis(500));
+    let mut last_bookmark = Instant::now();
+    loop {
+        if shared.shutdown.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            if w.plan.bookmarks {
+                let rv = safe_bookmark_rv(shared, rx, w.last_rv);
+                w.bookmark(rv, false)?;
+            }
+            return Ok(true);
+        }
+        match rx.recv_timeout(tick.min(deadline - now)) {
+            Ok(WatchMsg::Event(ev)) => w.deliver(&ev)?,
+            Ok(WatchMsg::Close) | Err(RecvTimeoutError::Disconnected) => return Ok(false),
+            Err(RecvTimeoutError::Timeout) => {
+                if peer_closed(probe) {
+                    return Ok(false);
+                }
+                if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval {
+                    let rv = safe_bookmark_rv(shared, rx, w.last_rv);
+                    w.bookmark(rv, false)?;
+                    last_bookmark = Instant::now();
+                }
+            }
+        }
+    }
+}
+
+/// The store's RV if nothing is queued for this watch (so no event is skipped), else `fallback`.
+fn safe_bookmark_rv(
+    shared: &Shared,
+    rx: &crossbeam_channel::Receiver<WatchMsg>,
+    fallback: u64,
+) -> u64 {
+    let st = shared.store();
+    if rx.is_empty() { st.rv() } else { fallback }
+}
