@@ -193,8 +193,13 @@ impl Handler for Runner {
                 Err(format!("{}: no Kubernetes client", task.hook_name))
             }
         };
-        if let Ok(sync_tasks) = &result {
-            self.startup_task_done(task, sync_tasks.len());
+        match &result {
+            Ok(sync_tasks) => self.startup_task_done(task, sync_tasks.len()),
+            Err(e) if task.kind != TaskKind::HookRun => log::error(
+                &format!("{task_kind:?} failed, will retry", task_kind = task.kind),
+                &[("hook", &task.hook_name), ("error", e)],
+            ),
+            Err(_) => {}
         }
         result
     }
