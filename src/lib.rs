@@ -15,6 +15,7 @@ pub mod kube;
 pub mod log;
 pub mod metrics;
 pub mod operator;
+pub mod patch;
 pub mod process;
 pub mod queue;
 pub mod runner;
