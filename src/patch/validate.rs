@@ -109,11 +109,10 @@ fn operation_kind(doc: usize, map: &Map<String, Value>) -> Result<OperationKind,
 fn check_keys(cx: &Cx, map: &Map<String, Value>, kind: OperationKind) -> Result<(), PatchError> {
     for key in map.keys() {
         if !FIELDS.contains(&key.as_str()) {
-            let hint = FIELDS
-                .iter()
-                .find(|f| f.eq_ignore_ascii_case(key))
-                .map(|f| format!(" (did you mean '{f}'?)"))
-                .unwrap_or_default();
+            let hint = match FIELDS.iter().find(|f| close(f, key)) {
+                Some(f) => format!(" (did you mean '{f}'?)"),
+                None => format!("; the fields are {}", FIELDS.join(", ")),
+            };
             return Err(cx.err(key, format!("unknown field{hint}")));
         }
         let owner = match key.as_str() {
@@ -128,6 +127,17 @@ fn check_keys(cx: &Cx, map: &Map<String, Value>, kind: OperationKind) -> Result<
         }
     }
     Ok(())
+}
+
+/// A misspelling: another case, or one or two letters added or missing at the end.
+fn close(field: &str, key: &str) -> bool {
+    let (f, k) = (field.to_ascii_lowercase(), key.to_ascii_lowercase());
+    let (short, long) = if f.len() <= k.len() {
+        (&f, &k)
+    } else {
+        (&k, &f)
+    };
+    long.starts_with(short.as_str()) && long.len() - short.len() <= 2 && short.len() > 3
 }
 
 fn type_name(v: &Value) -> &'static str {
