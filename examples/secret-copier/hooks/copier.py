@@ -5,7 +5,7 @@
 
 The three kubernetes bindings share the group `copier`, so every run sees all
 three snapshots and reconciles the whole picture: the sources, the namespaces,
-and the copies that exist now (a snapshot-only binding).
+and the copies that exist now. Runs caused by its own writes find nothing to do.
 """
 import json
 import os
@@ -39,7 +39,8 @@ CONFIG = {
             "apiVersion": "v1",
             "kind": "Secret",
             "labelSelector": {"matchLabels": {COPY_LABEL: "secret-copier"}},
-            "executeHookOnEvent": [],
+            # A copy edited or deleted by someone else is restored.
+            "executeHookOnEvent": ["Modified", "Deleted"],
         },
     ],
 }
