@@ -291,3 +291,31 @@ fn invalid_file_applies_nothing() {
     assert_eq!((err.document(), err.field()), (Some(2), Some("namspace")));
     assert_eq!(sim.get("v1", "ConfigMap", "default", "first"), None);
 }
+
+/// The README's patcher examples parse, and its error examples are real.
+#[test]
+fn readme_examples_are_true() {
+    let readme = include_str!("../README.md");
+    let section = readme
+        .split("## Changing objects from hooks")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README section");
+    let between = |from: &str, to: &str| {
+        let rest = section.split(from).nth(1).expect(from);
+        rest.split(to).next().expect(to).to_string()
+    };
+    let json = between("<<'PATCH'\n", "\nPATCH");
+    assert_eq!(parse(json.as_bytes()).expect("README JSON").len(), 2);
+    let yaml = between("```yaml\n", "```");
+    assert_eq!(parse(yaml.as_bytes()).expect("README YAML").len(), 2);
+    let shown = section
+        .lines()
+        .filter(|l| l.starts_with("patch document "))
+        .count();
+    let real = CASES
+        .iter()
+        .filter(|(_, _, want)| section.contains(want))
+        .count();
+    assert_eq!(shown, real, "every README error example is a tested error");
+}
