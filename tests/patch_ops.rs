@@ -290,3 +290,34 @@ fn empty_file_is_nothing() {
     assert_eq!(w.run("\n  \n", false), Ok(0));
     assert_eq!(w.run("---\n", false), Ok(0));
 }
+
+/// A JQPatch filter may import modules from the jq library path given to
+/// `apply`; without that path the import fails when applied, naming the op.
+#[test]
+fn jq_patch_with_library_modules() {
+    let w = world();
+    w.seed(cm("ns1", "l", json!({"a": "1"})));
+    let lib = std::env::temp_dir().join(format!("patch-jq-lib-{}", std::process::id()));
+    std::fs::create_dir_all(&lib).expect("lib dir");
+    std::fs::write(lib.join("marks.jq"), "def mark: .data.marked = \"yes\";\n").expect("module");
+    let doc = r#"{"operation": "JQPatch", "kind": "ConfigMap", "namespace": "ns1", "name": "l", "jqFilter": "include \"marks\"; mark"}"#;
+    let ops = shell_operator::patch::parse(doc.as_bytes()).expect("parses without the library");
+    let err = shell_operator::patch::apply(&w.client, &ops, false, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "Filter object /ConfigMap/ns1/l: cannot parse jq filter: cannot load module"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        shell_operator::patch::apply(&w.client, &ops, false, Some(&lib)).map_err(|e| e.to_string()),
+        Ok(1)
+    );
+    assert_eq!(
+        w.cm("ns1", "l").expect("l")["data"],
+        json!({"a": "1", "marked": "yes"})
+    );
+    let _ = std::fs::remove_dir_all(&lib);
+}
