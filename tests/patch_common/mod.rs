@@ -19,10 +19,8 @@ pub struct World {
 /// Starts kube-sim with namespace `ns1` (kube-sim has `default`) and builds a client.
 pub fn world() -> World {
     let sim = Sim::start();
-    for ns in ["ns1"] {
-        sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-            .expect("namespace");
-    }
+    sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}))
+        .expect("namespace");
     let cfg = ClusterConfig {
         server: sim.url(),
         tls: TlsSettings::default(),
