@@ -14,6 +14,7 @@ pub mod jq;
 pub mod kube;
 pub mod log;
 pub mod metrics;
+pub mod monitor;
 pub mod operator;
 pub mod patch;
 pub mod process;

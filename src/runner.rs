@@ -10,6 +10,7 @@ use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, render_file};
 use crate::log;
 use crate::metrics::Metrics;
+use crate::monitor::runtime::KubeRuntime;
 use crate::queue::worker::Handler;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
@@ -28,16 +29,30 @@ pub struct Runner {
     /// operator reports ready.
     pub startup_left: AtomicUsize,
     pub ready: Arc<AtomicBool>,
+    /// Present when some hook has kubernetes bindings.
+    pub kube: Option<KubeRuntime>,
 }
 
 impl Runner {
-    fn startup_task_done(&self, task: &Task) {
-        let is_startup =
-            task.kind != TaskKind::HookRun || task.binding_type == BindingType::OnStartup;
-        if is_startup && self.startup_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+    /// Counts down the startup work: onStartup runs, Enable tasks and the
+    /// Synchronization tasks those queue (`queued` more). At zero the operator is ready.
+    fn startup_task_done(&self, task: &Task, queued: usize) {
+        let is_startup = task.kind != TaskKind::HookRun
+            || task.binding_type == BindingType::OnStartup
+            || !task.sync_bindings.is_empty();
+        if !is_startup {
+            return;
+        }
+        let done = if task.kind == TaskKind::HookRun {
+            task.sync_bindings.len().max(1)
+        } else {
+            1
+        };
+        self.startup_left.fetch_add(queued, Ordering::AcqRel);
+        if self.startup_left.fetch_sub(done, Ordering::AcqRel) == done {
             self.ready.store(true, Ordering::Release);
             log::info(
-                "startup finished: onStartup hooks ran and bindings are enabled",
+                "startup finished: onStartup hooks ran and bindings are synchronized",
                 &[],
             );
         }
@@ -64,7 +79,11 @@ impl Runner {
             .task_wait_in_queue_seconds_total
             .with_label_values(&metric_labels)
             .inc_by(task.queued_at.elapsed().as_secs_f64());
-        let context = render_file(&task.contexts, hook.is_v0(), &Snapshots::new());
+        let (contexts, snapshots) = match &self.kube {
+            Some(kube) => kube.prepare(task.hook, &task.contexts),
+            None => (task.contexts.clone(), Snapshots::new()),
+        };
+        let context = render_file(&contexts, hook.is_v0(), &snapshots);
         log::info(
             "Execute hook",
             &[
@@ -156,20 +175,31 @@ impl Handler for Runner {
         }
     }
 
-    fn handle(&self, task: &Task, queue: &str) -> Result<(), String> {
-        let result = match task.kind {
-            TaskKind::HookRun => self.run_hook(task, queue),
-            TaskKind::EnableScheduleBindings => self
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        let result = match (task.kind, &self.kube) {
+            (TaskKind::HookRun, kube) => self.run_hook(task, queue).map(|()| {
+                if let Some(kube) = kube {
+                    kube.unlock(task);
+                }
+                Vec::new()
+            }),
+            (TaskKind::EnableScheduleBindings, _) => self
                 .scheduler
                 .send(Control::Enable(task.hook))
+                .map(|()| Vec::new())
                 .map_err(|_| "scheduler is not running".to_string()),
-            TaskKind::EnableKubernetesBindings => Err(format!(
-                "{}: kubernetes bindings are not supported by this build yet",
-                task.hook_name
-            )),
+            (TaskKind::EnableKubernetesBindings, Some(kube)) => kube.enable(task),
+            (TaskKind::EnableKubernetesBindings, None) => {
+                Err(format!("{}: no Kubernetes client", task.hook_name))
+            }
         };
-        if result.is_ok() {
-            self.startup_task_done(task);
+        match &result {
+            Ok(sync_tasks) => self.startup_task_done(task, sync_tasks.len()),
+            Err(e) if task.kind != TaskKind::HookRun => log::error(
+                &format!("{task_kind:?} failed, will retry", task_kind = task.kind),
+                &[("hook", &task.hook_name), ("error", e)],
+            ),
+            Err(_) => {}
         }
         result
     }
