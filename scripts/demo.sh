@@ -25,18 +25,20 @@ cleanup() {
     exit "$rc"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM HUP
 
 echo "== building"
 cargo build -q -p kube-sim --bin kube-sim
 cargo build -q --bin shell-operator
 
 echo "== starting kube-sim"
+: >"$tmp/kube-sim.out"
 target/debug/kube-sim --port 0 --seed examples/secret-copier/seed \
     --kubeconfig-out "$tmp/kubeconfig" >"$tmp/kube-sim.out" 2>&1 &
 sim_pid=$!
 url=""
 for _ in $(seq 100); do
-    url="$(sed -n 's/^listening on //p' "$tmp/kube-sim.out")"
+    url="$(sed -n 's/^listening on //p' "$tmp/kube-sim.out" || true)"
     [ -n "$url" ] && break
     kill -0 "$sim_pid" 2>/dev/null || { cat "$tmp/kube-sim.out"; exit 1; }
     sleep 0.1
@@ -81,3 +83,8 @@ for s in json.load(sys.stdin)["items"]:
     print("%-16s %-22s %-7s password=%s" % (m["namespace"], m["name"], kind, pw or "-"))
 '
 [ "$early" = 0 ] || { echo "demo failed: shell-operator exited early"; exit 1; }
+copies="$(curl -sf "$url/api/v1/secrets?labelSelector=copied-by%3Dsecret-copier" |
+    python3 -c 'import json, sys; print(len(json.load(sys.stdin)["items"]))')"
+# Expected: registry-credentials in team-a, team-b and team-c; retired-token gone.
+[ "$copies" = 3 ] || { echo "demo failed: $copies copies instead of 3"; exit 1; }
+echo "demo ok: 3 copies, the stale copy deleted"
