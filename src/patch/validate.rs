@@ -334,3 +334,55 @@ fn check_pointer(cx: &Cx, field: &str, v: Option<&Value>) -> Result<(), PatchErr
         _ => Err(cx.err(field, "must be a string (a JSON pointer)")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(v: Value) -> Result<Operation, String> {
+        operation(1, v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn create_coordinates_come_from_the_object() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        let o =
+            op(json!({"operation": "Create", "namespace": "top", "object": obj})).expect("valid");
+        assert_eq!(o.description(), "Create object v1/ConfigMap/top/a");
+        let mut inner = obj.clone();
+        inner["metadata"]["namespace"] = json!("inner");
+        let o = op(json!({"operation": "CreateOrUpdate", "namespace": "top", "object": inner}))
+            .expect("valid");
+        assert_eq!(o.namespace, "inner");
+    }
+
+    #[test]
+    fn generate_name_only_for_create() {
+        let obj =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "a-"}});
+        assert!(op(json!({"operation": "Create", "object": obj})).is_ok());
+        let err = op(json!({"operation": "CreateIfNotExists", "object": obj})).unwrap_err();
+        assert!(err.contains("'object.metadata.name'"), "{err}");
+    }
+
+    #[test]
+    fn empty_subresource_and_null_fields_are_absent() {
+        let o = op(json!({"operation": "Delete", "kind": "Pod", "name": "p",
+                          "subresource": "", "namespace": null, "ignoreHookError": null}))
+        .expect("valid");
+        assert_eq!(
+            (o.subresource, o.namespace.as_str(), o.ignore_hook_error),
+            (None, "", false)
+        );
+    }
+
+    #[test]
+    fn misspellings_are_close() {
+        assert!(close("apiVersion", "apiversion"));
+        assert!(close("ignoreMissingObject", "ignoreMissingObjects"));
+        assert!(close("jsonPatch", "jsonPatc"));
+        assert!(!close("name", "namespace"));
+        assert!(!close("kind", "kin"));
+    }
+}
