@@ -90,3 +90,28 @@ fn gives_up_after_five_conflicts() {
     assert_eq!(puts, 5);
     assert_eq!(w.cm("ns1", "c").expect("c")["data"], json!({"a": "1"}));
 }
+
+/// CreateOrUpdate whose POST says AlreadyExists but whose GET finds nothing
+/// (deleted in between) creates the object after all.
+#[test]
+fn create_or_update_recreates_a_vanished_object() {
+    let w = world();
+    w.warm();
+    w.sim.fail_next(1, 409);
+    let doc = json!({"operation": "CreateOrUpdate", "object": cm("ns1", "v", json!({"a": "1"}))})
+        .to_string();
+    assert_eq!(w.run(&doc, false), Ok(1));
+    assert_eq!(
+        w.cm("ns1", "v").expect("created")["data"],
+        json!({"a": "1"})
+    );
+    let log = w.sim.requests();
+    let calls: Vec<&str> = log
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(calls, ["POST", "GET", "POST"]);
+}
