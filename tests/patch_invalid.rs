@@ -197,7 +197,7 @@ ignoreHookError: "yes"
   kind: Pod
   name: a
 "#,
-        "patch document 1: must be a mapping of operation fields, got an array",
+        "patch document 1: must be a mapping of operation fields, got an array (write one document per operation, not a list)",
     ),
     (
         "invalid_yaml",

@@ -41,8 +41,12 @@ impl Cx {
 /// Validates document number `doc` (1-based).
 pub(super) fn operation(doc: usize, value: Value) -> Result<Operation, PatchError> {
     let Value::Object(mut map) = value else {
+        let hint = match value {
+            Value::Array(_) => " (write one document per operation, not a list)",
+            _ => "",
+        };
         let msg = format!(
-            "must be a mapping of operation fields, got {}",
+            "must be a mapping of operation fields, got {}{hint}",
             type_name(&value)
         );
         return Err(PatchError::invalid(doc, None, None, msg));
