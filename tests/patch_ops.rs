@@ -321,3 +321,20 @@ fn jq_patch_with_library_modules() {
     );
     let _ = std::fs::remove_dir_all(&lib);
 }
+
+/// For a kind without a status subresource, CreateOrUpdate keeps the current
+/// `.status` when the given object has none (flant's PUT would clear it).
+#[test]
+fn create_or_update_keeps_status_without_subresource() {
+    let w = world();
+    let mut obj = cm("ns1", "s", json!({"a": "1"}));
+    obj["status"] = json!({"observed": "yes"});
+    w.seed(obj);
+    let doc = json!({"operation": "CreateOrUpdate", "object": cm("ns1", "s", json!({"a": "2"}))});
+    assert_eq!(w.run(&doc.to_string(), false), Ok(1));
+    let got = w.cm("ns1", "s").expect("s");
+    assert_eq!(
+        (got["data"].clone(), got["status"].clone()),
+        (json!({"a": "2"}), json!({"observed": "yes"}))
+    );
+}
