@@ -16,6 +16,7 @@ pub mod log;
 pub mod metrics;
 pub mod monitor;
 pub mod operator;
+pub mod patch;
 pub mod process;
 pub mod queue;
 pub mod runner;
