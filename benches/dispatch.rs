@@ -210,6 +210,8 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         startup_left: AtomicUsize::new(0),
         ready: Arc::new(AtomicBool::new(true)),
         kube: None,
+        patcher: Err("no cluster in this benchmark".into()),
+        jq_library: None,
     };
     let (task_tx, task_rx) = crossbeam_channel::unbounded();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);

@@ -26,29 +26,68 @@ const PODS: usize = 10_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(PathBuf::from);
-    let operator = arg("--operator").unwrap_or_else(|| PathBuf::from("target/release/shell-operator"));
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+    };
+    let operator =
+        arg("--operator").unwrap_or_else(|| PathBuf::from("target/release/shell-operator"));
     let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));
     let work = std::env::temp_dir().join(format!("so-kube-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("seed")).expect("mkdir");
     write_pods(&work.join("seed/pods.yaml"));
     let sim = KubeSim::start(&kube_sim, &work);
-    let settings = KubeSettings { kubeconfig: sim.kubeconfig.display().to_string(), qps: -1.0, ..KubeSettings::default() };
+    let settings = KubeSettings {
+        kubeconfig: sim.kubeconfig.display().to_string(),
+        qps: -1.0,
+        ..KubeSettings::default()
+    };
     let client = Client::from_config(&settings).expect("client");
 
     let (decode, json_bytes) = decode_only(&client);
     let monitor = through_monitor(&client);
     println!("throughput, {PODS} pods (list):");
-    println!("  client decode only        : {:>8.0} objects/s ({} ms)", rate(decode), decode.as_millis());
-    println!("  monitor jq+checksum+store : {:>8.0} objects/s ({} ms)", rate(monitor), monitor.as_millis());
-    println!("  ratio monitor/decode      : {:>8.2}  (target ≥ 0.5)", decode.as_secs_f64() / monitor.as_secs_f64());
+    println!(
+        "  client decode only        : {:>8.0} objects/s ({} ms)",
+        rate(decode),
+        decode.as_millis()
+    );
+    println!(
+        "  monitor jq+checksum+store : {:>8.0} objects/s ({} ms)",
+        rate(monitor),
+        monitor.as_millis()
+    );
+    println!(
+        "  ratio monitor/decode      : {:>8.2}  (target ≥ 0.5)",
+        decode.as_secs_f64() / monitor.as_secs_f64()
+    );
 
-    let idle = rss_with(&operator, &sim, &work, "kind: Pod\n  namespace:\n    nameSelector:\n      matchNames: [empty]\n  jqFilter: .metadata.labels");
-    let full = rss_with(&operator, &sim, &work, "kind: Pod\n  jqFilter: .metadata.labels");
-    let slim = rss_with(&operator, &sim, &work, "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name");
+    let idle = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  namespace:\n    nameSelector:\n      matchNames: [empty]\n  jqFilter: .metadata.labels",
+    );
+    let full = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  jqFilter: .metadata.labels",
+    );
+    let slim = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name",
+    );
     let filter_bytes = PODS * "\"pod-00000\"".len();
-    println!("memory, {PODS} pods, compact JSON {:.1} MB:", json_bytes as f64 / 1e6);
+    println!(
+        "memory, {PODS} pods, compact JSON {:.1} MB:",
+        json_bytes as f64 / 1e6
+    );
     println!("  idle baseline (0 objects)  : {:>7.1} MB", mb(idle));
     println!(
         "  full objects               : {:>7.1} MB over baseline = {:.2}× compact JSON  (target ≤ 1.5×)",
@@ -61,7 +100,10 @@ fn main() {
         mb(filter_bytes + 100 * PODS)
     );
     let (p50, p99) = latency(&operator, &sim, &work);
-    println!("event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms", p50, p99);
+    println!(
+        "event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms",
+        p50, p99
+    );
     drop(sim);
     let _ = std::fs::remove_dir_all(&work);
 }
@@ -110,11 +152,22 @@ impl KubeSim {
             .arg(&kubeconfig)
             .stdout(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e} (run `cargo build --release -p kube-sim`)", bin.display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "start {}: {e} (run `cargo build --release -p kube-sim`)",
+                    bin.display()
+                )
+            });
         let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("listening line");
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
         let url = line.trim().trim_start_matches("listening on ").to_string();
-        KubeSim { child, kubeconfig, url }
+        KubeSim {
+            child,
+            kubeconfig,
+            url,
+        }
     }
 }
 
@@ -145,26 +198,37 @@ fn decode_only(client: &Client) -> (Duration, usize) {
 
 /// The monitor enabling one binding over the same list.
 fn through_monitor(client: &Client) -> Duration {
-    let text = "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  jqFilter: .metadata.labels";
+    let text =
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  jqFilter: .metadata.labels";
     let config = hook::config::parse("bench.sh", text).expect("config");
     let jq = shell_operator::jq::JqFilter::compile(".metadata.labels", None, &[]).expect("jq");
     let hook = Hook {
         name: "bench.sh".into(),
         path: PathBuf::from("/bin/true"),
-        limiter: Mutex::new(shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings)),
+        limiter: Mutex::new(
+            shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings),
+        ),
         jq_filters: vec![Some(Arc::new(jq))],
         config,
     };
     let store = Arc::new(SnapshotStore::new([(0, 1)]));
     let (events, _events_rx) = crossbeam_channel::unbounded();
     let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
-    let monitor = Monitor::new(client.clone(), Arc::new(vec![hook]), Arc::clone(&store), events, metrics);
+    let monitor = Monitor::new(
+        client.clone(),
+        Arc::new(vec![hook]),
+        Arc::clone(&store),
+        events,
+        metrics,
+    );
     let (control, control_rx) = crossbeam_channel::unbounded();
     let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);
     let thread = std::thread::spawn(move || monitor.run(control_rx, stop_rx));
     let (reply, reply_rx) = crossbeam_channel::bounded(1);
     let started = Instant::now();
-    control.send(Control::Enable { hook: 0, reply }).expect("enable");
+    control
+        .send(Control::Enable { hook: 0, reply })
+        .expect("enable");
     reply_rx.recv().expect("reply").expect("enabled");
     let elapsed = started.elapsed();
     assert_eq!(store.size(0, 0).0, PODS);
@@ -177,7 +241,9 @@ fn write_hook(dir: &Path, binding: &str, body: &str) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).expect("hooks dir");
     let path = dir.join("h.sh");
-    let text = format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\nconfigVersion: v1\nkubernetes:\n- name: b\n  {binding}\nEOF\nexit 0\nfi\n{body}\n");
+    let text = format!(
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\nconfigVersion: v1\nkubernetes:\n- name: b\n  {binding}\nEOF\nexit 0\nfi\n{body}\n"
+    );
     std::fs::write(&path, text).expect("hook");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -186,9 +252,19 @@ fn write_hook(dir: &Path, binding: &str, body: &str) {
 /// Starts the operator with one binding; waits until it is ready.
 fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -> (Child, u16) {
     write_hook(&work.join("hooks"), binding, body);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("port");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
     let child = Command::new(bin)
-        .args(["start", "--listen-address", "127.0.0.1", "--listen-port", &port.to_string(), "--hooks-dir"])
+        .args([
+            "start",
+            "--listen-address",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+            "--hooks-dir",
+        ])
         .arg(work.join("hooks"))
         .arg("--tmp-dir")
         .arg(work.join("tmp"))
@@ -209,10 +285,22 @@ fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -
 }
 
 fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> usize {
-    let (mut child, _) = operator(bin, sim, work, &format!("{binding}\n  executeHookOnSynchronization: false"), "");
+    let (mut child, _) = operator(
+        bin,
+        sim,
+        work,
+        &format!("{binding}\n  executeHookOnSynchronization: false"),
+        "",
+    );
     std::thread::sleep(Duration::from_secs(2));
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    let kb: usize = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let kb: usize = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let _ = child.kill();
     let _ = child.wait();
     kb * 1024
@@ -220,7 +308,9 @@ fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> usize {
 
 fn get(port: u16, path: &str) -> String {
     use std::io::Read;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
     let _ = write!(s, "GET {path} HTTP/1.0\r\n\r\n");
     let mut text = String::new();
     let _ = s.read_to_string(&mut text);
@@ -236,21 +326,44 @@ fn latency(bin: &Path, sim: &KubeSim, work: &Path) -> (f64, f64) {
     let (mut child, _) = operator(bin, sim, work, binding, "date +%s%N >> \"$OUT\"");
     let agent = ureq::Agent::new_with_defaults();
     let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"latency"}}"#;
-    let _ = agent.post(format!("{}/api/v1/namespaces", sim.url)).header("Content-Type", "application/json").send(ns);
+    let _ = agent
+        .post(format!("{}/api/v1/namespaces", sim.url))
+        .header("Content-Type", "application/json")
+        .send(ns);
     let mut sent = Vec::new();
     for i in 0..100 {
-        let body = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{i}","namespace":"latency"}}}}"#);
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_nanos();
-        let _ = agent.post(format!("{}/api/v1/namespaces/latency/configmaps", sim.url)).header("Content-Type", "application/json").send(body);
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{i}","namespace":"latency"}}}}"#
+        );
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_nanos();
+        let _ = agent
+            .post(format!("{}/api/v1/namespaces/latency/configmaps", sim.url))
+            .header("Content-Type", "application/json")
+            .send(body);
         sent.push(t);
         std::thread::sleep(Duration::from_millis(60));
     }
     std::thread::sleep(Duration::from_secs(1));
     let _ = child.kill();
     let _ = child.wait();
-    let started: Vec<u128> = std::fs::read_to_string(&out).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
-    let mut lat: Vec<f64> = sent.iter().zip(started.iter()).map(|(s, h)| h.saturating_sub(*s) as f64 / 1e6).collect();
+    let started: Vec<u128> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let mut lat: Vec<f64> = sent
+        .iter()
+        .zip(started.iter())
+        .map(|(s, h)| h.saturating_sub(*s) as f64 / 1e6)
+        .collect();
     lat.sort_by(f64::total_cmp);
-    let pct = |p: f64| lat.get(((lat.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
     (pct(0.5), pct(0.99))
 }

@@ -132,6 +132,8 @@ fn start(mut config: Config) -> Result<(), String> {
         startup_left: AtomicUsize::new(startup.len()),
         ready: Arc::clone(&ready),
         kube: kube.as_ref().map(|k| k.runtime(&hooks)),
+        patcher: patcher_client(&config),
+        jq_library: config.jq_library_path.clone(),
     });
     if startup.is_empty() {
         ready.store(true, std::sync::atomic::Ordering::Release);
@@ -299,6 +301,22 @@ fn kube_task(hooks: &[Hook], event: KubeEvent) -> Option<(String, Task)> {
         b.queue.clone(),
         Task::hook_run(event.hook, &hook.name, !hook.is_v0(), b.allow_failure, ctx),
     ))
+}
+
+/// The object patcher's own client (its QPS, burst and timeout). Not having a
+/// cluster is not an error until a hook writes a patch.
+fn patcher_client(config: &Config) -> Result<Client, String> {
+    let settings = KubeSettings {
+        server: config.kube.server.clone(),
+        kubeconfig: config.kube.config.clone(),
+        context: config.kube.context.clone(),
+        qps: config.kube.patcher_qps,
+        burst: config.kube.patcher_burst,
+        timeout: config.kube.patcher_timeout,
+        component: "object_patcher".into(),
+    };
+    Client::from_config(&settings)
+        .map_err(|e| format!("no Kubernetes client for the object patcher: {e}"))
 }
 
 /// The Kubernetes side, present when some hook has kubernetes bindings: the client,

@@ -8,13 +8,16 @@
 use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, render_file};
+use crate::kube::Client;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::monitor::runtime::KubeRuntime;
+use crate::patch;
 use crate::queue::worker::Handler;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -31,6 +34,9 @@ pub struct Runner {
     pub ready: Arc<AtomicBool>,
     /// Present when some hook has kubernetes bindings.
     pub kube: Option<KubeRuntime>,
+    /// The object patcher's client, or why there is none (no cluster configured).
+    pub patcher: Result<Client, String>,
+    pub jq_library: Option<PathBuf>,
 }
 
 impl Runner {
@@ -98,8 +104,14 @@ impl Runner {
             .run(&hook.path, &context, &labels)
             .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
         let outcome = match &result {
-            Ok(run) if run.success() => Ok(()),
-            Ok(run) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+            Ok(run) => {
+                let patched = self.apply_patches(run);
+                match (run.success(), patched) {
+                    (true, Ok(())) => Ok(()),
+                    (true, Err(e)) => Err(format!("{} FAILED: {e}", hook.name)),
+                    (false, _) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+                }
+            }
             Err(e) => Err(e.clone()),
         };
         if let Ok(run) = &result {
@@ -144,6 +156,23 @@ impl Runner {
                 Err(e)
             }
         }
+    }
+
+    /// Applies `$KUBERNETES_PATCH_PATH`. After a failed run only the operations
+    /// marked `ignoreHookError: true` run.
+    fn apply_patches(&self, run: &RunResult) -> Result<(), String> {
+        let ops = patch::parse(&run.kubernetes_patch)
+            .map_err(|e| format!("bad {}: {e}", "KUBERNETES_PATCH_PATH file"))?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let client = self
+            .patcher
+            .as_ref()
+            .map_err(|e| format!("cannot apply object patches: {e}"))?;
+        patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     fn observe_run(&self, labels: &[&str; 3], run: &RunResult) {
