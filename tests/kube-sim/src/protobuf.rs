@@ -122,6 +122,9 @@ fn time(v: &Field, micro: bool) -> Result<Value, String> {
         }
         Ok(())
     })?;
+    if secs == 0 && nanos == 0 {
+        return Ok(Value::Null);
+    }
     let base = crate::util::fmt_time(secs);
     Ok(json!(if micro { format!("{}.{:06}Z", base.trim_end_matches('Z'), nanos / 1000) } else { base }))
 }
@@ -160,6 +163,10 @@ fn simple(buf: &[u8], spec: &[(u64, &str, Kind)]) -> Result<Value, String> {
             Kind::Msg(dec) => dec(bytes(&f)?)?,
             Kind::MsgList(dec) => return Ok(push(&mut obj, name, dec(bytes(&f)?)?)),
         };
+        // Go's encoder writes empty strings and zero times; JSON omits them.
+        if val.is_null() || val == "" || (*name == "generation" && val == 0) {
+            return Ok(());
+        }
         obj.insert(name.to_string(), val);
         Ok(())
     })?;

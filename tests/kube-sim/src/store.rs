@@ -207,10 +207,13 @@ impl Store {
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
+        let obj_has_spec = obj.get("spec").is_some() || rt.key() == CRD_KEY;
         let meta = &mut obj["metadata"];
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(fmt_time(now_secs()));
-        meta["generation"] = json!(1);
+        if rt.crd || obj_has_spec {
+            meta["generation"] = json!(1);
+        }
         if let Some(m) = meta.as_object_mut() {
             m.remove("deletionTimestamp");
             m.remove("resourceVersion");
@@ -471,7 +474,12 @@ fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
             }
         }
     }
-    let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+    let Some(generation) = old["metadata"]["generation"].as_i64() else {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("generation");
+        }
+        return;
+    };
     let spec_changed = without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
     obj["metadata"]["generation"] = json!(if spec_changed { generation + 1 } else { generation });
 }
