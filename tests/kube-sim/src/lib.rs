@@ -8,8 +8,9 @@
 //! - `router` → `handlers` (CRUD, patch, list) / `watch` (streams) / `discovery`.
 //! - `store`: objects, the resourceVersion counter, history, subscriptions.
 //! - `registry`: built-in kinds and CRD-defined resources.
-//! - `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
+//! - `defaults`, `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
+mod defaults;
 mod discovery;
 mod handlers;
 mod http;

@@ -223,6 +223,7 @@ impl Store {
                 m.remove("status");
             }
         }
+        crate::defaults::apply(rt, &mut obj);
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
@@ -283,6 +284,7 @@ impl Store {
         }
         obj = merge_for_mode(rt, &old, obj, mode);
         carry_identity(rt, &old, &mut obj);
+        crate::defaults::apply(rt, &mut obj);
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }

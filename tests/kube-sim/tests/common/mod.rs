@@ -151,3 +151,56 @@ pub fn tool(name: &str, env_var: &str) -> PathBuf {
     );
     p
 }
+
+/// Output of a finished client command.
+#[derive(Debug)]
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` with `env`, killing it after `secs` seconds.
+pub fn run(cmd: &std::path::Path, args: &[&str], env: &[(&str, String)], secs: u64) -> Run {
+    use std::io::Read;
+    let mut c = std::process::Command::new(cmd);
+    c.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", cmd.display()));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (t_out.join().unwrap(), t_err.join().unwrap());
+    Run { ok: status.is_some_and(|s| s.success()), stdout, stderr }
+}
+
+/// A fresh per-test temp directory.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kube-sim-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
