@@ -111,6 +111,7 @@ impl Sim {
             next_conn: AtomicU64::new(1),
             require_token: opts.require_token.clone(),
             bookmark_interval: opts.bookmark_interval.max(Duration::from_millis(10)),
+            trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
             url: format!("{scheme}://{addr}"),
         });
         let sim = Sim { shared: shared.clone(), addr, token: opts.require_token.clone() };

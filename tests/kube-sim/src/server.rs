@@ -37,6 +37,8 @@ pub struct Shared {
     pub next_conn: AtomicU64,
     pub require_token: Option<String>,
     pub bookmark_interval: Duration,
+    /// Log every request to stderr (env `KUBE_SIM_TRACE`).
+    pub trace: bool,
     /// Base URL, e.g. `http://127.0.0.1:4321`.
     pub url: String,
 }
@@ -144,7 +146,11 @@ fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &Tcp
             Err(e) => return Err(e),
         };
         let verified = reader.get_ref().client_verified();
-        match handle(shared, &req, verified) {
+        let reply = handle(shared, &req, verified);
+        if shared.trace {
+            trace(&req, &reply);
+        }
+        match reply {
             Reply::Full(resp) => http::write_response(reader.get_mut(), &resp)?,
             Reply::Watch(plan) => {
                 if !crate::watch::stream(shared, plan, reader.get_mut(), probe)? {
@@ -156,6 +162,16 @@ fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &Tcp
             return Ok(());
         }
     }
+}
+
+/// One stderr line per request (`KUBE_SIM_TRACE=1`), for debugging clients.
+fn trace(req: &Request, reply: &Reply) {
+    let code = match reply {
+        Reply::Full(r) => r.code,
+        Reply::Watch(_) => 200,
+    };
+    let ct = req.header("content-type").unwrap_or("-");
+    eprintln!("kube-sim: {code} {} [{ct}] accept={}", req.log_line(), req.header("accept").unwrap_or("-"));
 }
 
 /// Waits for the next request's first byte, checking for shutdown meanwhile.
