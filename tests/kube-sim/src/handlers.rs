@@ -42,7 +42,7 @@ pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
     let labels = LabelSelector::parse(req.param("labelSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(e))?;
+        .map_err(ApiError::bad_request)?;
     let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
     Ok(Filter { namespace, labels, fields })
 }

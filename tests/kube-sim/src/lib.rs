@@ -6,7 +6,8 @@
 //! - [`Sim`] (this file): start/stop, direct store access, fault injection.
 //! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1.
 //! - `router` → `handlers` (CRUD, patch, list) / `watch` (streams) / `discovery`.
-//! - `store`: objects, the resourceVersion counter, history, subscriptions.
+//! - `store`: objects, the resourceVersion counter, history, subscriptions;
+//!   `objmeta`: the metadata rules it applies on writes.
 //! - `registry`: built-in kinds and CRD-defined resources.
 //! - `defaults`, `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
@@ -14,6 +15,7 @@ mod defaults;
 mod discovery;
 mod handlers;
 mod http;
+mod objmeta;
 mod patch;
 pub mod protobuf;
 mod registry;

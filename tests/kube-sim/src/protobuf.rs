@@ -157,11 +157,17 @@ fn simple(buf: &[u8], spec: &[(u64, &str, Kind)]) -> Result<Value, String> {
             Kind::Bool => json!(int(&f)? != 0),
             Kind::Time => time(&f, false)?,
             Kind::MicroTime => time(&f, true)?,
-            Kind::StrList => return Ok(push(&mut obj, name, json!(string(&f)?))),
+            Kind::StrList => {
+                push(&mut obj, name, json!(string(&f)?));
+                return Ok(());
+            }
             Kind::StrMap => return map_field(&mut obj, name, &f, false),
             Kind::BytesMap => return map_field(&mut obj, name, &f, true),
             Kind::Msg(dec) => dec(bytes(&f)?)?,
-            Kind::MsgList(dec) => return Ok(push(&mut obj, name, dec(bytes(&f)?)?)),
+            Kind::MsgList(dec) => {
+                push(&mut obj, name, dec(bytes(&f)?)?);
+                return Ok(());
+            }
         };
         // Go's encoder writes empty strings and zero times; JSON omits them.
         if val.is_null() || val == "" || (*name == "generation" && val == 0) {

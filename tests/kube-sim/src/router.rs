@@ -15,7 +15,7 @@ pub enum Reply {
     /// Send this response.
     Full(Response),
     /// Hand the connection to a watch stream.
-    Watch(WatchPlan),
+    Watch(Box<WatchPlan>),
 }
 
 fn json(v: serde_json::Value) -> Reply {
@@ -103,7 +103,7 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
     let result = match (req.method.as_str(), t.name.clone()) {
         ("GET", None) if legacy_watch || req.flag("watch") => {
             return match handlers::watch_plan(req, &t) {
-                Ok(plan) => Reply::Watch(plan),
+                Ok(plan) => Reply::Watch(Box::new(plan)),
                 Err(e) => error(e),
             };
         }
@@ -113,7 +113,7 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
             let mut r = req.clone();
             r.query.push(("fieldSelector".into(), format!("metadata.name={n}")));
             return match handlers::watch_plan(&r, &t) {
-                Ok(plan) => Reply::Watch(plan),
+                Ok(plan) => Reply::Watch(Box::new(plan)),
                 Err(e) => error(e),
             };
         }

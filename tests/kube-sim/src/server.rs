@@ -136,7 +136,7 @@ fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &Tcp
             return Ok(());
         }
         probe.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let req = match http::read_request(&mut reader) {
+        let req = match read_full_request(&mut reader) {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
@@ -153,7 +153,7 @@ fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &Tcp
         match reply {
             Reply::Full(resp) => http::write_response(reader.get_mut(), &resp)?,
             Reply::Watch(plan) => {
-                if !crate::watch::stream(shared, plan, reader.get_mut(), probe)? {
+                if !crate::watch::stream(shared, *plan, reader.get_mut(), probe)? {
                     return Ok(());
                 }
             }
@@ -172,6 +172,17 @@ fn trace(req: &Request, reply: &Reply) {
     };
     let ct = req.header("content-type").unwrap_or("-");
     eprintln!("kube-sim: {code} {} [{ct}] accept={}", req.log_line(), req.header("accept").unwrap_or("-"));
+}
+
+/// Reads one request, answering `Expect: 100-continue` before the body.
+fn read_full_request(reader: &mut BufReader<Stream>) -> io::Result<Option<Request>> {
+    let Some(mut req) = http::read_head(reader)? else { return Ok(None) };
+    if http::expects_continue(&req) {
+        reader.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        reader.get_mut().flush()?;
+    }
+    req.body = http::read_body(reader, &req)?;
+    Ok(Some(req))
 }
 
 /// Waits for the next request's first byte, checking for shutdown meanwhile.

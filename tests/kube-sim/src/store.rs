@@ -5,9 +5,10 @@
 
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
-use crate::util::{fmt_time, name_suffix, new_uid, now_secs};
+use crate::objmeta::{carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv};
+use crate::util::{fmt_time, new_uid, now_secs};
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -56,6 +57,13 @@ pub enum Deleted {
     Gone(Value),
     /// Finalizers pending: marked with deletionTimestamp.
     Marked(Value),
+}
+
+/// An open watch subscription: its id, the history to replay, and the live feed.
+pub struct Subscription {
+    pub id: u64,
+    pub replay: Vec<Arc<Event>>,
+    pub rx: Receiver<WatchMsg>,
 }
 
 type Key = (String, String, String);
@@ -350,7 +358,7 @@ impl Store {
 
     /// Opens a subscription for a resource. With `from`, returns the history
     /// events after it for replay, or 410 Expired when it is older than history.
-    pub fn subscribe(&mut self, res: &str, from: Option<u64>) -> Result<(u64, Vec<Arc<Event>>, Receiver<WatchMsg>), ApiError> {
+    pub fn subscribe(&mut self, res: &str, from: Option<u64>) -> Result<Subscription, ApiError> {
         let replay = match from {
             Some(rv) if rv < self.floor => {
                 return Err(ApiError::expired(format!("too old resource version: {rv} ({})", self.floor)));
@@ -362,7 +370,7 @@ impl Store {
         let id = self.next_id;
         self.next_id += 1;
         self.subscribers.push(Subscriber { id, res: res.to_string(), tx });
-        Ok((id, replay, rx))
+        Ok(Subscription { id, replay, rx })
     }
 
     /// Closes one subscription (the watch ended on its own).
@@ -387,126 +395,4 @@ impl Store {
     pub fn watch_count(&self) -> usize {
         self.subscribers.len()
     }
-}
-
-/// Fills kind/apiVersion, resolves namespace and generateName on a new object.
-fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if obj.get("apiVersion").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
-        obj["apiVersion"] = json!(rt.api_version(rt.preferred()));
-    }
-    if obj.get("kind").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
-        obj["kind"] = json!(rt.kind);
-    }
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = Value::Object(Map::new());
-    }
-    let body_ns = meta_str(obj, "namespace").to_string();
-    if rt.namespaced {
-        if !ns.is_empty() && !body_ns.is_empty() && ns != body_ns {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let chosen = if !ns.is_empty() { ns.to_string() } else if !body_ns.is_empty() { body_ns } else { "default".into() };
-        obj["metadata"]["namespace"] = json!(chosen);
-    } else if let Some(m) = obj["metadata"].as_object_mut() {
-        m.remove("namespace");
-    }
-    if meta_str(obj, "name").is_empty() {
-        let prefix = meta_str(obj, "generateName").to_string();
-        if prefix.is_empty() {
-            return Err(ApiError::invalid(format!(
-                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                rt.kind
-            )));
-        }
-        obj["metadata"]["name"] = json!(format!("{prefix}{}", name_suffix()));
-    }
-    Ok(())
-}
-
-/// Applies the status-subresource rule for a write mode.
-fn merge_for_mode(rt: &ResourceType, old: &Value, obj: Value, mode: WriteMode) -> Value {
-    match mode {
-        WriteMode::Whole => obj,
-        WriteMode::Status => {
-            let mut out = old.clone();
-            out["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-            if out["status"].is_null() {
-                if let Some(m) = out.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            out
-        }
-        WriteMode::Main if rt.status => {
-            let mut out = obj;
-            match old.get("status") {
-                Some(s) => out["status"] = s.clone(),
-                None => {
-                    if let Some(m) = out.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            out
-        }
-        WriteMode::Main => obj,
-    }
-}
-
-/// Keeps server-owned metadata from the stored object; bumps generation on spec changes.
-fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
-    if obj.get("apiVersion").is_none_or(Value::is_null) {
-        obj["apiVersion"] = old["apiVersion"].clone();
-    }
-    if obj.get("kind").is_none_or(Value::is_null) {
-        obj["kind"] = json!(rt.kind);
-    }
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = Value::Object(Map::new());
-    }
-    for f in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"] {
-        match old["metadata"].get(f) {
-            Some(v) => obj["metadata"][f] = v.clone(),
-            None => {
-                if let Some(m) = obj["metadata"].as_object_mut() {
-                    m.remove(f);
-                }
-            }
-        }
-    }
-    let Some(generation) = old["metadata"]["generation"].as_i64() else {
-        if let Some(m) = obj["metadata"].as_object_mut() {
-            m.remove("generation");
-        }
-        return;
-    };
-    let spec_changed = without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
-    obj["metadata"]["generation"] = json!(if spec_changed { generation + 1 } else { generation });
-}
-
-fn without(v: &Value, fields: &[&str]) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        for f in fields {
-            m.remove(*f);
-        }
-    }
-    v
-}
-
-fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v["metadata"].as_object_mut() {
-            m.remove("resourceVersion");
-        }
-        v
-    };
-    strip(a) == strip(b)
-}
-
-fn no_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_none_or(|a| a.is_empty())
 }

@@ -51,10 +51,16 @@ pub fn present(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
     obj
 }
 
-/// Per-stream state: the plan plus what has been sent.
+/// Lines buffered beyond this are written out even if more events are queued.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Per-stream state: the plan, the output, events not yet written, what was sent.
+/// Events queued together are written as one chunk (one syscall), which keeps
+/// replay of long histories fast.
 struct Watcher<'a, W: Write> {
     plan: &'a WatchPlan,
     out: &'a mut W,
+    buf: Vec<u8>,
     last_rv: u64,
 }
 
@@ -69,9 +75,20 @@ impl<W: Write> Watcher<'_, W> {
             (_, "ERROR") => obj,
             _ => present(&self.plan.rt, &self.plan.version, obj),
         };
-        let mut line = serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
-        line.push(b'\n');
-        http::write_chunk(self.out, &line)
+        let line = serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
+        self.buf.extend_from_slice(&line);
+        self.buf.push(b'\n');
+        if self.buf.len() >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes buffered events as one chunk.
+    fn flush(&mut self) -> io::Result<()> {
+        let r = http::write_chunk(self.out, &self.buf);
+        self.buf.clear();
+        r
     }
 
     /// Sends an event after applying the filter with transitions.
@@ -109,9 +126,9 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
             Start::After(rv) => Some(rv),
             _ => None,
         };
-        st.subscribe(&key, from).map(|(id, replay, rx)| {
+        st.subscribe(&key, from).map(|sub| {
             let initial = if from.is_none() { st.list(&plan.rt) } else { Vec::new() };
-            (id, replay, rx, initial, st.rv())
+            (sub.id, sub.replay, sub.rx, initial, st.rv())
         })
     };
     http::start_chunked(out, "application/json")?;
@@ -119,7 +136,7 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
         Ok(x) => x,
         Err(e) => return expired(&plan, out, e),
     };
-    let mut w = Watcher { plan: &plan, out, last_rv: rv_now };
+    let mut w = Watcher { plan: &plan, out, buf: Vec::new(), last_rv: rv_now };
     let result = run(shared, &mut w, replay, initial, &rx, rv_now, probe);
     shared.store().unsubscribe(id);
     match result {
@@ -134,8 +151,9 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
 }
 
 fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<bool> {
-    let mut w = Watcher { plan, out, last_rv: 0 };
+    let mut w = Watcher { plan, out, buf: Vec::new(), last_rv: 0 };
     w.send("ERROR", e.to_status())?;
+    w.flush()?;
     http::end_chunked(out)?;
     Ok(true)
 }
@@ -159,6 +177,7 @@ fn run<W: Write>(
     for ev in replay {
         w.deliver(&ev)?;
     }
+    w.flush()?;
     let deadline = Instant::now() + w.plan.timeout;
     let tick = shared.bookmark_interval.min(Duration::from_millis(500));
     let mut last_bookmark = Instant::now();
@@ -171,11 +190,17 @@ fn run<W: Write>(
             if w.plan.bookmarks {
                 let rv = safe_bookmark_rv(shared, rx, w.last_rv);
                 w.bookmark(rv, false)?;
+                w.flush()?;
             }
             return Ok(true);
         }
         match rx.recv_timeout(tick.min(deadline - now)) {
-            Ok(WatchMsg::Event(ev)) => w.deliver(&ev)?,
+            Ok(WatchMsg::Event(ev)) => {
+                w.deliver(&ev)?;
+                if rx.is_empty() {
+                    w.flush()?;
+                }
+            }
             Ok(WatchMsg::Close) | Err(RecvTimeoutError::Disconnected) => return Ok(false),
             Err(RecvTimeoutError::Timeout) => {
                 if peer_closed(probe) {
@@ -184,6 +209,7 @@ fn run<W: Write>(
                 if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval {
                     let rv = safe_bookmark_rv(shared, rx, w.last_rv);
                     w.bookmark(rv, false)?;
+                    w.flush()?;
                     last_bookmark = Instant::now();
                 }
             }
