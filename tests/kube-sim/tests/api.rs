@@ -295,3 +295,40 @@ fn garbage_input_is_rejected() {
     assert_eq!(c.send("POST", "/api/v1/namespaces/default/configmaps", "application/json", b"{not json").code, 400);
     assert_eq!(c.get("/api/v1/configmaps").code, 200);
 }
+
+/// `Expect: 100-continue` (curl's habit for large bodies) gets an interim 100 before the body is sent.
+#[test]
+fn expect_continue_is_answered() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let sim = Sim::start();
+    let addr = sim.url().trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let body = cm("default", "big", json!({})).to_string();
+    let head = format!(
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(line, "HTTP/1.1 100 Continue\r\n");
+    s.write_all(body.as_bytes()).unwrap();
+    let mut rest = String::new();
+    r.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("HTTP/1.1 201 Created"), "{rest}");
+    assert!(sim.get("v1", "ConfigMap", "default", "big").is_some());
+}
+
+/// Dropping the Sim stops the server: the port no longer answers.
+#[test]
+fn drop_stops_server() {
+    let sim = Sim::start();
+    let url = sim.url();
+    let c = Client::new(&url);
+    assert_eq!(c.get("/version").code, 200);
+    drop(sim);
+    std::thread::sleep(Duration::from_millis(100));
+    let addr = url.trim_start_matches("http://").to_string();
+    assert!(std::net::TcpStream::connect(addr).is_err(), "port still accepting after drop");
+}
