@@ -62,10 +62,6 @@ pub struct SimOptions {
     pub history_limit: usize,
     /// Require `Authorization: Bearer <token>` (or a verified client cert).
     pub require_token: Option<String>,
-    /// How often an idle watch with `allowWatchBookmarks` gets a BOOKMARK.
-    pub bookmark_interval: Duration,
-    /// Port to bind on 127.0.0.1 (0 = any free port).
-    pub port: u16,
 }
 
 impl Default for SimOptions {
@@ -75,8 +71,6 @@ impl Default for SimOptions {
             tls: None,
             history_limit: 10_000,
             require_token: None,
-            bookmark_interval: Duration::from_secs(1),
-            port: 0,
         }
     }
 }
@@ -97,10 +91,15 @@ impl Sim {
         }
     }
 
-    /// Starts with options.
+    /// Starts with options on a random loopback port.
     pub fn start_with(opts: SimOptions) -> std::io::Result<Sim> {
+        Sim::start_on(0, opts)
+    }
+
+    /// Starts with options on a given loopback port (0 = any free port).
+    pub fn start_on(port: u16, opts: SimOptions) -> std::io::Result<Sim> {
         let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
-        let listener = TcpListener::bind(("127.0.0.1", opts.port))?;
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let shared = Arc::new(Shared {
@@ -112,7 +111,7 @@ impl Sim {
             conns: Mutex::new(Default::default()),
             next_conn: AtomicU64::new(1),
             require_token: opts.require_token.clone(),
-            bookmark_interval: opts.bookmark_interval.max(Duration::from_millis(10)),
+            bookmark_ms: AtomicU64::new(1000),
             trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
             url: format!("{scheme}://{addr}"),
         });
@@ -212,6 +211,12 @@ impl Sim {
     /// The current resourceVersion of the whole store.
     pub fn resource_version(&self) -> String {
         self.shared.store().rv().to_string()
+    }
+
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK (default 1 s, minimum 10 ms).
+    pub fn set_bookmark_interval(&self, d: Duration) {
+        let ms = d.as_millis().clamp(10, u128::from(u32::MAX)) as u64;
+        self.shared.bookmark_ms.store(ms, Ordering::SeqCst);
     }
 
     /// Ends every open watch stream now.

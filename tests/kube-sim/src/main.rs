@@ -16,6 +16,7 @@ const USAGE: &str = "usage: kube-sim [--port N] [--seed DIR] [--tls-cert FILE --
 #[derive(Default)]
 struct Args {
     opts: SimOptions,
+    port: u16,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     client_ca: Option<PathBuf>,
@@ -34,7 +35,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
         };
         let mut value = || inline.clone().or_else(|| argv.next()).ok_or(format!("{name} needs a value\n{USAGE}"));
         match name.as_str() {
-            "--port" => a.opts.port = value()?.parse().map_err(|_| "--port: not a port number".to_string())?,
+            "--port" => a.port = value()?.parse().map_err(|_| "--port: not a port number".to_string())?,
             "--seed" => a.opts.seed_dir = Some(value()?.into()),
             "--tls-cert" => a.cert = Some(value()?.into()),
             "--tls-key" => a.key = Some(value()?.into()),
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let sim = match Sim::start_with(args.opts) {
+    let sim = match Sim::start_on(args.port, args.opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("kube-sim: {e}");

@@ -36,7 +36,8 @@ pub struct Shared {
     pub conns: Mutex<HashMap<u64, TcpStream>>,
     pub next_conn: AtomicU64,
     pub require_token: Option<String>,
-    pub bookmark_interval: Duration,
+    /// Interval between BOOKMARKs on idle watches, in milliseconds.
+    pub bookmark_ms: AtomicU64,
     /// Log every request to stderr (env `KUBE_SIM_TRACE`).
     pub trace: bool,
     /// Base URL, e.g. `http://127.0.0.1:4321`.
@@ -49,6 +50,11 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Current bookmark interval.
+    pub fn bookmark_interval(&self) -> Duration {
+        Duration::from_millis(self.bookmark_ms.load(Ordering::SeqCst))
+    }
+
     /// The store, locked.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         lock(&self.store)

@@ -179,7 +179,7 @@ fn run<W: Write>(
     }
     w.flush()?;
     let deadline = Instant::now() + w.plan.timeout;
-    let tick = shared.bookmark_interval.min(Duration::from_millis(500));
+    let tick = shared.bookmark_interval().min(Duration::from_millis(500));
     let mut last_bookmark = Instant::now();
     loop {
         if shared.shutdown.load(Ordering::SeqCst) {
@@ -206,7 +206,7 @@ fn run<W: Write>(
                 if peer_closed(probe) {
                     return Ok(false);
                 }
-                if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval {
+                if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval() {
                     let rv = safe_bookmark_rv(shared, rx, w.last_rv);
                     w.bookmark(rv, false)?;
                     w.flush()?;

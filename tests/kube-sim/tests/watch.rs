@@ -97,8 +97,8 @@ fn field_selector_watch() {
 /// allowWatchBookmarks: idle watches get BOOKMARKs carrying the current RV.
 #[test]
 fn bookmarks_on_idle_watch() {
-    let opts = SimOptions { bookmark_interval: Duration::from_millis(200), ..Default::default() };
-    let sim = Sim::start_with(opts).unwrap();
+    let sim = Sim::start();
+    sim.set_bookmark_interval(Duration::from_millis(200));
     let c = Client::new(&sim.url());
     let rv = sim.resource_version();
     let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&labelSelector=x%3Dy"));
