@@ -201,7 +201,10 @@ fn run<W: Write>(
                     w.flush()?;
                 }
             }
-            Ok(WatchMsg::Close) | Err(RecvTimeoutError::Disconnected) => return Ok(false),
+            // A cleanly ended chunked stream leaves the connection reusable,
+            // as clients (Go, ureq) assume; only shutdown closes it.
+            Ok(WatchMsg::Close) => return Ok(!shared.shutdown.load(Ordering::SeqCst)),
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
             Err(RecvTimeoutError::Timeout) => {
                 if peer_closed(probe) {
                     return Ok(false);
