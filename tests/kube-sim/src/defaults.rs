@@ -22,8 +22,12 @@ fn secret(obj: &mut Value) {
     if obj["type"].as_str().unwrap_or("").is_empty() {
         obj["type"] = json!("Opaque");
     }
-    let Some(string_data) = obj.as_object_mut().and_then(|m| m.remove("stringData")) else { return };
-    let Some(map) = string_data.as_object() else { return };
+    let Some(string_data) = obj.as_object_mut().and_then(|m| m.remove("stringData")) else {
+        return;
+    };
+    let Some(map) = string_data.as_object() else {
+        return;
+    };
     if !obj["data"].is_object() {
         obj["data"] = json!({});
     }

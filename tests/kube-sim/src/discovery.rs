@@ -37,7 +37,11 @@ fn group_json(group: &str, versions: &[String]) -> Value {
 
 /// `/apis`.
 pub fn api_groups(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg.groups().iter().map(|(g, vs)| group_json(g, vs)).collect();
+    let groups: Vec<Value> = reg
+        .groups()
+        .iter()
+        .map(|(g, vs)| group_json(g, vs))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -65,13 +69,17 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
     let mut out = vec![main];
     let sub_verbs = json!(["get", "patch", "update"]);
     if t.status {
-        out.push(json!({"name": format!("{}/status", t.plural), "singularName": "",
-            "namespaced": t.namespaced, "kind": t.kind, "verbs": sub_verbs}));
+        out.push(
+            json!({"name": format!("{}/status", t.plural), "singularName": "",
+            "namespaced": t.namespaced, "kind": t.kind, "verbs": sub_verbs}),
+        );
     }
     if t.scale.is_some() {
-        out.push(json!({"name": format!("{}/scale", t.plural), "singularName": "",
+        out.push(
+            json!({"name": format!("{}/scale", t.plural), "singularName": "",
             "namespaced": t.namespaced, "group": "autoscaling", "version": "v1",
-            "kind": "Scale", "verbs": sub_verbs}));
+            "kind": "Scale", "verbs": sub_verbs}),
+        );
     }
     out
 }
@@ -82,14 +90,22 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     if types.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let resources: Vec<Value> = types.iter().flat_map(|t| resource_entries(t)).collect();
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 /// FNV-1a, for stable short hashes.
 pub fn fnv(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// All served (group, version) pairs, core first.
@@ -103,17 +119,26 @@ fn group_versions(reg: &Registry) -> Vec<(String, String)> {
 
 /// `api/v1` or `apis/<g>/<v>`: the key used under `/openapi/v3`.
 fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// `/openapi/v3`: the index of per-group-version documents.
 pub fn openapi_root(reg: &Registry) -> Value {
     let mut paths = serde_json::Map::new();
     for (g, v) in group_versions(reg) {
-        let Some(doc) = openapi_doc(reg, &g, &v) else { continue };
+        let Some(doc) = openapi_doc(reg, &g, &v) else {
+            continue;
+        };
         let hash = format!("{:016X}", fnv(doc.to_string().as_bytes()));
         let p = gv_path(&g, &v);
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}));
+        paths.insert(
+            p.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
+        );
     }
     json!({"paths": paths})
 }
@@ -128,13 +153,23 @@ pub fn openapi_doc(reg: &Registry, group: &str, version: &str) -> Option<Value> 
     if types.is_empty() {
         return None;
     }
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let mut paths = serde_json::Map::new();
     for t in types {
         let gvk = json!({"group": group, "version": version, "kind": t.kind});
-        let scope = if t.namespaced { "/namespaces/{namespace}" } else { "" };
-        let params: Vec<Value> =
-            ["dryRun", "fieldManager", "fieldValidation", "force"].iter().map(|p| query_param(p)).collect();
+        let scope = if t.namespaced {
+            "/namespaces/{namespace}"
+        } else {
+            ""
+        };
+        let params: Vec<Value> = ["dryRun", "fieldManager", "fieldValidation", "force"]
+            .iter()
+            .map(|p| query_param(p))
+            .collect();
         let op = json!({
             "operationId": format!("patch{}", t.kind),
             "parameters": params,
@@ -142,7 +177,10 @@ pub fn openapi_doc(reg: &Registry, group: &str, version: &str) -> Option<Value> 
             "x-kubernetes-action": "patch",
             "x-kubernetes-group-version-kind": gvk,
         });
-        paths.insert(format!("{prefix}{scope}/{}/{{name}}", t.plural), json!({"patch": op}));
+        paths.insert(
+            format!("{prefix}{scope}/{}/{{name}}", t.plural),
+            json!({"patch": op}),
+        );
     }
     Some(json!({
         "openapi": "3.0.0",

@@ -44,7 +44,11 @@ pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
         .map_err(ApiError::bad_request)?;
     let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
-    Ok(Filter { namespace, labels, fields })
+    Ok(Filter {
+        namespace,
+        labels,
+        fields,
+    })
 }
 
 /// Decodes a create/update body: JSON, YAML or Kubernetes protobuf.
@@ -52,9 +56,13 @@ pub fn decode_body(req: &Request) -> Result<Value, ApiError> {
     if req.body.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
     }
-    let ct = req.header("content-type").unwrap_or("application/json").to_ascii_lowercase();
+    let ct = req
+        .header("content-type")
+        .unwrap_or("application/json")
+        .to_ascii_lowercase();
     if crate::protobuf::is_protobuf(&req.body) || ct.contains("protobuf") {
-        return crate::protobuf::decode(&req.body).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
+        return crate::protobuf::decode(&req.body)
+            .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e));
     }
     if ct.contains("yaml") {
         return serde_yaml::from_slice(&req.body)
@@ -71,7 +79,11 @@ struct ContinueToken {
 }
 
 fn encode_continue(rv: u64, after: &Value) -> String {
-    let key = format!("{}/{}", after["metadata"]["namespace"].as_str().unwrap_or(""), after["metadata"]["name"].as_str().unwrap_or(""));
+    let key = format!(
+        "{}/{}",
+        after["metadata"]["namespace"].as_str().unwrap_or(""),
+        after["metadata"]["name"].as_str().unwrap_or("")
+    );
     let raw = serde_json::to_vec(&ContinueToken { rv, start: key }).unwrap_or_default();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
@@ -84,22 +96,36 @@ fn decode_continue(tok: &str) -> Result<ContinueToken, ApiError> {
 }
 
 fn obj_key(o: &Value) -> String {
-    format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap_or(""), o["metadata"]["name"].as_str().unwrap_or(""))
+    format!(
+        "{}/{}",
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or("")
+    )
 }
 
 /// GET on a collection.
 pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let f = filter(req, t)?;
-    let limit = req.param("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(0);
+    let limit = req
+        .param("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(0);
     let (rv, items) = {
         let st = shared.store();
         match req.param("continue").filter(|c| !c.is_empty()) {
             Some(tok) => {
                 let c = decode_continue(tok)?;
-                let items: Vec<Value> = st.list_at(&t.rt, c.rv)?.into_iter().filter(|o| obj_key(o) > c.start).collect();
+                let items: Vec<Value> = st
+                    .list_at(&t.rt, c.rv)?
+                    .into_iter()
+                    .filter(|o| obj_key(o) > c.start)
+                    .collect();
                 (c.rv, items)
             }
-            None => match (req.param("resourceVersionMatch"), req.param("resourceVersion")) {
+            None => match (
+                req.param("resourceVersionMatch"),
+                req.param("resourceVersion"),
+            ) {
                 (Some("Exact"), Some(rv)) => {
                     let rv = parse_rv(rv)?;
                     (rv, st.list_at(&t.rt, rv)?)
@@ -118,16 +144,30 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
         }
         meta["remainingItemCount"] = json!(remaining);
     }
-    let items: Vec<Value> = items.into_iter().map(|o| present(&t.rt, &t.version, o)).collect();
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|o| present(&t.rt, &t.version, o))
+        .collect();
     if table::wants_table(req) {
-        return ok(200, &table::table(&t.rt, &items, meta, req.param("includeObject").unwrap_or("Metadata")));
+        return ok(
+            200,
+            &table::table(
+                &t.rt,
+                &items,
+                meta,
+                req.param("includeObject").unwrap_or("Metadata"),
+            ),
+        );
     }
-    ok(200, &json!({
-        "kind": t.rt.list_kind,
-        "apiVersion": t.rt.api_version(&t.version),
-        "metadata": meta,
-        "items": items,
-    }))
+    ok(
+        200,
+        &json!({
+            "kind": t.rt.list_kind,
+            "apiVersion": t.rt.api_version(&t.version),
+            "metadata": meta,
+            "items": items,
+        }),
+    )
 }
 
 /// The watch request's plan (validated before streaming starts).
@@ -140,7 +180,10 @@ pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
             Some(rv) => Start::After(parse_rv(rv)?),
         }
     };
-    let secs = req.param("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).unwrap_or(1800);
+    let secs = req
+        .param("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(1800);
     Ok(WatchPlan {
         rt: t.rt.clone(),
         version: t.version.clone(),
@@ -148,7 +191,8 @@ pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
         start,
         bookmarks: req.flag("allowWatchBookmarks"),
         timeout: Duration::from_secs(secs.max(1)),
-        table: table::wants_table(req).then(|| req.param("includeObject").unwrap_or("Metadata").to_string()),
+        table: table::wants_table(req)
+            .then(|| req.param("includeObject").unwrap_or("Metadata").to_string()),
     })
 }
 
@@ -161,7 +205,15 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let obj = present(&t.rt, &t.version, obj);
     if table::wants_table(req) {
         let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
-        return ok(200, &table::table(&t.rt, &[obj], meta, req.param("includeObject").unwrap_or("Metadata")));
+        return ok(
+            200,
+            &table::table(
+                &t.rt,
+                &[obj],
+                meta,
+                req.param("includeObject").unwrap_or("Metadata"),
+            ),
+        );
     }
     ok(200, &obj)
 }
@@ -169,12 +221,18 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 /// POST on a collection.
 pub fn create(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let body = decode_body(req)?;
-    let created = shared.store().create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
+    let created = shared
+        .store()
+        .create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
     ok(201, &present(&t.rt, &t.version, created))
 }
 
 fn mode(t: &Target) -> WriteMode {
-    if t.sub.as_deref() == Some("status") { WriteMode::Status } else { WriteMode::Main }
+    if t.sub.as_deref() == Some("status") {
+        WriteMode::Status
+    } else {
+        WriteMode::Main
+    }
 }
 
 /// PUT on an object (or its status / scale).
@@ -198,7 +256,10 @@ pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 
 /// PATCH on an object; `application/apply-patch+yaml` creates when absent.
 pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
-    let ct = req.header("content-type").unwrap_or("").to_ascii_lowercase();
+    let ct = req
+        .header("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let apply = ct.starts_with("application/apply-patch");
     let mut st = shared.store();
     let current = match st.get(&t.rt, &t.ns, name) {
@@ -243,12 +304,25 @@ fn delete_options(req: &Request) -> Result<Value, ApiError> {
 pub fn delete(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let opts = delete_options(req)?;
     let pre = &opts["preconditions"];
-    let dry = dry_run(req) || opts["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All"));
-    let res = shared.store().delete(&t.rt, &t.ns, name, pre["uid"].as_str(), pre["resourceVersion"].as_str(), dry)?;
+    let dry = dry_run(req)
+        || opts["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
+    let res = shared.store().delete(
+        &t.rt,
+        &t.ns,
+        name,
+        pre["uid"].as_str(),
+        pre["resourceVersion"].as_str(),
+        dry,
+    )?;
     match res {
         Deleted::Marked(obj) => ok(202, &present(&t.rt, &t.version, obj)),
         Deleted::Gone(obj) if t.rt.plural == "pods" => ok(200, &present(&t.rt, &t.version, obj)),
-        Deleted::Gone(obj) => ok(200, &status::success(&t.rt.group, &t.rt.plural, name, &obj["metadata"]["uid"])),
+        Deleted::Gone(obj) => ok(
+            200,
+            &status::success(&t.rt.group, &t.rt.plural, name, &obj["metadata"]["uid"]),
+        ),
     }
 }
 
@@ -260,16 +334,30 @@ pub fn delete_collection(shared: &Shared, req: &Request, t: &Target) -> Reply {
         .list(&t.rt)
         .into_iter()
         .filter(|o| f.matches(o))
-        .map(|o| (o["metadata"]["namespace"].as_str().unwrap_or("").to_string(), o["metadata"]["name"].as_str().unwrap_or("").to_string()))
+        .map(|o| {
+            (
+                o["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                o["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect();
     for (ns, name) in names {
         st.delete(&t.rt, &ns, &name, None, None, dry_run(req))?;
     }
-    ok(200, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}))
+    ok(
+        200,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+    )
 }
 
 fn path_parts(p: &str) -> Vec<&str> {
-    p.trim_start_matches('.').split('.').filter(|s| !s.is_empty()).collect()
+    p.trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
@@ -278,7 +366,10 @@ fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
 
 /// The autoscaling/v1 Scale view of an object.
 fn to_scale(rt: &ResourceType, obj: &Value) -> Result<Value, ApiError> {
-    let paths = rt.scale.as_ref().ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), ""))?;
+    let paths = rt
+        .scale
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), ""))?;
     let m = &obj["metadata"];
     let mut status = json!({"replicas": at(obj, &paths.status).as_i64().unwrap_or(0)});
     if let Some(sel) = &paths.selector {
@@ -295,8 +386,13 @@ fn to_scale(rt: &ResourceType, obj: &Value) -> Result<Value, ApiError> {
 
 /// Writes a Scale's spec.replicas back into the object.
 fn from_scale(rt: &ResourceType, mut obj: Value, scale: &Value) -> Result<Value, ApiError> {
-    let paths = rt.scale.as_ref().ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, ""))?;
-    let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| ApiError::invalid("spec.replicas: Required value"))?;
+    let paths = rt
+        .scale
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, ""))?;
+    let replicas = scale["spec"]["replicas"]
+        .as_i64()
+        .ok_or_else(|| ApiError::invalid("spec.replicas: Required value"))?;
     let parts = path_parts(&paths.spec);
     let mut cur = &mut obj;
     for k in &parts {

@@ -28,12 +28,18 @@ pub struct Request {
 impl Request {
     /// First header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// First query parameter with this name.
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A boolean query parameter (`1`, `true`).
@@ -52,7 +58,8 @@ impl Request {
 
     /// Whether the client asked to close after this request.
     pub fn wants_close(&self) -> bool {
-        self.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        self.header("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"))
     }
 }
 
@@ -63,7 +70,10 @@ fn bad(msg: &str) -> io::Error {
 /// Reads one line (CRLF or LF), bounded by `budget`.
 fn read_line<R: BufRead>(r: &mut R, budget: &mut usize) -> io::Result<Option<String>> {
     let mut buf = Vec::new();
-    let n = r.by_ref().take(*budget as u64 + 1).read_until(b'\n', &mut buf)?;
+    let n = r
+        .by_ref()
+        .take(*budget as u64 + 1)
+        .read_until(b'\n', &mut buf)?;
     if n == 0 {
         return Ok(None);
     }
@@ -120,17 +130,28 @@ pub fn read_head<R: BufRead>(r: &mut R) -> io::Result<Option<Request>> {
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (target.clone(), String::new()),
     };
-    Ok(Some(Request { method, path: url_decode(&path), query: parse_query(&raw_query), raw_query, headers, body: Vec::new() }))
+    Ok(Some(Request {
+        method,
+        path: url_decode(&path),
+        query: parse_query(&raw_query),
+        raw_query,
+        headers,
+        body: Vec::new(),
+    }))
 }
 
 /// Whether the client waits for `100 Continue` before sending the body (curl does).
 pub fn expects_continue(req: &Request) -> bool {
-    req.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+    req.header("expect")
+        .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
 }
 
 /// Reads the body announced by the headers (Content-Length or chunked).
 pub fn read_body<R: BufRead>(r: &mut R, req: &Request) -> io::Result<Vec<u8>> {
-    if req.header("transfer-encoding").is_some_and(|t| t.to_ascii_lowercase().contains("chunked")) {
+    if req
+        .header("transfer-encoding")
+        .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"))
+    {
         return read_chunked(r);
     }
     let len = match req.header("content-length") {

@@ -33,14 +33,14 @@ mod watch;
 pub use seed::parse_docs;
 pub use status::ApiError;
 
-use server::{Faults, Shared, lock};
-use store::{Store, WriteMode};
 use serde_json::Value;
+use server::{Faults, Shared, lock};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use store::{Store, WriteMode};
 
 /// PEM files for HTTPS mode.
 #[derive(Debug, Clone)]
@@ -115,7 +115,11 @@ impl Sim {
             trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
             url: format!("{scheme}://{addr}"),
         });
-        let sim = Sim { shared: shared.clone(), addr, token: opts.require_token.clone() };
+        let sim = Sim {
+            shared: shared.clone(),
+            addr,
+            token: opts.require_token.clone(),
+        };
         if let Some(dir) = &opts.seed_dir {
             sim.seed(dir)?;
         }
@@ -126,8 +130,13 @@ impl Sim {
     fn seed(&self, dir: &Path) -> std::io::Result<()> {
         let objs = seed::load_dir(dir).map_err(std::io::Error::other)?;
         for o in objs {
-            let what = format!("{} {}", o["kind"].as_str().unwrap_or("?"), o["metadata"]["name"].as_str().unwrap_or("?"));
-            self.create(o).map_err(|e| std::io::Error::other(format!("seeding {what}: {e}")))?;
+            let what = format!(
+                "{} {}",
+                o["kind"].as_str().unwrap_or("?"),
+                o["metadata"]["name"].as_str().unwrap_or("?")
+            );
+            self.create(o)
+                .map_err(|e| std::io::Error::other(format!("seeding {what}: {e}")))?;
         }
         Ok(())
     }
@@ -145,7 +154,11 @@ impl Sim {
     /// Writes a kubeconfig (context `kube-sim`) pointing at this server. For
     /// HTTPS it sets `insecure-skip-tls-verify`; the token is included when required.
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        let tls = if self.shared.url.starts_with("https") { "\n    insecure-skip-tls-verify: true" } else { "" };
+        let tls = if self.shared.url.starts_with("https") {
+            "\n    insecure-skip-tls-verify: true"
+        } else {
+            ""
+        };
         let user = match &self.token {
             Some(t) => format!("\n    token: {t}"),
             None => " {}".to_string(),
@@ -160,7 +173,10 @@ impl Sim {
     }
 
     fn resource_of(&self, obj: &Value) -> Result<registry::ResourceType, String> {
-        let (av, kind) = (obj["apiVersion"].as_str().unwrap_or(""), obj["kind"].as_str().unwrap_or(""));
+        let (av, kind) = (
+            obj["apiVersion"].as_str().unwrap_or(""),
+            obj["kind"].as_str().unwrap_or(""),
+        );
         self.shared
             .store()
             .registry
@@ -172,8 +188,14 @@ impl Sim {
     /// Creates an object directly (status kept as given). Bumps the RV and notifies watches.
     pub fn create(&self, obj: Value) -> Result<Value, String> {
         let rt = self.resource_of(&obj)?;
-        let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
-        self.shared.store().create(&rt, &ns, obj, WriteMode::Whole, false).map_err(|e| e.to_string())
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        self.shared
+            .store()
+            .create(&rt, &ns, obj, WriteMode::Whole, false)
+            .map_err(|e| e.to_string())
     }
 
     /// Reads an object (`namespace` is ignored for cluster-scoped kinds).
@@ -186,25 +208,47 @@ impl Sim {
     /// Replaces an object whole (including status). A non-empty stale resourceVersion fails.
     pub fn update(&self, obj: Value) -> Result<Value, String> {
         let rt = self.resource_of(&obj)?;
-        let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-        self.shared.store().update(&rt, &ns, &name, obj, WriteMode::Whole, false).map_err(|e| e.to_string())
+        self.shared
+            .store()
+            .update(&rt, &ns, &name, obj, WriteMode::Whole, false)
+            .map_err(|e| e.to_string())
     }
 
     /// Deletes an object (finalizers are honoured: it is then only marked).
-    pub fn delete(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), String> {
         let mut st = self.shared.store();
-        let rt = st.registry.by_kind(api_version, kind).cloned().ok_or_else(|| format!("no resource for {api_version} {kind}"))?;
-        st.delete(&rt, namespace, name, None, None, false).map(|_| ()).map_err(|e| e.to_string())
+        let rt = st
+            .registry
+            .by_kind(api_version, kind)
+            .cloned()
+            .ok_or_else(|| format!("no resource for {api_version} {kind}"))?;
+        st.delete(&rt, namespace, name, None, None, false)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Objects of a kind; `namespace` "" means all namespaces.
     pub fn list(&self, api_version: &str, kind: &str, namespace: &str) -> Vec<Value> {
         let st = self.shared.store();
-        let Some(rt) = st.registry.by_kind(api_version, kind).cloned() else { return Vec::new() };
+        let Some(rt) = st.registry.by_kind(api_version, kind).cloned() else {
+            return Vec::new();
+        };
         st.list(&rt)
             .into_iter()
-            .filter(|o| namespace.is_empty() || o["metadata"]["namespace"].as_str() == Some(namespace))
+            .filter(|o| {
+                namespace.is_empty() || o["metadata"]["namespace"].as_str() == Some(namespace)
+            })
             .collect()
     }
 

@@ -33,21 +33,38 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
             Some((n, v)) => (n.to_string(), Some(v.to_string())),
             None => (flag.clone(), None),
         };
-        let mut value = || inline.clone().or_else(|| argv.next()).ok_or(format!("{name} needs a value\n{USAGE}"));
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| argv.next())
+                .ok_or(format!("{name} needs a value\n{USAGE}"))
+        };
         match name.as_str() {
-            "--port" => a.port = value()?.parse().map_err(|_| "--port: not a port number".to_string())?,
+            "--port" => {
+                a.port = value()?
+                    .parse()
+                    .map_err(|_| "--port: not a port number".to_string())?
+            }
             "--seed" => a.opts.seed_dir = Some(value()?.into()),
             "--tls-cert" => a.cert = Some(value()?.into()),
             "--tls-key" => a.key = Some(value()?.into()),
             "--client-ca" => a.client_ca = Some(value()?.into()),
             "--token" => a.opts.require_token = Some(value()?),
-            "--history" => a.opts.history_limit = value()?.parse().map_err(|_| "--history: not a number".to_string())?,
+            "--history" => {
+                a.opts.history_limit = value()?
+                    .parse()
+                    .map_err(|_| "--history: not a number".to_string())?
+            }
             "--kubeconfig-out" => a.kubeconfig_out = Some(value()?.into()),
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
     a.opts.tls = match (a.cert.take(), a.key.take()) {
-        (Some(cert), Some(key)) => Some(TlsFiles { cert, key, client_ca: a.client_ca.take() }),
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert,
+            key,
+            client_ca: a.client_ca.take(),
+        }),
         (None, None) => None,
         _ => return Err("--tls-cert and --tls-key go together".into()),
     };

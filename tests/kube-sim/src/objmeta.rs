@@ -15,10 +15,16 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// Fills kind/apiVersion, resolves namespace and generateName on a new object.
 pub fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if obj.get("apiVersion").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
+    if obj
+        .get("apiVersion")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
         obj["apiVersion"] = json!(rt.api_version(rt.preferred()));
     }
-    if obj.get("kind").is_none_or(|v| v.as_str().unwrap_or("").is_empty()) {
+    if obj
+        .get("kind")
+        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
+    {
         obj["kind"] = json!(rt.kind);
     }
     if !obj["metadata"].is_object() {
@@ -31,7 +37,13 @@ pub fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        let chosen = if !ns.is_empty() { ns.to_string() } else if !body_ns.is_empty() { body_ns } else { "default".into() };
+        let chosen = if !ns.is_empty() {
+            ns.to_string()
+        } else if !body_ns.is_empty() {
+            body_ns
+        } else {
+            "default".into()
+        };
         obj["metadata"]["namespace"] = json!(chosen);
     } else if let Some(m) = obj["metadata"].as_object_mut() {
         m.remove("namespace");
@@ -90,7 +102,13 @@ pub fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
     if !obj["metadata"].is_object() {
         obj["metadata"] = Value::Object(Map::new());
     }
-    for f in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"] {
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
         match old["metadata"].get(f) {
             Some(v) => obj["metadata"][f] = v.clone(),
             None => {
@@ -106,8 +124,13 @@ pub fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
         }
         return;
     };
-    let spec_changed = without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
-    obj["metadata"]["generation"] = json!(if spec_changed { generation + 1 } else { generation });
+    let spec_changed =
+        without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
+    obj["metadata"]["generation"] = json!(if spec_changed {
+        generation + 1
+    } else {
+        generation
+    });
 }
 
 pub fn without(v: &Value, fields: &[&str]) -> Value {
@@ -132,5 +155,7 @@ pub fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
 }
 
 pub fn no_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_none_or(|a| a.is_empty())
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_none_or(|a| a.is_empty())
 }

@@ -8,7 +8,8 @@ use crate::status::ApiError;
 use serde_json::Value;
 
 fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
 /// Applies a patch body of content type `ct` to `current`.
@@ -34,7 +35,9 @@ pub fn apply(ct: &str, current: &Value, body: &[u8]) -> Result<Value, ApiError> 
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"),
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"
+                ),
             ));
         }
     }
@@ -49,7 +52,10 @@ fn strip_directives(v: Value) -> Value {
                 return Value::Null;
             }
             Value::Object(
-                m.into_iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k, strip_directives(v))).collect(),
+                m.into_iter()
+                    .filter(|(k, _)| !k.starts_with('$'))
+                    .map(|(k, v)| (k, strip_directives(v)))
+                    .collect(),
             )
         }
         Value::Array(a) => Value::Array(
@@ -70,15 +76,29 @@ mod tests {
     #[test]
     fn patch_kinds() {
         let cur = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "data": {"x": "y"}});
-        let m = apply("application/merge-patch+json", &cur, br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#).unwrap();
+        let m = apply(
+            "application/merge-patch+json",
+            &cur,
+            br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#,
+        )
+        .unwrap();
         assert_eq!(m["metadata"]["labels"], json!({"b": "2", "c": "3"}));
-        let j = apply("application/json-patch+json", &cur, br#"[{"op":"replace","path":"/data/x","value":"z"}]"#).unwrap();
+        let j = apply(
+            "application/json-patch+json",
+            &cur,
+            br#"[{"op":"replace","path":"/data/x","value":"z"}]"#,
+        )
+        .unwrap();
         assert_eq!(j["data"]["x"], "z");
         let s = apply("application/strategic-merge-patch+json", &cur,
             br#"{"$setElementOrder/x":[],"data":{"$retainKeys":["x"],"x":"w"},"metadata":{"labels":{"$patch":"delete"}}}"#).unwrap();
         assert_eq!(s["data"], json!({"x": "w"}));
         assert!(s["metadata"].get("labels").is_none());
-        let bad = apply("application/json-patch+json", &cur, br#"[{"op":"test","path":"/data/x","value":"no"}]"#);
+        let bad = apply(
+            "application/json-patch+json",
+            &cur,
+            br#"[{"op":"test","path":"/data/x","value":"no"}]"#,
+        );
         assert_eq!(bad.unwrap_err().code, 422);
         assert_eq!(apply("text/plain", &cur, b"{}").unwrap_err().code, 415);
     }

@@ -66,7 +66,10 @@ impl<'a> Reader<'a> {
 }
 
 /// Calls `f` for every field of `buf`.
-fn each<'a>(buf: &'a [u8], mut f: impl FnMut(u64, Field<'a>) -> Result<(), String>) -> Result<(), String> {
+fn each<'a>(
+    buf: &'a [u8],
+    mut f: impl FnMut(u64, Field<'a>) -> Result<(), String>,
+) -> Result<(), String> {
     let mut r = Reader { buf };
     while let Some((n, v)) = r.next_field()? {
         f(n, v)?;
@@ -126,7 +129,11 @@ fn time(v: &Field, micro: bool) -> Result<Value, String> {
         return Ok(Value::Null);
     }
     let base = crate::util::fmt_time(secs);
-    Ok(json!(if micro { format!("{}.{:06}Z", base.trim_end_matches('Z'), nanos / 1000) } else { base }))
+    Ok(json!(if micro {
+        format!("{}.{:06}Z", base.trim_end_matches('Z'), nanos / 1000)
+    } else {
+        base
+    }))
 }
 
 fn push(obj: &mut Map<String, Value>, key: &str, v: Value) {
@@ -150,7 +157,9 @@ fn map_field(obj: &mut Map<String, Value>, key: &str, f: &Field, b64: bool) -> R
 fn simple(buf: &[u8], spec: &[(u64, &str, Kind)]) -> Result<Value, String> {
     let mut obj = Map::new();
     each(buf, |n, f| {
-        let Some((_, name, kind)) = spec.iter().find(|(num, _, _)| *num == n) else { return Ok(()) };
+        let Some((_, name, kind)) = spec.iter().find(|(num, _, _)| *num == n) else {
+            return Ok(());
+        };
         let val = match kind {
             Kind::Str => json!(string(&f)?),
             Kind::Int => json!(int(&f)?),
@@ -198,24 +207,56 @@ enum Kind {
 
 fn owner_ref(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "kind", Str), (3, "name", Str), (4, "uid", Str), (5, "apiVersion", Str),
-                (6, "controller", Bool), (7, "blockOwnerDeletion", Bool)])
+    simple(
+        b,
+        &[
+            (1, "kind", Str),
+            (3, "name", Str),
+            (4, "uid", Str),
+            (5, "apiVersion", Str),
+            (6, "controller", Bool),
+            (7, "blockOwnerDeletion", Bool),
+        ],
+    )
 }
 
 fn object_meta(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "name", Str), (2, "generateName", Str), (3, "namespace", Str), (4, "selfLink", Str),
-                (5, "uid", Str), (6, "resourceVersion", Str), (7, "generation", Int),
-                (8, "creationTimestamp", Time), (9, "deletionTimestamp", Time),
-                (10, "deletionGracePeriodSeconds", Int), (11, "labels", StrMap),
-                (12, "annotations", StrMap), (13, "ownerReferences", MsgList(owner_ref)),
-                (14, "finalizers", StrList)])
+    simple(
+        b,
+        &[
+            (1, "name", Str),
+            (2, "generateName", Str),
+            (3, "namespace", Str),
+            (4, "selfLink", Str),
+            (5, "uid", Str),
+            (6, "resourceVersion", Str),
+            (7, "generation", Int),
+            (8, "creationTimestamp", Time),
+            (9, "deletionTimestamp", Time),
+            (10, "deletionGracePeriodSeconds", Int),
+            (11, "labels", StrMap),
+            (12, "annotations", StrMap),
+            (13, "ownerReferences", MsgList(owner_ref)),
+            (14, "finalizers", StrList),
+        ],
+    )
 }
 
 fn object_ref(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "kind", Str), (2, "namespace", Str), (3, "name", Str), (4, "uid", Str),
-                (5, "apiVersion", Str), (6, "resourceVersion", Str), (7, "fieldPath", Str)])
+    simple(
+        b,
+        &[
+            (1, "kind", Str),
+            (2, "namespace", Str),
+            (3, "name", Str),
+            (4, "uid", Str),
+            (5, "apiVersion", Str),
+            (6, "resourceVersion", Str),
+            (7, "fieldPath", Str),
+        ],
+    )
 }
 
 fn local_ref(b: &[u8]) -> Result<Value, String> {
@@ -224,14 +265,29 @@ fn local_ref(b: &[u8]) -> Result<Value, String> {
 
 fn config_map(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "metadata", Msg(object_meta)), (2, "data", StrMap), (3, "binaryData", BytesMap),
-                (4, "immutable", Bool)])
+    simple(
+        b,
+        &[
+            (1, "metadata", Msg(object_meta)),
+            (2, "data", StrMap),
+            (3, "binaryData", BytesMap),
+            (4, "immutable", Bool),
+        ],
+    )
 }
 
 fn secret(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "metadata", Msg(object_meta)), (2, "data", BytesMap), (3, "type", Str),
-                (4, "stringData", StrMap), (5, "immutable", Bool)])
+    simple(
+        b,
+        &[
+            (1, "metadata", Msg(object_meta)),
+            (2, "data", BytesMap),
+            (3, "type", Str),
+            (4, "stringData", StrMap),
+            (5, "immutable", Bool),
+        ],
+    )
 }
 
 fn namespace_spec(b: &[u8]) -> Result<Value, String> {
@@ -244,36 +300,75 @@ fn namespace_status(b: &[u8]) -> Result<Value, String> {
 
 fn namespace(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "metadata", Msg(object_meta)), (2, "spec", Msg(namespace_spec)),
-                (3, "status", Msg(namespace_status))])
+    simple(
+        b,
+        &[
+            (1, "metadata", Msg(object_meta)),
+            (2, "spec", Msg(namespace_spec)),
+            (3, "status", Msg(namespace_status)),
+        ],
+    )
 }
 
 fn service_account(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "metadata", Msg(object_meta)), (2, "secrets", MsgList(object_ref)),
-                (3, "imagePullSecrets", MsgList(local_ref)), (4, "automountServiceAccountToken", Bool)])
+    simple(
+        b,
+        &[
+            (1, "metadata", Msg(object_meta)),
+            (2, "secrets", MsgList(object_ref)),
+            (3, "imagePullSecrets", MsgList(local_ref)),
+            (4, "automountServiceAccountToken", Bool),
+        ],
+    )
 }
 
 fn lease_spec(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "holderIdentity", Str), (2, "leaseDurationSeconds", Int), (3, "acquireTime", MicroTime),
-                (4, "renewTime", MicroTime), (5, "leaseTransitions", Int), (6, "strategy", Str),
-                (7, "preferredHolder", Str)])
+    simple(
+        b,
+        &[
+            (1, "holderIdentity", Str),
+            (2, "leaseDurationSeconds", Int),
+            (3, "acquireTime", MicroTime),
+            (4, "renewTime", MicroTime),
+            (5, "leaseTransitions", Int),
+            (6, "strategy", Str),
+            (7, "preferredHolder", Str),
+        ],
+    )
 }
 
 fn lease(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "metadata", Msg(object_meta)), (2, "spec", Msg(lease_spec))])
+    simple(
+        b,
+        &[
+            (1, "metadata", Msg(object_meta)),
+            (2, "spec", Msg(lease_spec)),
+        ],
+    )
 }
 
 fn preconditions(b: &[u8]) -> Result<Value, String> {
-    simple(b, &[(1, "uid", Kind::Str), (2, "resourceVersion", Kind::Str)])
+    simple(
+        b,
+        &[(1, "uid", Kind::Str), (2, "resourceVersion", Kind::Str)],
+    )
 }
 
 fn delete_options(b: &[u8]) -> Result<Value, String> {
     use Kind::*;
-    simple(b, &[(1, "gracePeriodSeconds", Int), (2, "preconditions", Msg(preconditions)),
-                (3, "orphanDependents", Bool), (4, "propagationPolicy", Str), (5, "dryRun", StrList)])
+    simple(
+        b,
+        &[
+            (1, "gracePeriodSeconds", Int),
+            (2, "preconditions", Msg(preconditions)),
+            (3, "orphanDependents", Bool),
+            (4, "propagationPolicy", Str),
+            (5, "dryRun", StrList),
+        ],
+    )
 }
 
 /// Whether a body carries the protobuf magic prefix.
@@ -283,11 +378,18 @@ pub fn is_protobuf(body: &[u8]) -> bool {
 
 /// Decodes an enveloped protobuf body to JSON (with apiVersion and kind set).
 pub fn decode(body: &[u8]) -> Result<Value, String> {
-    let inner = body.strip_prefix(MAGIC).ok_or("missing k8s protobuf magic prefix")?;
+    let inner = body
+        .strip_prefix(MAGIC)
+        .ok_or("missing k8s protobuf magic prefix")?;
     let (mut type_meta, mut raw): (Value, &[u8]) = (json!({}), &[]);
     each(inner, |n, f| {
         match n {
-            1 => type_meta = simple(bytes(&f)?, &[(1, "apiVersion", Kind::Str), (2, "kind", Kind::Str)])?,
+            1 => {
+                type_meta = simple(
+                    bytes(&f)?,
+                    &[(1, "apiVersion", Kind::Str), (2, "kind", Kind::Str)],
+                )?
+            }
             2 => raw = bytes(&f)?,
             _ => {}
         }
@@ -302,10 +404,18 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         "ServiceAccount" => service_account,
         "Lease" => lease,
         "DeleteOptions" => delete_options,
-        other => return Err(format!("protobuf decoding of kind {other:?} ({api_version}) is not supported by kube-sim")),
+        other => {
+            return Err(format!(
+                "protobuf decoding of kind {other:?} ({api_version}) is not supported by kube-sim"
+            ));
+        }
     };
     let mut obj = decoder(raw)?;
-    obj["apiVersion"] = json!(if api_version.is_empty() { "v1".to_string() } else { api_version });
+    obj["apiVersion"] = json!(if api_version.is_empty() {
+        "v1".to_string()
+    } else {
+        api_version
+    });
     obj["kind"] = json!(kind);
     Ok(obj)
 }

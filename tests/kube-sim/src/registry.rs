@@ -7,10 +7,20 @@ use crate::util::version_rank;
 use serde_json::Value;
 
 /// All verbs of an ordinary resource.
-const FULL: &[&str] =
-    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const FULL: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 /// Verbs of resources without `deletecollection` (namespaces).
-const NO_COLLECTION: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+const NO_COLLECTION: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 
 /// Where a custom resource keeps its replica counts for the `scale` subresource.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,7 +86,13 @@ const SCALE: u8 = 4;
 const ALL: u8 = 8;
 
 /// Compact table row for a built-in kind: (apiVersion, kind, plural, short names, flags).
-type Builtin = (&'static str, &'static str, &'static str, &'static [&'static str], u8);
+type Builtin = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    u8,
+);
 
 const BUILTINS: &[Builtin] = &[
     ("v1", "Pod", "pods", &["po"], NS | STATUS | ALL),
@@ -87,21 +103,73 @@ const BUILTINS: &[Builtin] = &[
     ("v1", "Event", "events", &["ev"], NS),
     ("v1", "Node", "nodes", &["no"], STATUS),
     ("v1", "ServiceAccount", "serviceaccounts", &["sa"], NS),
-    ("apps/v1", "Deployment", "deployments", &["deploy"], NS | STATUS | SCALE | ALL),
-    ("apps/v1", "DaemonSet", "daemonsets", &["ds"], NS | STATUS | ALL),
-    ("apps/v1", "StatefulSet", "statefulsets", &["sts"], NS | STATUS | SCALE | ALL),
-    ("apps/v1", "ReplicaSet", "replicasets", &["rs"], NS | STATUS | SCALE | ALL),
+    (
+        "apps/v1",
+        "Deployment",
+        "deployments",
+        &["deploy"],
+        NS | STATUS | SCALE | ALL,
+    ),
+    (
+        "apps/v1",
+        "DaemonSet",
+        "daemonsets",
+        &["ds"],
+        NS | STATUS | ALL,
+    ),
+    (
+        "apps/v1",
+        "StatefulSet",
+        "statefulsets",
+        &["sts"],
+        NS | STATUS | SCALE | ALL,
+    ),
+    (
+        "apps/v1",
+        "ReplicaSet",
+        "replicasets",
+        &["rs"],
+        NS | STATUS | SCALE | ALL,
+    ),
     ("batch/v1", "Job", "jobs", &[], NS | STATUS | ALL),
-    ("batch/v1", "CronJob", "cronjobs", &["cj"], NS | STATUS | ALL),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", &["crd", "crds"], STATUS),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", &[], 0),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", &[], 0),
+    (
+        "batch/v1",
+        "CronJob",
+        "cronjobs",
+        &["cj"],
+        NS | STATUS | ALL,
+    ),
+    (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+        STATUS,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        &[],
+        0,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        &[],
+        0,
+    ),
     ("coordination.k8s.io/v1", "Lease", "leases", &[], NS),
 ];
 
 fn from_builtin(&(gv, kind, plural, short, flags): &Builtin) -> ResourceType {
     let (group, version) = split_api_version(gv);
-    let verbs = if plural == "namespaces" { NO_COLLECTION } else { FULL };
+    let verbs = if plural == "namespaces" {
+        NO_COLLECTION
+    } else {
+        FULL
+    };
     ResourceType {
         group: group.to_string(),
         versions: vec![version.to_string()],
@@ -110,7 +178,11 @@ fn from_builtin(&(gv, kind, plural, short, flags): &Builtin) -> ResourceType {
         plural: plural.to_string(),
         singular: kind.to_lowercase(),
         short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if flags & ALL != 0 { vec!["all".to_string()] } else { vec![] },
+        categories: if flags & ALL != 0 {
+            vec!["all".to_string()]
+        } else {
+            vec![]
+        },
         namespaced: flags & NS != 0,
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
         status: flags & STATUS != 0,
@@ -132,14 +204,16 @@ pub struct Registry {
 impl Registry {
     /// The built-in kinds only.
     pub fn builtin() -> Registry {
-        Registry { types: BUILTINS.iter().map(from_builtin).collect() }
+        Registry {
+            types: BUILTINS.iter().map(from_builtin).collect(),
+        }
     }
 
     /// Lookup by URL parts: group, version and plural.
     pub fn by_path(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
-        self.types
-            .iter()
-            .find(|t| t.group == group && t.plural == plural && t.versions.iter().any(|v| v == version))
+        self.types.iter().find(|t| {
+            t.group == group && t.plural == plural && t.versions.iter().any(|v| v == version)
+        })
     }
 
     /// Lookup by an object's `apiVersion` and `kind`.
@@ -229,22 +303,38 @@ pub fn crd_resource(crd: &Value) -> Result<ResourceType, String> {
     }
     let strs = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let sub = first_subresources(spec);
     Ok(ResourceType {
         versions: served,
-        list_kind: names["listKind"].as_str().map(str::to_string).unwrap_or(format!("{kind}List")),
-        singular: names["singular"].as_str().map(str::to_string).unwrap_or(kind.to_lowercase()),
+        list_kind: names["listKind"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(format!("{kind}List")),
+        singular: names["singular"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(kind.to_lowercase()),
         short_names: strs(&names["shortNames"]),
         categories: strs(&names["categories"]),
         namespaced: spec["scope"].as_str() != Some("Cluster"),
         verbs: FULL.iter().map(|s| s.to_string()).collect(),
         status: sub.get("status").is_some(),
         scale: sub.get("scale").map(|s| ScalePaths {
-            spec: s["specReplicasPath"].as_str().unwrap_or(".spec.replicas").to_string(),
-            status: s["statusReplicasPath"].as_str().unwrap_or(".status.replicas").to_string(),
+            spec: s["specReplicasPath"]
+                .as_str()
+                .unwrap_or(".spec.replicas")
+                .to_string(),
+            status: s["statusReplicasPath"]
+                .as_str()
+                .unwrap_or(".status.replicas")
+                .to_string(),
             selector: s["labelSelectorPath"].as_str().map(str::to_string),
         }),
         crd: true,

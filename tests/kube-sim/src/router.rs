@@ -27,7 +27,11 @@ fn error(e: ApiError) -> Reply {
 }
 
 fn not_found() -> ApiError {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource")
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
 }
 
 fn found(v: Option<serde_json::Value>) -> Reply {
@@ -37,9 +41,18 @@ fn found(v: Option<serde_json::Value>) -> Reply {
 /// Routes one request.
 pub fn route(shared: &Shared, req: &Request) -> Reply {
     let segs: Vec<&str> = req.path.split('/').filter(|s| !s.is_empty()).collect();
-    let host = shared.url.split("://").nth(1).unwrap_or("127.0.0.1").to_string();
+    let host = shared
+        .url
+        .split("://")
+        .nth(1)
+        .unwrap_or("127.0.0.1")
+        .to_string();
     if req.method != "GET" && !matches!(segs.first(), Some(&"api") | Some(&"apis")) {
-        return error(ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+        return error(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ));
     }
     match segs.as_slice() {
         ["version"] => json(discovery::version()),
@@ -54,7 +67,9 @@ pub fn route(shared: &Shared, req: &Request) -> Reply {
         ["apis", g] => found(discovery::api_group(&shared.store().registry, g)),
         ["apis", g, v] => found(discovery::resource_list(&shared.store().registry, g, v)),
         ["openapi", "v3"] => json(discovery::openapi_root(&shared.store().registry)),
-        ["openapi", "v3", tail @ ..] => found(discovery::openapi_for_path(&shared.store().registry, tail)),
+        ["openapi", "v3", tail @ ..] => {
+            found(discovery::openapi_for_path(&shared.store().registry, tail))
+        }
         ["api", v, rest @ ..] => resource(shared, req, "", v, rest),
         ["apis", g, v, rest @ ..] => resource(shared, req, g, v, rest),
         _ => error(not_found()),
@@ -80,14 +95,23 @@ fn resolve(shared: &Shared, group: &str, version: &str, rest: &[&str]) -> Result
         [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
         _ => return Err(not_found()),
     };
-    let rt = reg.by_path(group, version, plural).ok_or_else(not_found)?.clone();
+    let rt = reg
+        .by_path(group, version, plural)
+        .ok_or_else(not_found)?
+        .clone();
     if let Some(s) = &sub {
         let ok = (s == "status" && rt.status) || (s == "scale" && rt.scale.is_some());
         if !ok {
             return Err(not_found());
         }
     }
-    Ok(Target { rt, version: version.to_string(), ns, name, sub })
+    Ok(Target {
+        rt,
+        version: version.to_string(),
+        ns,
+        name,
+        sub,
+    })
 }
 
 /// Dispatches a resource request by method.
@@ -111,7 +135,8 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
             let mut t = t;
             t.name = None;
             let mut r = req.clone();
-            r.query.push(("fieldSelector".into(), format!("metadata.name={n}")));
+            r.query
+                .push(("fieldSelector".into(), format!("metadata.name={n}")));
             return match handlers::watch_plan(&r, &t) {
                 Ok(plan) => Reply::Watch(Box::new(plan)),
                 Err(e) => error(e),
@@ -124,7 +149,11 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
         ("PATCH", Some(n)) => handlers::patch(shared, req, &t, &n),
         ("DELETE", Some(n)) => handlers::delete(shared, req, &t, &n),
         ("DELETE", None) => handlers::delete_collection(shared, req, &t),
-        _ => Err(ApiError::new(405, "MethodNotAllowed", format!("{} is not supported on this resource path", req.method))),
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{} is not supported on this resource path", req.method),
+        )),
     };
     match result {
         Ok(r) => Reply::Full(r),

@@ -11,7 +11,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Value>, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();
@@ -30,7 +33,10 @@ pub fn parse_docs(text: &str) -> Result<Vec<Value>, String> {
         let v = Value::deserialize(doc).map_err(|e| e.to_string())?;
         match v {
             Value::Null => {}
-            Value::Object(_) if v["kind"].as_str().is_some_and(|k| k.ends_with("List")) && v["items"].is_array() => {
+            Value::Object(_)
+                if v["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+                    && v["items"].is_array() =>
+            {
                 out.extend(v["items"].as_array().cloned().unwrap_or_default());
             }
             Value::Object(_) => out.push(v),

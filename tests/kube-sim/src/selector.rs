@@ -38,12 +38,16 @@ fn split_terms(s: &str) -> Vec<&str> {
         }
     }
     out.push(&s[start..]);
-    out.into_iter().map(str::trim).filter(|t| !t.is_empty()).collect()
+    out.into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 /// Parses `(a, b)` into its values.
@@ -53,7 +57,11 @@ fn set_values(s: &str) -> Result<Vec<String>, String> {
         .strip_prefix('(')
         .and_then(|x| x.strip_suffix(')'))
         .ok_or_else(|| format!("expected a parenthesised set, found {s:?}"))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 fn parse_label_term(t: &str) -> Result<LabelReq, String> {
@@ -63,7 +71,11 @@ fn parse_label_term(t: &str) -> Result<LabelReq, String> {
     for (op, ne) in [("!=", true), ("==", false), ("=", false)] {
         if let Some((k, v)) = t.split_once(op) {
             let (k, v) = (k.trim().to_string(), v.trim().to_string());
-            let req = if ne { LabelReq::NotEq(k.clone(), v) } else { LabelReq::Eq(k.clone(), v) };
+            let req = if ne {
+                LabelReq::NotEq(k.clone(), v)
+            } else {
+                LabelReq::Eq(k.clone(), v)
+            };
             return checked(&k, req);
         }
     }
@@ -71,7 +83,11 @@ fn parse_label_term(t: &str) -> Result<LabelReq, String> {
         if let Some((k, rest)) = t.split_once(op) {
             let vals = set_values(rest)?;
             let k = k.trim().to_string();
-            let req = if neg { LabelReq::NotIn(k.clone(), vals) } else { LabelReq::In(k.clone(), vals) };
+            let req = if neg {
+                LabelReq::NotIn(k.clone(), vals)
+            } else {
+                LabelReq::In(k.clone(), vals)
+            };
             return checked(&k, req);
         }
     }
@@ -79,13 +95,21 @@ fn parse_label_term(t: &str) -> Result<LabelReq, String> {
 }
 
 fn checked(key: &str, req: LabelReq) -> Result<LabelReq, String> {
-    if valid_key(key) { Ok(req) } else { Err(format!("invalid label key {key:?}")) }
+    if valid_key(key) {
+        Ok(req)
+    } else {
+        Err(format!("invalid label key {key:?}"))
+    }
 }
 
 impl LabelSelector {
     /// Parses the `labelSelector` syntax (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`).
     pub fn parse(s: &str) -> Result<LabelSelector, String> {
-        split_terms(s).into_iter().map(parse_label_term).collect::<Result<_, _>>().map(LabelSelector)
+        split_terms(s)
+            .into_iter()
+            .map(parse_label_term)
+            .collect::<Result<_, _>>()
+            .map(LabelSelector)
     }
 
     /// Whether `obj`'s labels satisfy every requirement.
@@ -128,7 +152,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = t.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(format!("invalid field selector term {t:?}: expected field=value"));
+                return Err(format!(
+                    "invalid field selector term {t:?}: expected field=value"
+                ));
             };
             if k.trim().is_empty() {
                 return Err(format!("invalid field selector term {t:?}: empty field"));
@@ -140,7 +166,9 @@ impl FieldSelector {
 
     /// Whether every term holds on `obj`.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
+        self.0
+            .iter()
+            .all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
     }
 }
 
@@ -177,10 +205,20 @@ mod tests {
     #[test]
     fn label_table() {
         let cases = [
-            ("app=web", true), ("app==web", true), ("app!=web", false), ("app!=db", true),
-            ("app in (web, db)", true), ("app notin (web)", false), ("app notin (db)", true),
-            ("tier", true), ("!tier", false), ("!missing", true), ("missing", false),
-            ("app=web,tier=fe", true), ("app=web,tier=be", false), ("missing notin (x)", true),
+            ("app=web", true),
+            ("app==web", true),
+            ("app!=web", false),
+            ("app!=db", true),
+            ("app in (web, db)", true),
+            ("app notin (web)", false),
+            ("app notin (db)", true),
+            ("tier", true),
+            ("!tier", false),
+            ("!missing", true),
+            ("missing", false),
+            ("app=web,tier=fe", true),
+            ("app=web,tier=be", false),
+            ("missing notin (x)", true),
             ("", true),
         ];
         for (sel, want) in cases {
@@ -193,9 +231,13 @@ mod tests {
     #[test]
     fn field_table() {
         let cases = [
-            ("metadata.name=a", true), ("metadata.name!=a", false),
-            ("metadata.namespace==ns1", true), ("status.phase=Running", true),
-            ("status.ready=true", true), ("spec.x=", true), ("metadata.name=a,status.phase!=Running", false),
+            ("metadata.name=a", true),
+            ("metadata.name!=a", false),
+            ("metadata.namespace==ns1", true),
+            ("status.phase=Running", true),
+            ("status.ready=true", true),
+            ("spec.x=", true),
+            ("metadata.name=a,status.phase!=Running", false),
         ];
         for (sel, want) in cases {
             let s = FieldSelector::parse(sel).unwrap();

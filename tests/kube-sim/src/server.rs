@@ -136,7 +136,11 @@ fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, tls: Option<Arc<ServerC
     let _ = probe.shutdown(Shutdown::Both);
 }
 
-fn request_loop(shared: &Arc<Shared>, mut reader: BufReader<Stream>, probe: &TcpStream) -> io::Result<()> {
+fn request_loop(
+    shared: &Arc<Shared>,
+    mut reader: BufReader<Stream>,
+    probe: &TcpStream,
+) -> io::Result<()> {
     loop {
         if reader.buffer().is_empty() && !wait_readable(shared, probe) {
             return Ok(());
@@ -177,14 +181,22 @@ fn trace(req: &Request, reply: &Reply) {
         Reply::Watch(_) => 200,
     };
     let ct = req.header("content-type").unwrap_or("-");
-    eprintln!("kube-sim: {code} {} [{ct}] accept={}", req.log_line(), req.header("accept").unwrap_or("-"));
+    eprintln!(
+        "kube-sim: {code} {} [{ct}] accept={}",
+        req.log_line(),
+        req.header("accept").unwrap_or("-")
+    );
 }
 
 /// Reads one request, answering `Expect: 100-continue` before the body.
 fn read_full_request(reader: &mut BufReader<Stream>) -> io::Result<Option<Request>> {
-    let Some(mut req) = http::read_head(reader)? else { return Ok(None) };
+    let Some(mut req) = http::read_head(reader)? else {
+        return Ok(None);
+    };
     if http::expects_continue(&req) {
-        reader.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
         reader.get_mut().flush()?;
     }
     req.body = http::read_body(reader, &req)?;
@@ -193,7 +205,10 @@ fn read_full_request(reader: &mut BufReader<Stream>) -> io::Result<Option<Reques
 
 /// Waits for the next request's first byte, checking for shutdown meanwhile.
 fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
-    if probe.set_read_timeout(Some(Duration::from_millis(250))).is_err() {
+    if probe
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .is_err()
+    {
         return false;
     }
     let mut b = [0u8; 1];
@@ -204,7 +219,14 @@ fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
         match probe.peek(&mut b) {
             Ok(0) => return false,
             Ok(_) => return true,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
             Err(_) => return false,
         }
     }
@@ -237,7 +259,9 @@ fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
         return Reply::Full(resp);
     }
     if let Some(token) = &shared.require_token {
-        let bearer = req.header("authorization").and_then(|h| h.strip_prefix("Bearer "));
+        let bearer = req
+            .header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "));
         if !verified && bearer.map(str::trim) != Some(token.as_str()) {
             let err = ApiError::new(401, "Unauthorized", "Unauthorized");
             return Reply::Full(Response::json(401, &err.to_status()));

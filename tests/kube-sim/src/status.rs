@@ -16,7 +16,12 @@ pub struct ApiError {
 impl ApiError {
     /// An error with no `details`.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Attaches `details` naming the object (`kind` is the resource plural).
@@ -39,8 +44,12 @@ impl ApiError {
     /// 409 `AlreadyExists` on create.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> ApiError {
         let what = qualified(group, plural);
-        ApiError::new(409, "AlreadyExists", format!("{what} \"{name}\" already exists"))
-            .about(group, plural, name)
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{what} \"{name}\" already exists"),
+        )
+        .about(group, plural, name)
     }
 
     /// 409 `Conflict` on a stale resourceVersion.
@@ -100,7 +109,11 @@ impl std::fmt::Display for ApiError {
 
 /// `configmaps` or `deployments.apps`, as messages name a resource.
 fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 /// The `reason` a real server uses for an HTTP code.

@@ -3,9 +3,11 @@
 //! paged lists) and the set of open watch subscriptions. All access goes through
 //! one `Mutex<Store>` in the server; methods here are plain and synchronous.
 
+use crate::objmeta::{
+    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv,
+};
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
-use crate::objmeta::{carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv};
 use crate::util::{fmt_time, new_uid, now_secs};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
@@ -133,13 +135,23 @@ impl Store {
     fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value, old: Option<Value>) -> Value {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        let key = (rt.to_string(), meta_str(&obj, "namespace").into(), meta_str(&obj, "name").into());
+        let key = (
+            rt.to_string(),
+            meta_str(&obj, "namespace").into(),
+            meta_str(&obj, "name").into(),
+        );
         if etype == EventType::Deleted {
             self.objects.remove(&key);
         } else {
             self.objects.insert(key, obj.clone());
         }
-        let ev = Arc::new(Event { rv: self.rv, etype, res: rt.to_string(), obj: obj.clone(), old });
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            etype,
+            res: rt.to_string(),
+            obj: obj.clone(),
+            old,
+        });
         self.history.push_back(ev.clone());
         while self.history.len() > self.limit {
             if let Some(e) = self.history.pop_front() {
@@ -187,10 +199,21 @@ impl Store {
             )));
         }
         let key = rt.key();
-        let id = |o: &Value| (meta_str(o, "namespace").to_string(), meta_str(o, "name").to_string());
+        let id = |o: &Value| {
+            (
+                meta_str(o, "namespace").to_string(),
+                meta_str(o, "name").to_string(),
+            )
+        };
         let mut state: BTreeMap<(String, String), Value> =
             self.list(rt).into_iter().map(|o| (id(&o), o)).collect();
-        for e in self.history.iter().rev().take_while(|e| e.rv > rv).filter(|e| e.res == key) {
+        for e in self
+            .history
+            .iter()
+            .rev()
+            .take_while(|e| e.rv > rv)
+            .filter(|e| e.res == key)
+        {
             match (&e.etype, &e.old) {
                 (EventType::Added, _) => {
                     state.remove(&id(&e.obj));
@@ -205,13 +228,26 @@ impl Store {
     }
 
     /// Creates an object. `ns` (from the URL) wins over an empty body namespace.
-    pub fn create(&mut self, rt: &ResourceType, ns: &str, mut obj: Value, mode: WriteMode, dry_run: bool) -> Result<Value, ApiError> {
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
         }
         prepare_identity(rt, ns, &mut obj)?;
         let name = meta_str(&obj, "name").to_string();
-        let key = (rt.key(), meta_str(&obj, "namespace").to_string(), name.clone());
+        let key = (
+            rt.key(),
+            meta_str(&obj, "namespace").to_string(),
+            name.clone(),
+        );
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
@@ -256,12 +292,15 @@ impl Store {
             self.registry.register_crd(crd).map_err(ApiError::invalid)?;
         }
         let now = fmt_time(now_secs());
-        let cond = |t: &str, reason: &str, msg: &str| {
-            json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg})
-        };
+        let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
         let storage: Vec<Value> = crd["spec"]["versions"]
             .as_array()
-            .map(|vs| vs.iter().filter(|v| v["storage"].as_bool() == Some(true)).map(|v| v["name"].clone()).collect())
+            .map(|vs| {
+                vs.iter()
+                    .filter(|v| v["storage"].as_bool() == Some(true))
+                    .map(|v| v["name"].clone())
+                    .collect()
+            })
             .unwrap_or_default();
         crd["status"] = json!({
             "conditions": [
@@ -275,9 +314,19 @@ impl Store {
     }
 
     /// Replaces an object (PUT semantics). A non-empty stale resourceVersion is a Conflict.
-    pub fn update(&mut self, rt: &ResourceType, ns: &str, name: &str, mut obj: Value, mode: WriteMode, dry_run: bool) -> Result<Value, ApiError> {
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        mode: WriteMode,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not a JSON object",
+            ));
         }
         let old = self.get(rt, ns, name)?;
         let body_name = meta_str(&obj, "name");
@@ -310,9 +359,19 @@ impl Store {
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
-    pub fn delete(&mut self, rt: &ResourceType, ns: &str, name: &str, pre_uid: Option<&str>, pre_rv: Option<&str>, dry_run: bool) -> Result<Deleted, ApiError> {
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        pre_uid: Option<&str>,
+        pre_rv: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Deleted, ApiError> {
         let old = self.get(rt, ns, name)?;
-        let stale = |want: Option<&str>, field: &str| want.is_some_and(|w| !w.is_empty() && w != meta_str(&old, field));
+        let stale = |want: Option<&str>, field: &str| {
+            want.is_some_and(|w| !w.is_empty() && w != meta_str(&old, field))
+        };
         if stale(pre_uid, "uid") || stale(pre_rv, "resourceVersion") {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
@@ -325,7 +384,12 @@ impl Store {
             }
             let mut marked = old.clone();
             marked["metadata"]["deletionTimestamp"] = json!(fmt_time(now_secs()));
-            return Ok(Deleted::Marked(self.commit(EventType::Modified, &rt.key(), marked, Some(old))));
+            return Ok(Deleted::Marked(self.commit(
+                EventType::Modified,
+                &rt.key(),
+                marked,
+                Some(old),
+            )));
         }
         let last = old.clone();
         Ok(Deleted::Gone(self.remove(rt, last, old)))
@@ -361,15 +425,27 @@ impl Store {
     pub fn subscribe(&mut self, res: &str, from: Option<u64>) -> Result<Subscription, ApiError> {
         let replay = match from {
             Some(rv) if rv < self.floor => {
-                return Err(ApiError::expired(format!("too old resource version: {rv} ({})", self.floor)));
+                return Err(ApiError::expired(format!(
+                    "too old resource version: {rv} ({})",
+                    self.floor
+                )));
             }
-            Some(rv) => self.history.iter().filter(|e| e.rv > rv && e.res == res).cloned().collect(),
+            Some(rv) => self
+                .history
+                .iter()
+                .filter(|e| e.rv > rv && e.res == res)
+                .cloned()
+                .collect(),
             None => Vec::new(),
         };
         let (tx, rx) = unbounded();
         let id = self.next_id;
         self.next_id += 1;
-        self.subscribers.push(Subscriber { id, res: res.to_string(), tx });
+        self.subscribers.push(Subscriber {
+            id,
+            res: res.to_string(),
+            tx,
+        });
         Ok(Subscription { id, replay, rx })
     }
 

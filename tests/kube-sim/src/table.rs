@@ -51,7 +51,11 @@ fn row_object(obj: &Value, include: &str) -> Option<Value> {
 
 /// A Table for `objs`; `include` is the includeObject parameter.
 pub fn table(rt: &ResourceType, objs: &[Value], list_meta: Value, include: &str) -> Value {
-    let mut columns = vec![column("Name", "name", "Name must be unique within a namespace.")];
+    let mut columns = vec![column(
+        "Name",
+        "name",
+        "Name must be unique within a namespace.",
+    )];
     if has_data_column(rt) {
         columns.push(column("Data", "", "Number of data entries."));
     }

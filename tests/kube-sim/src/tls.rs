@@ -11,7 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn pem_err(path: &Path, e: impl std::fmt::Display) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display()))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{}: {e}", path.display()),
+    )
 }
 
 fn load_certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
@@ -47,7 +50,9 @@ pub fn server_config(files: &TlsFiles) -> io::Result<Arc<ServerConfig>> {
         }
         None => builder.with_no_client_auth(),
     };
-    let mut cfg = builder.with_single_cert(certs, key).map_err(|e| pem_err(&files.cert, e))?;
+    let mut cfg = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| pem_err(&files.cert, e))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }

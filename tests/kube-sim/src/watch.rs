@@ -75,7 +75,8 @@ impl<W: Write> Watcher<'_, W> {
             (_, "ERROR") => obj,
             _ => present(&self.plan.rt, &self.plan.version, obj),
         };
-        let line = serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
+        let line =
+            serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
         self.buf.extend_from_slice(&line);
         self.buf.push(b'\n');
         if self.buf.len() >= BATCH_BYTES {
@@ -118,7 +119,12 @@ impl<W: Write> Watcher<'_, W> {
 }
 
 /// Serves one watch on `out`. Returns whether the connection may be reused.
-pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &TcpStream) -> io::Result<bool> {
+pub fn stream<W: Write>(
+    shared: &Shared,
+    plan: WatchPlan,
+    out: &mut W,
+    probe: &TcpStream,
+) -> io::Result<bool> {
     let key = plan.rt.key();
     let opened = {
         let mut st = shared.store();
@@ -127,7 +133,11 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
             _ => None,
         };
         st.subscribe(&key, from).map(|sub| {
-            let initial = if from.is_none() { st.list(&plan.rt) } else { Vec::new() };
+            let initial = if from.is_none() {
+                st.list(&plan.rt)
+            } else {
+                Vec::new()
+            };
             (sub.id, sub.replay, sub.rx, initial, st.rv())
         })
     };
@@ -136,7 +146,12 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
         Ok(x) => x,
         Err(e) => return expired(&plan, out, e),
     };
-    let mut w = Watcher { plan: &plan, out, buf: Vec::new(), last_rv: rv_now };
+    let mut w = Watcher {
+        plan: &plan,
+        out,
+        buf: Vec::new(),
+        last_rv: rv_now,
+    };
     let result = run(shared, &mut w, replay, initial, &rx, rv_now, probe);
     shared.store().unsubscribe(id);
     match result {
@@ -151,7 +166,12 @@ pub fn stream<W: Write>(shared: &Shared, plan: WatchPlan, out: &mut W, probe: &T
 }
 
 fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<bool> {
-    let mut w = Watcher { plan, out, buf: Vec::new(), last_rv: 0 };
+    let mut w = Watcher {
+        plan,
+        out,
+        buf: Vec::new(),
+        last_rv: 0,
+    };
     w.send("ERROR", e.to_status())?;
     w.flush()?;
     http::end_chunked(out)?;
@@ -221,7 +241,11 @@ fn run<W: Write>(
 }
 
 /// The store's RV if nothing is queued for this watch (so no event is skipped), else `fallback`.
-fn safe_bookmark_rv(shared: &Shared, rx: &crossbeam_channel::Receiver<WatchMsg>, fallback: u64) -> u64 {
+fn safe_bookmark_rv(
+    shared: &Shared,
+    rx: &crossbeam_channel::Receiver<WatchMsg>,
+    fallback: u64,
+) -> u64 {
     let st = shared.store();
     if rx.is_empty() { st.rv() } else { fallback }
 }

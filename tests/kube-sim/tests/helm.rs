@@ -38,32 +38,78 @@ fn helm_install_upgrade_uninstall() {
     let helm_ok = |args: &[&str]| {
         let r = run(&helm, args, &env, 90);
         let tail: Vec<String> = sim.requests().into_iter().rev().take(15).collect();
-        assert!(r.ok, "helm {args:?} failed:\nstdout: {}\nstderr: {}\nlast requests: {tail:#?}", r.stdout, r.stderr);
+        assert!(
+            r.ok,
+            "helm {args:?} failed:\nstdout: {}\nstderr: {}\nlast requests: {tail:#?}",
+            r.stdout, r.stderr
+        );
         r.stdout
     };
 
-    let out = helm_ok(&["install", "demo", chart, "-n", "default", "--wait", "--timeout", "30s"]);
+    let out = helm_ok(&[
+        "install",
+        "demo",
+        chart,
+        "-n",
+        "default",
+        "--wait",
+        "--timeout",
+        "30s",
+    ]);
     assert!(out.contains("STATUS: deployed"), "{out}");
-    let cm = sim.get("v1", "ConfigMap", "default", "demo-cm").expect("chart ConfigMap created");
+    let cm = sim
+        .get("v1", "ConfigMap", "default", "demo-cm")
+        .expect("chart ConfigMap created");
     assert_eq!(cm["data"]["greeting"], "hello");
-    assert_eq!(cm["metadata"]["labels"]["app.kubernetes.io/instance"], "demo");
+    assert_eq!(
+        cm["metadata"]["labels"]["app.kubernetes.io/instance"],
+        "demo"
+    );
     let secrets = release_secrets(&sim);
     assert_eq!(secrets.len(), 1);
     assert_eq!(secrets[0]["type"], "helm.sh/release.v1");
     assert_eq!(secrets[0]["metadata"]["labels"]["status"], "deployed");
 
-    let out = helm_ok(&["upgrade", "demo", chart, "-n", "default", "--set", "greeting=bye", "--wait", "--timeout", "30s"]);
+    let out = helm_ok(&[
+        "upgrade",
+        "demo",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "greeting=bye",
+        "--wait",
+        "--timeout",
+        "30s",
+    ]);
     assert!(out.contains("REVISION: 2"), "{out}");
-    assert_eq!(sim.get("v1", "ConfigMap", "default", "demo-cm").unwrap()["data"]["greeting"], "bye");
+    assert_eq!(
+        sim.get("v1", "ConfigMap", "default", "demo-cm").unwrap()["data"]["greeting"],
+        "bye"
+    );
     let mut statuses: Vec<String> = release_secrets(&sim)
         .iter()
-        .map(|s| format!("{}={}", s["metadata"]["labels"]["version"].as_str().unwrap_or("?"), s["metadata"]["labels"]["status"].as_str().unwrap_or("?")))
+        .map(|s| {
+            format!(
+                "{}={}",
+                s["metadata"]["labels"]["version"].as_str().unwrap_or("?"),
+                s["metadata"]["labels"]["status"].as_str().unwrap_or("?")
+            )
+        })
         .collect();
     statuses.sort();
     assert_eq!(statuses, ["1=superseded", "2=deployed"]);
     assert!(helm_ok(&["list", "-n", "default"]).contains("demo"));
 
-    let out = helm_ok(&["uninstall", "demo", "-n", "default", "--wait", "--timeout", "30s"]);
+    let out = helm_ok(&[
+        "uninstall",
+        "demo",
+        "-n",
+        "default",
+        "--wait",
+        "--timeout",
+        "30s",
+    ]);
     assert!(out.contains("uninstalled"), "{out}");
     assert!(sim.get("v1", "ConfigMap", "default", "demo-cm").is_none());
     assert!(release_secrets(&sim).is_empty());

@@ -30,7 +30,10 @@ impl Env {
 
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("KUBECONFIG", self.dir.join("kubeconfig").display().to_string()),
+            (
+                "KUBECONFIG",
+                self.dir.join("kubeconfig").display().to_string(),
+            ),
             ("HOME", self.dir.display().to_string()),
         ]
     }
@@ -45,7 +48,13 @@ impl Env {
     /// Runs kubectl and asserts success, returning stdout.
     fn ok(&self, args: &[&str]) -> String {
         let r = self.kubectl(args);
-        assert!(r.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}\nrequests: {:#?}", r.stdout, r.stderr, self.tail());
+        assert!(
+            r.ok,
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}\nrequests: {:#?}",
+            r.stdout,
+            r.stderr,
+            self.tail()
+        );
         r.stdout
     }
 
@@ -66,13 +75,25 @@ impl Env {
 fn kubectl_api_resources() {
     let e = Env::new("kc-apires");
     let out = e.ok(&["api-resources"]);
-    for needle in ["configmaps", "deployments", "customresourcedefinitions", "leases", "cronjobs"] {
+    for needle in [
+        "configmaps",
+        "deployments",
+        "customresourcedefinitions",
+        "leases",
+        "cronjobs",
+    ] {
         assert!(out.contains(needle), "{needle} missing from:\n{out}");
     }
     let line = out.lines().find(|l| l.starts_with("deployments")).unwrap();
-    assert!(line.contains("deploy") && line.contains("apps/v1") && line.contains("Deployment"), "{line}");
+    assert!(
+        line.contains("deploy") && line.contains("apps/v1") && line.contains("Deployment"),
+        "{line}"
+    );
     let ns = e.ok(&["api-resources", "--namespaced=false", "-o", "name"]);
-    assert!(ns.lines().any(|l| l == "namespaces") && !ns.lines().any(|l| l == "configmaps"), "{ns}");
+    assert!(
+        ns.lines().any(|l| l == "namespaces") && !ns.lines().any(|l| l == "configmaps"),
+        "{ns}"
+    );
 }
 
 /// create namespace/configmap/secret/serviceaccount (protobuf bodies), get, label, patch, delete.
@@ -81,24 +102,67 @@ fn kubectl_create_label_patch_delete() {
     let e = Env::new("kc-crud");
     e.ok(&["create", "namespace", "team"]);
     assert!(e.sim.get("v1", "Namespace", "", "team").is_some());
-    e.ok(&["create", "configmap", "conf", "-n", "team", "--from-literal=a=1", "--from-literal=b=2"]);
-    e.ok(&["create", "secret", "generic", "creds", "-n", "team", "--from-literal=password=hunter2"]);
+    e.ok(&[
+        "create",
+        "configmap",
+        "conf",
+        "-n",
+        "team",
+        "--from-literal=a=1",
+        "--from-literal=b=2",
+    ]);
+    e.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "-n",
+        "team",
+        "--from-literal=password=hunter2",
+    ]);
     e.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
     let conf = e.sim.get("v1", "ConfigMap", "team", "conf").unwrap();
     assert_eq!(conf["data"], json!({"a": "1", "b": "2"}));
-    assert!(conf["metadata"].get("selfLink").is_none(), "empty protobuf fields are omitted");
+    assert!(
+        conf["metadata"].get("selfLink").is_none(),
+        "empty protobuf fields are omitted"
+    );
     let secret = e.sim.get("v1", "Secret", "team", "creds").unwrap();
-    assert_eq!((secret["data"]["password"].clone(), secret["type"].clone()), (json!("aHVudGVyMg=="), json!("Opaque")));
+    assert_eq!(
+        (secret["data"]["password"].clone(), secret["type"].clone()),
+        (json!("aHVudGVyMg=="), json!("Opaque"))
+    );
     assert!(e.sim.get("v1", "ServiceAccount", "team", "bot").is_some());
 
     let table = e.ok(&["get", "configmaps", "-n", "team"]);
     assert!(table.lines().any(|l| l.starts_with("conf ")), "{table}");
-    let got: Value = serde_json::from_str(&e.ok(&["get", "cm", "conf", "-n", "team", "-o", "json"])).unwrap();
+    let got: Value =
+        serde_json::from_str(&e.ok(&["get", "cm", "conf", "-n", "team", "-o", "json"])).unwrap();
     assert_eq!(got["data"]["b"], "2");
 
     e.ok(&["label", "cm", "conf", "-n", "team", "tier=gold"]);
-    e.ok(&["patch", "configmap", "conf", "-n", "team", "--type", "merge", "-p", r#"{"data":{"c":"3"}}"#]);
-    e.ok(&["patch", "configmap", "conf", "-n", "team", "--type", "json", "-p", r#"[{"op":"remove","path":"/data/a"}]"#]);
+    e.ok(&[
+        "patch",
+        "configmap",
+        "conf",
+        "-n",
+        "team",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"c":"3"}}"#,
+    ]);
+    e.ok(&[
+        "patch",
+        "configmap",
+        "conf",
+        "-n",
+        "team",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/data/a"}]"#,
+    ]);
     let conf = e.sim.get("v1", "ConfigMap", "team", "conf").unwrap();
     assert_eq!(conf["metadata"]["labels"]["tier"], "gold");
     assert_eq!(conf["data"], json!({"b": "2", "c": "3"}));
@@ -108,9 +172,16 @@ fn kubectl_create_label_patch_delete() {
     e.ok(&["delete", "configmap", "conf", "-n", "team"]);
     assert!(e.sim.get("v1", "ConfigMap", "team", "conf").is_none());
     let missing = e.kubectl(&["get", "cm", "conf", "-n", "team"]);
-    assert!(!missing.ok && missing.stderr.contains("NotFound"), "{}", missing.stderr);
+    assert!(
+        !missing.ok && missing.stderr.contains("NotFound"),
+        "{}",
+        missing.stderr
+    );
     e.ok(&["delete", "namespace", "team"]);
-    assert!(e.sim.get("v1", "Secret", "team", "creds").is_none(), "namespace deletion removes its contents");
+    assert!(
+        e.sim.get("v1", "Secret", "team", "creds").is_none(),
+        "namespace deletion removes its contents"
+    );
 }
 
 /// `kubectl get -w` prints objects created after it started watching.
@@ -122,22 +193,58 @@ fn kubectl_get_watch() {
     let cache = format!("--cache-dir={}", e.dir.join("cache").display());
     let kubectl = e.kubectl.clone();
     let watcher = std::thread::spawn(move || {
-        run(&kubectl, &[&cache, "get", "configmaps", "-n", "default", "-w", "--request-timeout=0", "--output-watch-events"], &env, 8)
+        run(
+            &kubectl,
+            &[
+                &cache,
+                "get",
+                "configmaps",
+                "-n",
+                "default",
+                "-w",
+                "--request-timeout=0",
+                "--output-watch-events",
+            ],
+            &env,
+            8,
+        )
     });
     let deadline = Instant::now() + Duration::from_secs(6);
     while e.sim.watch_count() == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(e.sim.watch_count(), 1, "kubectl never opened a watch: {:?}", e.tail());
+    assert_eq!(
+        e.sim.watch_count(),
+        1,
+        "kubectl never opened a watch: {:?}",
+        e.tail()
+    );
     e.sim.create(cm("default", "after", json!({}))).unwrap();
-    e.sim.delete("v1", "ConfigMap", "default", "before").unwrap();
+    e.sim
+        .delete("v1", "ConfigMap", "default", "before")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     e.sim.drop_watches();
     let out = watcher.join().unwrap();
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert!(lines.iter().any(|l| l.starts_with("ADDED") && l.contains("before")), "{out:?}");
-    assert!(lines.iter().any(|l| l.starts_with("ADDED") && l.contains("after")), "{out:?}");
-    assert!(lines.iter().any(|l| l.starts_with("DELETED") && l.contains("before")), "{out:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ADDED") && l.contains("before")),
+        "{out:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ADDED") && l.contains("after")),
+        "{out:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("DELETED") && l.contains("before")),
+        "{out:?}"
+    );
 }
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
@@ -163,34 +270,67 @@ fn kubectl_apply_crd_then_custom_resources() {
     let e = Env::new("kc-crd");
     let crd = e.write("crd.yaml", CRD);
     assert!(e.ok(&["apply", "-f", &crd]).contains("created"));
-    let waited = e.ok(&["wait", "--for=condition=established", "crd/widgets.example.com", "--timeout=20s"]);
+    let waited = e.ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=20s",
+    ]);
     assert!(waited.contains("condition met"), "{waited}");
     let cr = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec:\n  size: 3\n";
     let f = e.write("cr.yaml", cr);
-    assert!(e.ok(&["apply", "-f", &f]).contains("widget.example.com/w1 created"));
+    assert!(
+        e.ok(&["apply", "-f", &f])
+            .contains("widget.example.com/w1 created")
+    );
     assert!(e.ok(&["apply", "-f", &f]).contains("unchanged"));
     e.write("cr.yaml", &cr.replace("size: 3", "size: 5"));
     assert!(e.ok(&["apply", "-f", &f]).contains("configured"));
-    let w = e.sim.get("example.com/v1", "Widget", "default", "w1").unwrap();
+    let w = e
+        .sim
+        .get("example.com/v1", "Widget", "default", "w1")
+        .unwrap();
     assert_eq!(w["spec"]["size"], 5);
-    assert!(w["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
+    assert!(
+        w["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
     let listed = e.ok(&["get", "wd"]);
     assert!(listed.lines().any(|l| l.starts_with("w1 ")), "{listed}");
     e.ok(&["delete", "-f", &f]);
-    assert!(e.sim.get("example.com/v1", "Widget", "default", "w1").is_none());
+    assert!(
+        e.sim
+            .get("example.com/v1", "Widget", "default", "w1")
+            .is_none()
+    );
 }
 
 /// `kubectl wait` also sees a condition that appears later (watch-driven).
 #[test]
 fn kubectl_wait_for_later_condition() {
     let e = Env::new("kc-wait");
-    e.sim.create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}})).unwrap();
+    e.sim
+        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}}))
+        .unwrap();
     let env = e.env();
     let cache = format!("--cache-dir={}", e.dir.join("cache").display());
     let kubectl = e.kubectl.clone();
     let waiter = std::thread::spawn(move || {
-        run(&kubectl, &[&cache, "wait", "--for=condition=Available", "deployment/d", "-n", "default", "--timeout=20s"], &env, 25)
+        run(
+            &kubectl,
+            &[
+                &cache,
+                "wait",
+                "--for=condition=Available",
+                "deployment/d",
+                "-n",
+                "default",
+                "--timeout=20s",
+            ],
+            &env,
+            25,
+        )
     });
     std::thread::sleep(Duration::from_millis(1500));
     let mut d = e.sim.get("apps/v1", "Deployment", "default", "d").unwrap();

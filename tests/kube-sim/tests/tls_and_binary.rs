@@ -31,7 +31,12 @@ for who in server client; do
   openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt -days 2 -extfile $who.ext 2>/dev/null
 done
 "#;
-    let st = Command::new("sh").arg("-c").arg(script).current_dir(dir).status().expect("openssl via sh");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .expect("openssl via sh");
     assert!(st.success(), "openssl certificate generation failed");
 }
 
@@ -39,16 +44,28 @@ fn tls_agent(dir: &Path, client_cert: bool) -> ureq::Agent {
     use ureq::tls::{ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, parse_pem};
     let certs = |f: &str| -> Vec<ureq::tls::Certificate<'static>> {
         let pem = std::fs::read(dir.join(f)).unwrap();
-        parse_pem(&pem).filter_map(|i| match i { Ok(PemItem::Certificate(c)) => Some(c.to_owned()), _ => None }).collect()
+        parse_pem(&pem)
+            .filter_map(|i| match i {
+                Ok(PemItem::Certificate(c)) => Some(c.to_owned()),
+                _ => None,
+            })
+            .collect()
     };
     let mut tls = TlsConfig::builder()
         .root_certs(RootCerts::new_with_certs(&certs("ca.crt")))
         .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()));
     if client_cert {
-        let key = PrivateKey::from_pem(&std::fs::read(dir.join("client.key")).unwrap()).unwrap().to_owned();
+        let key = PrivateKey::from_pem(&std::fs::read(dir.join("client.key")).unwrap())
+            .unwrap()
+            .to_owned();
         tls = tls.client_cert(Some(ClientCert::new_with_certs(&certs("client.crt"), key)));
     }
-    ureq::Agent::config_builder().tls_config(tls.build()).http_status_as_error(false).proxy(None).build().new_agent()
+    ureq::Agent::config_builder()
+        .tls_config(tls.build())
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent()
 }
 
 fn code(agent: &ureq::Agent, url: &str, token: Option<&str>) -> u16 {
@@ -64,8 +81,17 @@ fn code(agent: &ureq::Agent, url: &str, token: Option<&str>) -> u16 {
 fn tls_with_client_certs_and_token() {
     let dir = temp_dir("tls");
     make_certs(&dir);
-    let tls = TlsFiles { cert: dir.join("server.crt"), key: dir.join("server.key"), client_ca: Some(dir.join("ca.crt")) };
-    let sim = Sim::start_with(SimOptions { tls: Some(tls), require_token: Some("tok".into()), ..Default::default() }).unwrap();
+    let tls = TlsFiles {
+        cert: dir.join("server.crt"),
+        key: dir.join("server.key"),
+        client_ca: Some(dir.join("ca.crt")),
+    };
+    let sim = Sim::start_with(SimOptions {
+        tls: Some(tls),
+        require_token: Some("tok".into()),
+        ..Default::default()
+    })
+    .unwrap();
     assert!(sim.url().starts_with("https://127.0.0.1:"));
     let url = format!("{}/api/v1/namespaces", sim.url());
     assert_eq!(code(&tls_agent(&dir, false), &url, None), 401);
@@ -74,7 +100,11 @@ fn tls_with_client_certs_and_token() {
     let kc = dir.join("kubeconfig");
     sim.write_kubeconfig(&kc).unwrap();
     let text = std::fs::read_to_string(&kc).unwrap();
-    assert!(text.contains(&sim.url()) && text.contains("token: tok") && text.contains("insecure-skip-tls-verify: true"));
+    assert!(
+        text.contains(&sim.url())
+            && text.contains("token: tok")
+            && text.contains("insecure-skip-tls-verify: true")
+    );
 }
 
 /// Bad TLS files give an error naming the file, not a panic.
@@ -82,8 +112,17 @@ fn tls_with_client_certs_and_token() {
 fn tls_bad_files_error() {
     let dir = temp_dir("badtls");
     std::fs::write(dir.join("x.pem"), "not a pem").unwrap();
-    let tls = TlsFiles { cert: dir.join("x.pem"), key: dir.join("x.pem"), client_ca: None };
-    let err = Sim::start_with(SimOptions { tls: Some(tls), ..Default::default() }).err().expect("must fail");
+    let tls = TlsFiles {
+        cert: dir.join("x.pem"),
+        key: dir.join("x.pem"),
+        client_ca: None,
+    };
+    let err = Sim::start_with(SimOptions {
+        tls: Some(tls),
+        ..Default::default()
+    })
+    .err()
+    .expect("must fail");
     assert!(err.to_string().contains("x.pem"), "{err}");
 }
 
@@ -114,13 +153,33 @@ fn binary_seeds_and_writes_kubeconfig() {
     let dir = temp_dir("bin");
     let kc = dir.join("kubeconfig");
     let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/seed");
-    let (_child, line) = spawn_binary(&["--port", "0", "--seed", seed.to_str().unwrap(), "--kubeconfig-out", kc.to_str().unwrap()]);
-    let url = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("first line was {line:?}"));
+    let (_child, line) = spawn_binary(&[
+        "--port",
+        "0",
+        "--seed",
+        seed.to_str().unwrap(),
+        "--kubeconfig-out",
+        kc.to_str().unwrap(),
+    ]);
+    let url = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line was {line:?}"));
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let c = Client::new(url);
-    assert_eq!(c.get("/api/v1/namespaces/demo/configmaps/settings").body["data"]["mode"], "fast");
-    assert_eq!(c.get("/apis/example.com/v1/namespaces/demo/widgets/seeded-widget").body["spec"]["size"], 1);
-    assert!(std::fs::read_to_string(&kc).unwrap().contains(&format!("server: {url}")));
+    assert_eq!(
+        c.get("/api/v1/namespaces/demo/configmaps/settings").body["data"]["mode"],
+        "fast"
+    );
+    assert_eq!(
+        c.get("/apis/example.com/v1/namespaces/demo/widgets/seeded-widget")
+            .body["spec"]["size"],
+        1
+    );
+    assert!(
+        std::fs::read_to_string(&kc)
+            .unwrap()
+            .contains(&format!("server: {url}"))
+    );
 }
 
 /// With --tls-cert/--tls-key the first line says https.
@@ -129,16 +188,29 @@ fn binary_tls_flags() {
     let dir = temp_dir("bintls");
     make_certs(&dir);
     let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
-    let (_child, line) = spawn_binary(&["--port", "0", "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    let (_child, line) = spawn_binary(&[
+        "--port",
+        "0",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
     let url = line.strip_prefix("listening on ").unwrap();
     assert!(url.starts_with("https://127.0.0.1:"), "{line}");
-    assert_eq!(code(&tls_agent(&dir, false), &format!("{url}/version"), None), 200);
+    assert_eq!(
+        code(&tls_agent(&dir, false), &format!("{url}/version"), None),
+        200
+    );
 }
 
 /// Unknown flags exit with status 2 and the usage text.
 #[test]
 fn binary_rejects_unknown_flag() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-sim")).arg("--bogus").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: kube-sim"));
 }

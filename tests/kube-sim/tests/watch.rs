@@ -34,7 +34,11 @@ fn initial_state_then_live_events() {
     assert_eq!(m["object"]["kind"], "ConfigMap");
     let d = next(&rx);
     assert_eq!(brief(&d), b("DELETED", "old"));
-    let drv: u64 = d["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let drv: u64 = d["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(drv.to_string(), sim.resource_version());
 }
 
@@ -45,15 +49,23 @@ fn replay_from_resource_version() {
     let c = Client::new(&sim.url());
     sim.create(cm("default", "a", json!({}))).unwrap();
     let list = c.get("/api/v1/namespaces/default/configmaps").body;
-    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     sim.create(cm("default", "b", json!({}))).unwrap();
     sim.delete("v1", "ConfigMap", "default", "a").unwrap();
-    let rx = c.watch(&format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}"));
+    let rx = c.watch(&format!(
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}"
+    ));
     assert_eq!(brief(&next(&rx)), b("ADDED", "b"));
     assert_eq!(brief(&next(&rx)), b("DELETED", "a"));
     sim.create(cm("default", "c", json!({}))).unwrap();
     assert_eq!(brief(&next(&rx)), b("ADDED", "c"));
-    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "no extra events");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no extra events"
+    );
 }
 
 /// Label-selector watches see objects entering as ADDED and leaving as DELETED.
@@ -62,8 +74,11 @@ fn selector_transitions() {
     let sim = Sim::start();
     let c = Client::new(&sim.url());
     let rv = sim.resource_version();
-    let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}&labelSelector=app%3Dweb"));
-    sim.create(cm("default", "x", json!({"app": "db"}))).unwrap();
+    let rx = c.watch(&format!(
+        "/api/v1/configmaps?watch=1&resourceVersion={rv}&labelSelector=app%3Dweb"
+    ));
+    sim.create(cm("default", "x", json!({"app": "db"})))
+        .unwrap();
     let relabel = |app: &str| {
         let mut o = sim.get("v1", "ConfigMap", "default", "x").unwrap();
         o["metadata"]["labels"]["app"] = json!(app);
@@ -80,7 +95,10 @@ fn selector_transitions() {
     assert_eq!(brief(&gone), b("DELETED", "x"));
     assert_eq!(gone["object"]["metadata"]["labels"]["app"], "db");
     sim.delete("v1", "ConfigMap", "default", "x").unwrap();
-    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "delete of a non-matching object is not sent");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "delete of a non-matching object is not sent"
+    );
 }
 
 /// Field-selector watches (kubectl wait style) follow one object.
@@ -88,7 +106,8 @@ fn selector_transitions() {
 fn field_selector_watch() {
     let sim = Sim::start();
     let c = Client::new(&sim.url());
-    let rx = c.watch("/api/v1/namespaces/default/configmaps?watch=1&fieldSelector=metadata.name%3Dme");
+    let rx =
+        c.watch("/api/v1/namespaces/default/configmaps?watch=1&fieldSelector=metadata.name%3Dme");
     sim.create(cm("default", "notme", json!({}))).unwrap();
     sim.create(cm("default", "me", json!({}))).unwrap();
     assert_eq!(brief(&next(&rx)), b("ADDED", "me"));
@@ -106,7 +125,12 @@ fn bookmarks_on_idle_watch() {
     let bm = next(&rx);
     assert_eq!(bm["type"], "BOOKMARK");
     assert_eq!(bm["object"]["kind"], "ConfigMap");
-    assert_eq!(bm["object"]["metadata"]["resourceVersion"].as_str().unwrap(), sim.resource_version());
+    assert_eq!(
+        bm["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap(),
+        sim.resource_version()
+    );
 }
 
 /// sendInitialEvents=true: ADDED for current state, then the annotated bookmark.
@@ -121,8 +145,16 @@ fn send_initial_events_bookmark() {
     assert_eq!(brief(&next(&rx)), b("ADDED", "b"));
     let bm = next(&rx);
     assert_eq!(bm["type"], "BOOKMARK");
-    assert_eq!(bm["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-    assert_eq!(bm["object"]["metadata"]["resourceVersion"].as_str().unwrap(), sim.resource_version());
+    assert_eq!(
+        bm["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert_eq!(
+        bm["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap(),
+        sim.resource_version()
+    );
     sim.create(cm("default", "c", json!({}))).unwrap();
     assert_eq!(brief(&next_non_bookmark(&rx)), b("ADDED", "c"));
 }
@@ -138,7 +170,14 @@ fn expired_after_compact() {
     let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={old}"));
     let e = next(&rx);
     assert_eq!(e["type"], "ERROR");
-    assert_eq!((e["object"]["kind"].clone(), e["object"]["code"].clone(), e["object"]["reason"].clone()), (json!("Status"), json!(410), json!("Expired")));
+    assert_eq!(
+        (
+            e["object"]["kind"].clone(),
+            e["object"]["code"].clone(),
+            e["object"]["reason"].clone()
+        ),
+        (json!("Status"), json!(410), json!("Expired"))
+    );
     assert_eq!(next(&rx)["type"], "END");
     let now = sim.resource_version();
     let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={now}"));
@@ -149,7 +188,11 @@ fn expired_after_compact() {
 /// A small history_limit expires old RVs on its own.
 #[test]
 fn history_limit_expires_old_versions() {
-    let sim = Sim::start_with(SimOptions { history_limit: 2, ..Default::default() }).unwrap();
+    let sim = Sim::start_with(SimOptions {
+        history_limit: 2,
+        ..Default::default()
+    })
+    .unwrap();
     let c = Client::new(&sim.url());
     let old = sim.resource_version();
     for n in ["a", "b", "c"] {
@@ -175,7 +218,9 @@ fn drop_watches_and_timeout() {
     assert_eq!(next(&a)["type"], "END");
     assert_eq!(next(&b)["type"], "END");
     let t = Instant::now();
-    let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=1"));
+    let rx = c.watch(&format!(
+        "/api/v1/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+    ));
     assert_eq!(next(&rx)["type"], "END");
     assert!(t.elapsed() >= Duration::from_millis(900));
 }
@@ -194,6 +239,89 @@ fn custom_resource_watch() {
     let added = next(&rx);
     assert_eq!(brief(&added), b("ADDED", "t"));
     assert_eq!(added["object"]["apiVersion"], "ex.io/v1");
-    sim.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "things.ex.io").unwrap();
+    sim.delete(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "",
+        "things.ex.io",
+    )
+    .unwrap();
     assert_eq!(brief(&next(&rx)), b("DELETED", "t"));
+}
+
+/// Concurrent writers and watchers: every watcher sees every event once, in RV order.
+#[test]
+fn concurrent_writers_and_watchers() {
+    let sim = std::sync::Arc::new(Sim::start());
+    let c = Client::new(&sim.url());
+    let rv = sim.resource_version();
+    let watchers: Vec<_> = (0..4)
+        .map(|_| c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}")))
+        .collect();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let sim = sim.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    sim.create(cm("default", &format!("w{w}-{i}"), json!({})))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    for rx in &watchers {
+        let mut last = 0u64;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let e = next(rx);
+            assert_eq!(e["type"], "ADDED");
+            let rv: u64 = e["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(rv > last, "RVs must increase: {rv} after {last}");
+            last = rv;
+            assert!(
+                seen.insert(
+                    e["object"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                )
+            );
+        }
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "no duplicates"
+        );
+    }
+}
+
+/// A client that resumes from its last seen RV after drop_watches loses and doubles nothing.
+#[test]
+fn resume_after_drop_loses_nothing() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    let rv = sim.resource_version();
+    let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}"));
+    sim.create(cm("default", "a", json!({}))).unwrap();
+    let first = next(&rx);
+    let last_rv = first["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sim.drop_watches();
+    assert_eq!(next(&rx)["type"], "END");
+    sim.create(cm("default", "b", json!({}))).unwrap();
+    sim.delete("v1", "ConfigMap", "default", "a").unwrap();
+    let rx = c.watch(&format!(
+        "/api/v1/configmaps?watch=1&resourceVersion={last_rv}"
+    ));
+    assert_eq!(brief(&next(&rx)), b("ADDED", "b"));
+    assert_eq!(brief(&next(&rx)), b("DELETED", "a"));
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
 }

@@ -32,14 +32,25 @@ impl Client {
             .timeout_global(Some(Duration::from_secs(20)))
             .build()
             .new_agent();
-        Client { base: base.to_string(), agent }
+        Client {
+            base: base.to_string(),
+            agent,
+        }
     }
 
     fn finish(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Answer {
         let mut r = r.expect("HTTP request failed");
-        let retry_after = r.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let retry_after = r
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let text = r.body_mut().read_to_string().unwrap_or_default();
-        Answer { code: r.status().as_u16(), retry_after, body: serde_json::from_str(&text).unwrap_or(Value::Null) }
+        Answer {
+            code: r.status().as_u16(),
+            retry_after,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
     }
 
     pub fn get(&self, path: &str) -> Answer {
@@ -47,16 +58,38 @@ impl Client {
     }
 
     pub fn get_with(&self, path: &str, header: (&str, &str)) -> Answer {
-        Self::finish(self.agent.get(format!("{}{path}", self.base)).header(header.0, header.1).call())
+        Self::finish(
+            self.agent
+                .get(format!("{}{path}", self.base))
+                .header(header.0, header.1)
+                .call(),
+        )
     }
 
     pub fn send(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> Answer {
         let url = format!("{}{path}", self.base);
         let r = match method {
-            "POST" => self.agent.post(url).header("Content-Type", content_type).send(body),
-            "PUT" => self.agent.put(url).header("Content-Type", content_type).send(body),
-            "PATCH" => self.agent.patch(url).header("Content-Type", content_type).send(body),
-            "DELETE" => self.agent.delete(url).header("Content-Type", content_type).force_send_body().send(body),
+            "POST" => self
+                .agent
+                .post(url)
+                .header("Content-Type", content_type)
+                .send(body),
+            "PUT" => self
+                .agent
+                .put(url)
+                .header("Content-Type", content_type)
+                .send(body),
+            "PATCH" => self
+                .agent
+                .patch(url)
+                .header("Content-Type", content_type)
+                .send(body),
+            "DELETE" => self
+                .agent
+                .delete(url)
+                .header("Content-Type", content_type)
+                .force_send_body()
+                .send(body),
             m => panic!("unsupported method {m}"),
         };
         Self::finish(r)
@@ -104,7 +137,8 @@ impl Client {
 
 /// Next event within 5 s, or panic.
 pub fn next(rx: &Receiver<Value>) -> Value {
-    rx.recv_timeout(Duration::from_secs(5)).expect("no watch event within 5s")
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("no watch event within 5s")
 }
 
 /// Next event that is not a BOOKMARK.
@@ -121,7 +155,10 @@ pub fn next_non_bookmark(rx: &Receiver<Value>) -> Value {
 pub fn brief(e: &Value) -> (String, String) {
     (
         e["type"].as_str().unwrap_or("").to_string(),
-        e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        e["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
     )
 }
 
@@ -133,7 +170,10 @@ pub fn cm(ns: &str, name: &str, labels: Value) -> Value {
 
 /// The repository root (two levels above this crate).
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 /// Path of a real client binary: `$ENV_VAR` or `<repo>/.tools/bin/<name>`; fails loudly if absent.
@@ -164,11 +204,15 @@ pub struct Run {
 pub fn run(cmd: &std::path::Path, args: &[&str], env: &[(&str, String)], secs: u64) -> Run {
     use std::io::Read;
     let mut c = std::process::Command::new(cmd);
-    c.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    c.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
     }
-    let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", cmd.display()));
+    let mut child = c
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", cmd.display()));
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -194,7 +238,11 @@ pub fn run(cmd: &std::path::Path, args: &[&str], env: &[(&str, String)], secs: u
         std::thread::sleep(Duration::from_millis(20));
     };
     let (stdout, stderr) = (t_out.join().unwrap(), t_err.join().unwrap());
-    Run { ok: status.is_some_and(|s| s.success()), stdout, stderr }
+    Run {
+        ok: status.is_some_and(|s| s.success()),
+        stdout,
+        stderr,
+    }
 }
 
 /// A fresh per-test temp directory.
