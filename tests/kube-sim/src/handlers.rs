@@ -72,19 +72,17 @@ pub fn decode_body(req: &Request) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
 }
 
+/// What a continue token carries: the snapshot RV and the last (namespace, name) sent.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     rv: u64,
-    start: String,
+    ns: String,
+    name: String,
 }
 
 fn encode_continue(rv: u64, after: &Value) -> String {
-    let key = format!(
-        "{}/{}",
-        after["metadata"]["namespace"].as_str().unwrap_or(""),
-        after["metadata"]["name"].as_str().unwrap_or("")
-    );
-    let raw = serde_json::to_vec(&ContinueToken { rv, start: key }).unwrap_or_default();
+    let (ns, name) = obj_key(after);
+    let raw = serde_json::to_vec(&ContinueToken { rv, ns, name }).unwrap_or_default();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
@@ -95,12 +93,11 @@ fn decode_continue(tok: &str) -> Result<ContinueToken, ApiError> {
     serde_json::from_slice(&raw).map_err(|_| ApiError::bad_request("continue key is not valid"))
 }
 
-fn obj_key(o: &Value) -> String {
-    format!(
-        "{}/{}",
-        o["metadata"]["namespace"].as_str().unwrap_or(""),
-        o["metadata"]["name"].as_str().unwrap_or("")
-    )
+/// (namespace, name): the order the store keeps objects in.
+fn obj_key(o: &Value) -> (String, String) {
+    let m = &o["metadata"];
+    let s = |f: &str| m[f].as_str().unwrap_or("").to_string();
+    (s("namespace"), s("name"))
 }
 
 /// GET on a collection.
@@ -118,7 +115,7 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
                 let items: Vec<Value> = st
                     .list_at(&t.rt, c.rv)?
                     .into_iter()
-                    .filter(|o| obj_key(o) > c.start)
+                    .filter(|o| obj_key(o) > (c.ns.clone(), c.name.clone()))
                     .collect();
                 (c.rv, items)
             }

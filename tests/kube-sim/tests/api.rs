@@ -571,3 +571,48 @@ fn drop_stops_server() {
         "port still accepting after drop"
     );
 }
+
+/// Paging order follows (namespace, name), even when a namespace is a prefix of another.
+#[test]
+fn paging_order_with_prefix_namespaces() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    for (ns, name) in [("a", "x"), ("a-b", "y"), ("a", "z"), ("ab", "w")] {
+        sim.create(cm(ns, name, json!({}))).unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut tok = String::new();
+    loop {
+        let page = c
+            .get(&format!("/api/v1/configmaps?limit=1&continue={tok}"))
+            .body;
+        seen.extend(names(&page));
+        match page["metadata"]["continue"].as_str() {
+            Some(t) => tok = t.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["x", "z", "y", "w"]);
+}
+
+/// An object with finalizers is only marked on delete and goes away when they are removed.
+#[test]
+fn finalizers_delay_deletion() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    let mut o = cm("default", "f", json!({}));
+    o["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    sim.create(o).unwrap();
+    let p = "/api/v1/namespaces/default/configmaps/f";
+    let marked = c.delete(p);
+    assert_eq!(marked.code, 202);
+    assert!(marked.body["metadata"]["deletionTimestamp"].is_string());
+    assert!(sim.get("v1", "ConfigMap", "default", "f").is_some());
+    let r = c.patch(
+        p,
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(r.code, 200);
+    assert!(sim.get("v1", "ConfigMap", "default", "f").is_none());
+}
