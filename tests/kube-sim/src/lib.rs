@@ -9,8 +9,10 @@
 //! - `store`: objects, the resourceVersion counter, history, subscriptions;
 //!   `objmeta`: the metadata rules it applies on writes.
 //! - `registry`: built-in kinds and CRD-defined resources.
+//! - `certs`: openssl-made test certificates for TLS tests.
 //! - `defaults`, `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
+pub mod certs;
 mod defaults;
 mod discovery;
 mod handlers;

@@ -339,3 +339,53 @@ fn kubectl_wait_for_later_condition() {
     let r = waiter.join().unwrap();
     assert!(r.ok && r.stdout.contains("condition met"), "{r:?}");
 }
+
+/// kubectl over HTTPS, verifying the server against the CA and authenticating with a client cert.
+#[test]
+fn kubectl_over_tls_with_client_cert() {
+    let kubectl = tool("kubectl", "KUBECTL");
+    let dir = temp_dir("kc-tls");
+    let certs = kube_sim::certs::make_test_certs(&dir).unwrap();
+    let opts = kube_sim::SimOptions {
+        tls: Some(certs.tls_files()),
+        require_token: Some("unused-token".into()),
+        ..Default::default()
+    };
+    let sim = Sim::start_with(opts).unwrap();
+    let kc = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\n\
+         users:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n\
+         contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
+        sim.url(),
+        certs.ca_cert.display(),
+        certs.client_cert.display(),
+        certs.client_key.display()
+    );
+    std::fs::write(dir.join("kubeconfig"), kc).unwrap();
+    let env = vec![
+        ("KUBECONFIG", dir.join("kubeconfig").display().to_string()),
+        ("HOME", dir.display().to_string()),
+    ];
+    let r = run(&kubectl, &["get", "namespaces", "-o", "name"], &env, 60);
+    assert!(r.ok, "{r:?}");
+    assert!(
+        r.stdout.lines().any(|l| l == "namespace/default"),
+        "{}",
+        r.stdout
+    );
+    let r = run(
+        &kubectl,
+        &[
+            "create",
+            "configmap",
+            "tls-cm",
+            "--from-literal=a=b",
+            "-n",
+            "default",
+        ],
+        &env,
+        60,
+    );
+    assert!(r.ok, "{r:?}");
+    assert!(sim.get("v1", "ConfigMap", "default", "tls-cm").is_some());
+}

@@ -4,40 +4,16 @@
 
 mod common;
 
-use common::Client;
+use common::{Client, temp_dir};
 use kube_sim::{Sim, SimOptions, TlsFiles};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kube-sim-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Makes ca.crt, server.{crt,key} (SAN 127.0.0.1) and client.{crt,key} with openssl.
+/// CA, server and client certificates via kube_sim::certs (openssl CLI).
 fn make_certs(dir: &Path) {
-    let script = r#"set -e
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kube-sim-test-ca -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-for who in server client; do
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $who.key -out $who.csr -subj /CN=$who 2>/dev/null
-done
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' > server.ext
-printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' > client.ext
-for who in server client; do
-  openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt -days 2 -extfile $who.ext 2>/dev/null
-done
-"#;
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .status()
-        .expect("openssl via sh");
-    assert!(st.success(), "openssl certificate generation failed");
+    kube_sim::certs::make_test_certs(dir).expect("openssl certificate generation");
 }
 
 fn tls_agent(dir: &Path, client_cert: bool) -> ureq::Agent {
