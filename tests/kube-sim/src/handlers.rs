@@ -283,8 +283,10 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 fn decode_apply(req: &Request) -> Result<Value, ApiError> {
     let v: Value = serde_yaml::from_slice(&req.body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("apply patch must be an object"));
+    if !v.is_object() || v.get("metadata").is_some_and(|m| !m.is_object()) {
+        return Err(ApiError::bad_request(
+            "apply patch must be an object with object metadata",
+        ));
     }
     Ok(v)
 }

@@ -177,7 +177,7 @@ fn read_chunked<R: BufRead>(r: &mut R) -> io::Result<Vec<u8>> {
             while read_line(r, &mut budget)?.is_some_and(|l| !l.is_empty()) {}
             return Ok(body);
         }
-        if body.len() + size > MAX_BODY {
+        if size > MAX_BODY.saturating_sub(body.len()) {
             return Err(bad("body too large"));
         }
         let start = body.len();

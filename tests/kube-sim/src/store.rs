@@ -4,7 +4,7 @@
 //! one `Mutex<Store>` in the server; methods here are plain and synchronous.
 
 use crate::objmeta::{
-    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv,
+    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv, validate,
 };
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
@@ -268,6 +268,8 @@ impl Store {
             }
         }
         crate::defaults::apply(rt, &mut obj);
+        validate(rt, &obj)?;
+        validate(rt, &obj)?;
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
@@ -342,6 +344,7 @@ impl Store {
         obj = merge_for_mode(rt, &old, obj, mode);
         carry_identity(rt, &old, &mut obj);
         crate::defaults::apply(rt, &mut obj);
+        validate(rt, &obj)?;
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }

@@ -213,6 +213,11 @@ fn crud_and_conflicts() {
     );
     let wrong_ns = c.post(path, &cm("other", "b", json!({})));
     assert_eq!(wrong_ns.code, 400);
+    let bad_name = c.post(path, &json!({"metadata": {"name": "Not_Valid"}}));
+    assert_eq!((bad_name.code, bad_name.body["reason"].clone()), (422, json!("Invalid")));
+    assert!(bad_name.body["message"].as_str().unwrap().contains("metadata.name"));
+    let bad_labels = c.post(path, &json!({"metadata": {"name": "ok", "labels": {"a": 1}}}));
+    assert_eq!(bad_labels.code, 422);
 
     let del = c.send(
         "DELETE",
@@ -615,4 +620,97 @@ fn finalizers_delay_deletion() {
     );
     assert_eq!(r.code, 200);
     assert!(sim.get("v1", "ConfigMap", "default", "f").is_none());
+}
+
+/// Odd bodies on every write path get 4xx Statuses; the server keeps serving.
+#[test]
+fn odd_bodies_never_crash() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    sim.create(cm("default", "x", json!({}))).unwrap();
+    sim.create(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}})).unwrap();
+    let bodies: [&[u8]; 9] = [
+        b"[]",
+        b"\"str\"",
+        b"null",
+        b"{\"metadata\":\"oops\"}",
+        b"{\"metadata\":{\"name\":7}}",
+        b"{\"spec\":\"x\"}",
+        b"k8s\x00",
+        b"\xff\xfe",
+        b"{\"metadata\":{\"labels\":[1]}}",
+    ];
+    let targets = [
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+        ),
+        (
+            "PUT",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/json",
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/merge-patch+json",
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/json-patch+json",
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/x",
+            "application/strategic-merge-patch+json",
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/new",
+            "application/apply-patch+yaml",
+        ),
+        (
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/d/scale",
+            "application/json",
+        ),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/d/scale",
+            "application/merge-patch+json",
+        ),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/d/status",
+            "application/merge-patch+json",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/nothere",
+            "application/json",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces",
+            "application/vnd.kubernetes.protobuf",
+        ),
+    ];
+    for (method, path, ct) in targets {
+        for body in bodies {
+            let r = c.send(method, path, ct, body);
+            assert!(
+                r.code < 500,
+                "{method} {path} [{ct}] {body:?} -> {} {:?}",
+                r.code,
+                r.body
+            );
+            if r.code >= 400 {
+                assert_eq!(r.body["kind"], "Status", "{method} {path} {body:?}");
+            }
+        }
+    }
+    assert_eq!(c.get("/version").code, 200);
+    assert_eq!(c.get("/api/v1/namespaces/default/configmaps").code, 200);
 }
