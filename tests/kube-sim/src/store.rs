@@ -269,7 +269,6 @@ impl Store {
         }
         crate::defaults::apply(rt, &mut obj);
         validate(rt, &obj)?;
-        validate(rt, &obj)?;
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
