@@ -16,6 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
+/// The request log keeps at most this many lines (the oldest half is dropped).
+const LOG_CAP: usize = 200_000;
+
 /// Pending fault injection.
 #[derive(Debug, Default)]
 pub struct Faults {
@@ -246,7 +249,13 @@ pub fn peer_closed(probe: &TcpStream) -> bool {
 /// Steps every request takes: count, log, delay, injected failure, auth, route.
 fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
     shared.count.fetch_add(1, Ordering::SeqCst);
-    lock(&shared.log).push(req.log_line());
+    {
+        let mut log = lock(&shared.log);
+        if log.len() >= LOG_CAP {
+            log.drain(..LOG_CAP / 2);
+        }
+        log.push(req.log_line());
+    }
     let (delay, fail) = take_faults(shared);
     if !delay.is_zero() {
         thread::sleep(delay);

@@ -23,13 +23,14 @@ pub enum EventType {
 }
 
 /// One committed change. `old` is the state before it (None for ADDED).
+/// Objects are shared with the object map, so history costs no copies.
 #[derive(Debug)]
 pub struct Event {
     pub rv: u64,
     pub etype: EventType,
     pub res: String,
-    pub obj: Value,
-    pub old: Option<Value>,
+    pub obj: Arc<Value>,
+    pub old: Option<Arc<Value>>,
 }
 
 /// What a watch subscription receives.
@@ -80,7 +81,7 @@ struct Subscriber {
 pub struct Store {
     pub registry: Registry,
     rv: u64,
-    objects: BTreeMap<Key, Value>,
+    objects: BTreeMap<Key, Arc<Value>>,
     history: VecDeque<Arc<Event>>,
     /// Watches and snapshots from an RV below this get 410 Expired.
     floor: u64,
@@ -132,7 +133,7 @@ impl Store {
     }
 
     /// Bumps the counter, records the event, updates the map, notifies watches.
-    fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value, old: Option<Value>) -> Value {
+    fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value) -> Value {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let key = (
@@ -140,11 +141,12 @@ impl Store {
             meta_str(&obj, "namespace").into(),
             meta_str(&obj, "name").into(),
         );
-        if etype == EventType::Deleted {
-            self.objects.remove(&key);
+        let obj = Arc::new(obj);
+        let old = if etype == EventType::Deleted {
+            self.objects.remove(&key)
         } else {
-            self.objects.insert(key, obj.clone());
-        }
+            self.objects.insert(key, obj.clone())
+        };
         let ev = Arc::new(Event {
             rv: self.rv,
             etype,
@@ -163,7 +165,7 @@ impl Store {
         }
         self.subscribers
             .retain(|s| s.res != rt || s.tx.send(WatchMsg::Event(ev.clone())).is_ok());
-        obj
+        Value::clone(&obj)
     }
 
     /// The stored object, if any.
@@ -171,7 +173,7 @@ impl Store {
         let ns = if rt.namespaced { ns } else { "" };
         self.objects
             .get(&(rt.key(), ns.to_string(), name.to_string()))
-            .cloned()
+            .map(|o| Value::clone(o))
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
 
@@ -181,7 +183,7 @@ impl Store {
         self.objects
             .range((key.clone(), String::new(), String::new())..)
             .take_while(|((r, _, _), _)| *r == key)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Value::clone(v))
             .collect()
     }
 
@@ -219,7 +221,7 @@ impl Store {
                     state.remove(&id(&e.obj));
                 }
                 (_, Some(old)) => {
-                    state.insert(id(old), old.clone());
+                    state.insert(id(old), Value::clone(old));
                 }
                 (_, None) => {}
             }
@@ -275,7 +277,7 @@ impl Store {
         if dry_run {
             return Ok(obj);
         }
-        Ok(self.commit(EventType::Added, &rt.key(), obj, None))
+        Ok(self.commit(EventType::Added, &rt.key(), obj))
     }
 
     /// Validates a CRD, registers its resource and marks it Established.
@@ -355,9 +357,9 @@ impl Store {
         }
         let finalized = !obj["metadata"]["deletionTimestamp"].is_null() && no_finalizers(&obj);
         if finalized {
-            return Ok(self.remove(rt, obj, old));
+            return Ok(self.remove(rt, obj));
         }
-        Ok(self.commit(EventType::Modified, &rt.key(), obj, Some(old)))
+        Ok(self.commit(EventType::Modified, &rt.key(), obj))
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
@@ -390,16 +392,15 @@ impl Store {
                 EventType::Modified,
                 &rt.key(),
                 marked,
-                Some(old),
             )));
         }
         let last = old.clone();
-        Ok(Deleted::Gone(self.remove(rt, last, old)))
+        Ok(Deleted::Gone(self.remove(rt, last)))
     }
 
     /// Commits the DELETED event and cascades (CRD instances, namespace contents).
-    fn remove(&mut self, rt: &ResourceType, last: Value, old: Value) -> Value {
-        let gone = self.commit(EventType::Deleted, &rt.key(), last, Some(old));
+    fn remove(&mut self, rt: &ResourceType, last: Value) -> Value {
+        let gone = self.commit(EventType::Deleted, &rt.key(), last);
         if rt.key() == CRD_KEY {
             if let Some(key) = self.registry.unregister_crd(&gone) {
                 self.drop_all(|k| k.0 == key);
@@ -416,8 +417,9 @@ impl Store {
     fn drop_all(&mut self, pred: impl Fn(&Key) -> bool) {
         let doomed: Vec<Key> = self.objects.keys().filter(|k| pred(k)).cloned().collect();
         for k in doomed {
-            if let Some(obj) = self.objects.get(&k).cloned() {
-                self.commit(EventType::Deleted, &k.0, obj.clone(), Some(obj));
+            if let Some(obj) = self.objects.get(&k) {
+                let last = Value::clone(obj);
+                self.commit(EventType::Deleted, &k.0, last);
             }
         }
     }

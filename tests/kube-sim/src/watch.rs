@@ -54,6 +54,14 @@ pub fn present(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
 /// Lines buffered beyond this are written out even if more events are queued.
 const BATCH_BYTES: usize = 256 << 10;
 
+/// One NDJSON line of a watch stream.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    etype: &'a str,
+    object: &'a Value,
+}
+
 /// Per-stream state: the plan, the output, events not yet written, what was sent.
 /// Events queued together are written as one chunk (one syscall), which keeps
 /// replay of long histories fast.
@@ -65,19 +73,30 @@ struct Watcher<'a, W: Write> {
 }
 
 impl<W: Write> Watcher<'_, W> {
-    fn send(&mut self, etype: &str, obj: Value) -> io::Result<()> {
+    /// Buffers one event line. The stored object is serialized in place when it
+    /// already carries the requested apiVersion and kind (the common case).
+    fn send(&mut self, etype: &str, obj: &Value) -> io::Result<()> {
+        let (rt, version) = (&self.plan.rt, &self.plan.version);
+        let owned;
         let object = match (&self.plan.table, etype) {
             (Some(inc), "ADDED" | "MODIFIED" | "DELETED") => {
-                let obj = present(&self.plan.rt, &self.plan.version, obj);
+                let obj = present(rt, version, obj.clone());
                 let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
-                crate::table::table(&self.plan.rt, &[obj], meta, inc)
+                owned = crate::table::table(rt, &[obj], meta, inc);
+                &owned
             }
             (_, "ERROR") => obj,
-            _ => present(&self.plan.rt, &self.plan.version, obj),
+            _ if obj["apiVersion"] == rt.api_version(version).as_str()
+                && obj["kind"] == rt.kind.as_str() =>
+            {
+                obj
+            }
+            _ => {
+                owned = present(rt, version, obj.clone());
+                &owned
+            }
         };
-        let line =
-            serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
-        self.buf.extend_from_slice(&line);
+        serde_json::to_writer(&mut self.buf, &Line { etype, object }).map_err(io::Error::other)?;
         self.buf.push(b'\n');
         if self.buf.len() >= BATCH_BYTES {
             self.flush()?;
@@ -106,7 +125,7 @@ impl<W: Write> Watcher<'_, W> {
             EventType::Deleted if now => "DELETED",
             _ => return Ok(()),
         };
-        self.send(etype, ev.obj.clone())
+        self.send(etype, &ev.obj)
     }
 
     fn bookmark(&mut self, rv: u64, initial_end: bool) -> io::Result<()> {
@@ -114,7 +133,7 @@ impl<W: Write> Watcher<'_, W> {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        self.send("BOOKMARK", json!({"metadata": meta}))
+        self.send("BOOKMARK", &json!({"metadata": meta}))
     }
 }
 
@@ -172,7 +191,7 @@ fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<b
         buf: Vec::new(),
         last_rv: 0,
     };
-    w.send("ERROR", e.to_status())?;
+    w.send("ERROR", &e.to_status())?;
     w.flush()?;
     http::end_chunked(out)?;
     Ok(true)
@@ -189,7 +208,7 @@ fn run<W: Write>(
     probe: &TcpStream,
 ) -> io::Result<bool> {
     for obj in initial.into_iter().filter(|o| w.plan.filter.matches(o)) {
-        w.send("ADDED", obj)?;
+        w.send("ADDED", &obj)?;
     }
     if w.plan.start == Start::InitialEvents {
         w.bookmark(rv_now, true)?;

@@ -214,9 +214,20 @@ fn crud_and_conflicts() {
     let wrong_ns = c.post(path, &cm("other", "b", json!({})));
     assert_eq!(wrong_ns.code, 400);
     let bad_name = c.post(path, &json!({"metadata": {"name": "Not_Valid"}}));
-    assert_eq!((bad_name.code, bad_name.body["reason"].clone()), (422, json!("Invalid")));
-    assert!(bad_name.body["message"].as_str().unwrap().contains("metadata.name"));
-    let bad_labels = c.post(path, &json!({"metadata": {"name": "ok", "labels": {"a": 1}}}));
+    assert_eq!(
+        (bad_name.code, bad_name.body["reason"].clone()),
+        (422, json!("Invalid"))
+    );
+    assert!(
+        bad_name.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("metadata.name")
+    );
+    let bad_labels = c.post(
+        path,
+        &json!({"metadata": {"name": "ok", "labels": {"a": 1}}}),
+    );
     assert_eq!(bad_labels.code, 422);
 
     let del = c.send(
