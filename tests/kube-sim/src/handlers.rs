@@ -251,24 +251,17 @@ pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     ok(200, &present(&t.rt, &t.version, new))
 }
 
-/// PATCH on an object; `application/apply-patch+yaml` creates when absent.
+/// PATCH on an object (or its status / scale).
 pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let ct = req
         .header("content-type")
         .unwrap_or("")
         .to_ascii_lowercase();
-    let apply = ct.starts_with("application/apply-patch");
+    if ct.starts_with("application/apply-patch") && t.sub.is_none() {
+        return server_side_apply(shared, req, t, name);
+    }
     let mut st = shared.store();
-    let current = match st.get(&t.rt, &t.ns, name) {
-        Ok(c) => c,
-        Err(e) if apply && e.code == 404 && t.sub.is_none() => {
-            let mut body = decode_apply(req)?;
-            body["metadata"]["name"] = json!(name);
-            let created = st.create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
-            return ok(201, &present(&t.rt, &t.version, created));
-        }
-        Err(e) => return Err(e),
-    };
+    let current = st.get(&t.rt, &t.ns, name)?;
     if t.sub.as_deref() == Some("scale") {
         let scale = crate::patch::apply(&ct, &to_scale(&t.rt, &current)?, &req.body)?;
         let updated = from_scale(&t.rt, current, &scale)?;
@@ -280,15 +273,38 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     ok(200, &present(&t.rt, &t.version, saved))
 }
 
-fn decode_apply(req: &Request) -> Result<Value, ApiError> {
-    let v: Value = serde_yaml::from_slice(&req.body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    if !v.is_object() || v.get("metadata").is_some_and(|m| !m.is_object()) {
-        return Err(ApiError::bad_request(
-            "apply patch must be an object with object metadata",
+/// `application/apply-patch+yaml`: create when absent, else merge, removing
+/// what this field manager applied before and no longer applies.
+fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let manager = req.param("fieldManager").unwrap_or("");
+    if manager.is_empty() {
+        return Err(ApiError::invalid(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
         ));
     }
-    Ok(v)
+    let mut body = crate::patch::parse_apply(&req.body)?;
+    body["metadata"]["name"] = json!(name);
+    let dry = dry_run(req);
+    let mut st = shared.store();
+    let (code, saved) = match st.get(&t.rt, &t.ns, name) {
+        Ok(current) => {
+            let prev = st.last_applied(&t.rt, &t.ns, name, manager);
+            let merged = crate::patch::apply_config(&current, prev.as_ref(), &body);
+            (
+                200,
+                st.update(&t.rt, &t.ns, name, merged, WriteMode::Main, dry)?,
+            )
+        }
+        Err(e) if e.code == 404 => (
+            201,
+            st.create(&t.rt, &t.ns, body.clone(), WriteMode::Main, dry)?,
+        ),
+        Err(e) => return Err(e),
+    };
+    if !dry {
+        st.record_applied(&t.rt, &saved, manager, body);
+    }
+    ok(code, &present(&t.rt, &t.version, saved))
 }
 
 /// DeleteOptions from the body (JSON or protobuf) and query.

@@ -10,7 +10,7 @@
 //!   `objmeta`: the metadata rules it applies on writes.
 //! - `registry`: built-in kinds and CRD-defined resources.
 //! - `certs`: openssl-made test certificates for TLS tests.
-//! - `defaults`, `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
+//! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
 pub mod certs;
 mod defaults;
@@ -27,6 +27,7 @@ pub mod selector;
 mod server;
 mod status;
 mod store;
+mod strategic;
 mod table;
 mod tls;
 mod util;

@@ -11,7 +11,7 @@ use crate::status::ApiError;
 use crate::util::{fmt_time, new_uid, now_secs};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 /// What happened to an object.
@@ -88,6 +88,8 @@ pub struct Store {
     limit: usize,
     subscribers: Vec<Subscriber>,
     next_id: u64,
+    /// Last server-side-apply configuration per (object key, field manager).
+    applied: HashMap<(Key, String), Value>,
 }
 
 const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
@@ -115,6 +117,7 @@ impl Store {
             limit: history_limit,
             subscribers: Vec::new(),
             next_id: 1,
+            applied: HashMap::new(),
         };
         let ns = s.registry.by_key(NS_KEY).cloned();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -143,6 +146,7 @@ impl Store {
         );
         let obj = Arc::new(obj);
         let old = if etype == EventType::Deleted {
+            self.applied.retain(|(k, _), _| *k != key);
             self.objects.remove(&key)
         } else {
             self.objects.insert(key, obj.clone())
@@ -422,6 +426,35 @@ impl Store {
                 self.commit(EventType::Deleted, &k.0, last);
             }
         }
+    }
+
+    /// The configuration `manager` last applied to an object (server-side apply).
+    pub fn last_applied(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        manager: &str,
+    ) -> Option<Value> {
+        let ns = if rt.namespaced { ns } else { "" };
+        let key = (rt.key(), ns.to_string(), name.to_string());
+        self.applied.get(&(key, manager.to_string())).cloned()
+    }
+
+    /// Remembers what `manager` applied to the (stored) object `obj`.
+    pub fn record_applied(
+        &mut self,
+        rt: &ResourceType,
+        obj: &Value,
+        manager: &str,
+        applied: Value,
+    ) {
+        let key = (
+            rt.key(),
+            meta_str(obj, "namespace").to_string(),
+            meta_str(obj, "name").to_string(),
+        );
+        self.applied.insert((key, manager.to_string()), applied);
     }
 
     /// Opens a subscription for a resource. With `from`, returns the history

@@ -52,6 +52,8 @@ fn helm_install_upgrade_uninstall() {
         chart,
         "-n",
         "default",
+        "--set",
+        "extra=yes",
         "--wait",
         "--timeout",
         "30s",
@@ -61,6 +63,7 @@ fn helm_install_upgrade_uninstall() {
         .get("v1", "ConfigMap", "default", "demo-cm")
         .expect("chart ConfigMap created");
     assert_eq!(cm["data"]["greeting"], "hello");
+    assert_eq!(cm["data"]["extra"], "yes");
     assert_eq!(
         cm["metadata"]["labels"]["app.kubernetes.io/instance"],
         "demo"
@@ -83,9 +86,11 @@ fn helm_install_upgrade_uninstall() {
         "30s",
     ]);
     assert!(out.contains("REVISION: 2"), "{out}");
-    assert_eq!(
-        sim.get("v1", "ConfigMap", "default", "demo-cm").unwrap()["data"]["greeting"],
-        "bye"
+    let cm = sim.get("v1", "ConfigMap", "default", "demo-cm").unwrap();
+    assert_eq!(cm["data"]["greeting"], "bye");
+    assert!(
+        cm["data"].get("extra").is_none(),
+        "server-side apply removes what the chart no longer renders: {cm}"
     );
     let mut statuses: Vec<String> = release_secrets(&sim)
         .iter()

@@ -389,3 +389,62 @@ fn kubectl_over_tls_with_client_cert() {
     assert!(r.ok, "{r:?}");
     assert!(sim.get("v1", "ConfigMap", "default", "tls-cm").is_some());
 }
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: a
+        image: a:1
+        ports: [{containerPort: 80}]
+      - name: b
+        image: b:1
+        env: [{name: X, value: "1"}]
+"#;
+
+/// Re-applying a Deployment (kubectl's 3-way strategic merge patch) and a strategic
+/// `kubectl patch` merge containers by name instead of replacing the list.
+#[test]
+fn kubectl_strategic_merge_on_containers() {
+    let e = Env::new("kc-smp");
+    let f = e.write("dep.yaml", DEPLOYMENT);
+    e.ok(&["apply", "-f", &f]);
+    e.write("dep.yaml", &DEPLOYMENT.replace("image: a:1", "image: a:2"));
+    assert!(e.ok(&["apply", "-f", &f]).contains("configured"));
+    e.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"b:3"}]}}}}"#,
+    ]);
+    let d = e
+        .sim
+        .get("apps/v1", "Deployment", "default", "web")
+        .unwrap();
+    let cs = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(cs.len(), 2, "{cs:?}");
+    assert_eq!(
+        (
+            cs[0]["image"].clone(),
+            cs[0]["ports"][0]["containerPort"].clone()
+        ),
+        (json!("a:2"), json!(80))
+    );
+    assert_eq!(
+        (cs[1]["image"].clone(), cs[1]["env"][0]["name"].clone()),
+        (json!("b:3"), json!("X"))
+    );
+}
