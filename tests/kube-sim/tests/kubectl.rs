@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// A Sim plus a kubeconfig and private cache dir for kubectl.
 struct Env {
     sim: Sim,
-    dir: PathBuf,
+    dir: common::TempDir,
     kubectl: PathBuf,
 }
 

@@ -245,10 +245,26 @@ pub fn run(cmd: &std::path::Path, args: &[&str], env: &[(&str, String)], secs: u
     }
 }
 
-/// A fresh per-test temp directory.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh per-test temp directory, removed again when dropped.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Creates `$TMPDIR/kube-sim-<name>-<pid>`, empty.
+pub fn temp_dir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("kube-sim-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    TempDir(d)
 }
