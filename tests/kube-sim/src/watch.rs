@@ -175,7 +175,8 @@ pub fn stream<W: Write>(
     shared.store().unsubscribe(id);
     match result {
         Ok(reuse) => {
-            if http::end_chunked(w.out).is_err() {
+            // Events still buffered (e.g. queued just before a Close) go out first.
+            if w.flush().is_err() || http::end_chunked(w.out).is_err() {
                 return Ok(false);
             }
             Ok(reuse)

@@ -325,3 +325,32 @@ fn resume_after_drop_loses_nothing() {
     assert_eq!(brief(&next(&rx)), b("DELETED", "a"));
     assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
 }
+
+/// Events committed just before drop_watches are still delivered before the stream ends.
+#[test]
+fn drop_after_burst_flushes_pending_events() {
+    for _ in 0..20 {
+        let sim = Sim::start();
+        let c = Client::new(&sim.url());
+        let rv = sim.resource_version();
+        let rx = c.watch(&format!("/api/v1/configmaps?watch=1&resourceVersion={rv}"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sim.watch_count() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for i in 0..20 {
+            sim.create(cm("default", &format!("c{i}"), json!({})))
+                .unwrap();
+        }
+        sim.drop_watches();
+        let mut added = 0;
+        loop {
+            let e = next(&rx);
+            if e["type"] == "END" {
+                break;
+            }
+            added += 1;
+        }
+        assert_eq!(added, 20, "every event committed before the drop arrives");
+    }
+}
