@@ -9,10 +9,12 @@
 //! - `store`: objects, the resourceVersion counter, history, subscriptions;
 //!   `objmeta`: the metadata rules it applies on writes.
 //! - `registry`: built-in kinds and CRD-defined resources.
-//! - `certs`: openssl-made test certificates for TLS tests.
+//! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
+//!   opt-in instant readiness for workloads.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
 pub mod certs;
+mod controllers;
 mod defaults;
 mod discovery;
 mod handlers;
@@ -264,6 +266,13 @@ impl Sim {
     pub fn set_bookmark_interval(&self, d: Duration) {
         let ms = d.as_millis().clamp(10, u128::from(u32::MAX)) as u64;
         self.shared.bookmark_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// When on, workloads (Deployments, StatefulSets, ReplicaSets, DaemonSets,
+    /// Jobs, Pods) get a ready/complete status right after each write, as a
+    /// separate MODIFIED event, so rollout waits finish. Off by default.
+    pub fn set_auto_ready(&self, on: bool) {
+        self.shared.store().auto_ready = on;
     }
 
     /// Ends every open watch stream now.

@@ -1,6 +1,6 @@
 //! The `kube-sim` binary: serves the in-memory API server for demos and manual
 //! tests. `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F
-//! [--client-ca F]] [--token T] [--kubeconfig-out FILE]`. The first stdout line
+//! [--client-ca F]] [--token T] [--kubeconfig-out FILE] [--auto-ready]`. The first stdout line
 //! is `listening on http://127.0.0.1:PORT` (https with TLS); it then serves
 //! until killed.
 
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: kube-sim [--port N] [--seed DIR] [--tls-cert FILE --tls-key FILE [--client-ca FILE]] \
-                     [--token TOKEN] [--history N] [--kubeconfig-out FILE]";
+                     [--token TOKEN] [--history N] [--kubeconfig-out FILE] [--auto-ready]";
 
 /// Parsed command line.
 #[derive(Default)]
@@ -21,6 +21,7 @@ struct Args {
     key: Option<PathBuf>,
     client_ca: Option<PathBuf>,
     kubeconfig_out: Option<PathBuf>,
+    auto_ready: bool,
 }
 
 fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -56,6 +57,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
                     .map_err(|_| "--history: not a number".to_string())?
             }
             "--kubeconfig-out" => a.kubeconfig_out = Some(value()?.into()),
+            "--auto-ready" => a.auto_ready = true,
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    sim.set_auto_ready(args.auto_ready);
     if let Some(path) = &args.kubeconfig_out {
         if let Err(e) = sim.write_kubeconfig(path) {
             eprintln!("kube-sim: writing {}: {e}", path.display());

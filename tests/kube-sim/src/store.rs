@@ -90,6 +90,8 @@ pub struct Store {
     next_id: u64,
     /// Last server-side-apply configuration per (object key, field manager).
     applied: HashMap<(Key, String), Value>,
+    /// Stand in for workload controllers (see `controllers`).
+    pub auto_ready: bool,
 }
 
 const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
@@ -118,6 +120,7 @@ impl Store {
             subscribers: Vec::new(),
             next_id: 1,
             applied: HashMap::new(),
+            auto_ready: false,
         };
         let ns = s.registry.by_key(NS_KEY).cloned();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -281,7 +284,9 @@ impl Store {
         if dry_run {
             return Ok(obj);
         }
-        Ok(self.commit(EventType::Added, &rt.key(), obj))
+        let saved = self.commit(EventType::Added, &rt.key(), obj);
+        self.after_write(rt, &saved);
+        Ok(saved)
     }
 
     /// Validates a CRD, registers its resource and marks it Established.
@@ -363,7 +368,21 @@ impl Store {
         if finalized {
             return Ok(self.remove(rt, obj));
         }
-        Ok(self.commit(EventType::Modified, &rt.key(), obj))
+        let saved = self.commit(EventType::Modified, &rt.key(), obj);
+        self.after_write(rt, &saved);
+        Ok(saved)
+    }
+
+    /// With auto-ready on, writes the status a controller would report (a second event).
+    fn after_write(&mut self, rt: &ResourceType, saved: &Value) {
+        if !self.auto_ready {
+            return;
+        }
+        if let Some(status) = crate::controllers::ready_status(rt, saved) {
+            let mut next = saved.clone();
+            next["status"] = status;
+            self.commit(EventType::Modified, &rt.key(), next);
+        }
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.

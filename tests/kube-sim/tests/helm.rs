@@ -119,3 +119,45 @@ fn helm_install_upgrade_uninstall() {
     assert!(sim.get("v1", "ConfigMap", "default", "demo-cm").is_none());
     assert!(release_secrets(&sim).is_empty());
 }
+
+/// With auto-ready, `helm install --wait` of a Deployment finishes (helm's watcher sees it become ready),
+/// and `helm upgrade --wait` with more replicas waits for the new generation.
+#[test]
+fn helm_wait_for_deployment_with_auto_ready() {
+    let helm = tool("helm", "HELM");
+    let sim = Sim::start();
+    sim.set_auto_ready(true);
+    let dir = temp_dir("helm-deploy");
+    sim.write_kubeconfig(&dir.join("kubeconfig")).unwrap();
+    let d = |sub: &str| dir.join(sub).display().to_string();
+    let env = vec![
+        ("KUBECONFIG", d("kubeconfig")),
+        ("HOME", d("")),
+        ("HELM_CACHE_HOME", d("cache")),
+        ("HELM_CONFIG_HOME", d("config")),
+        ("HELM_DATA_HOME", d("data")),
+    ];
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/deploy-chart");
+    let chart = chart.to_str().unwrap();
+    for (verb, replicas) in [("install", "2"), ("upgrade", "4")] {
+        let set = format!("replicas={replicas}");
+        let args = [
+            verb,
+            "site",
+            chart,
+            "-n",
+            "default",
+            "--set",
+            &set,
+            "--wait",
+            "--timeout",
+            "30s",
+        ];
+        let r = run(&helm, &args, &env, 60);
+        assert!(r.ok, "helm {verb}: {r:?}");
+        let dep = sim
+            .get("apps/v1", "Deployment", "default", "site-web")
+            .unwrap();
+        assert_eq!(dep["status"]["availableReplicas"].to_string(), replicas);
+    }
+}

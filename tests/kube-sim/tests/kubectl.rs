@@ -448,3 +448,25 @@ fn kubectl_strategic_merge_on_containers() {
         (json!("b:3"), json!("X"))
     );
 }
+
+/// With auto-ready, `kubectl rollout status` and `kubectl wait --for=condition=complete` finish.
+#[test]
+fn kubectl_rollout_status_with_auto_ready() {
+    let e = Env::new("kc-rollout");
+    e.sim.set_auto_ready(true);
+    let f = e.write("dep.yaml", DEPLOYMENT);
+    e.ok(&["apply", "-f", &f]);
+    let out = e.ok(&["rollout", "status", "deployment/web", "--timeout=20s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    // `kubectl create job` would send a protobuf Job, which kube-sim does not decode; apply sends JSON.
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: once\n  namespace: default\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n";
+    let jf = e.write("job.yaml", job);
+    e.ok(&["apply", "-f", &jf]);
+    let out = e.ok(&[
+        "wait",
+        "--for=condition=complete",
+        "job/once",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+}

@@ -354,3 +354,52 @@ fn drop_after_burst_flushes_pending_events() {
         assert_eq!(added, 20, "every event committed before the drop arrives");
     }
 }
+
+/// With auto-ready, a Deployment write is followed by a controller-style status update.
+#[test]
+fn auto_ready_adds_status_event() {
+    let sim = Sim::start();
+    sim.set_auto_ready(true);
+    let c = Client::new(&sim.url());
+    let rv = sim.resource_version();
+    let rx = c.watch(&format!(
+        "/apis/apps/v1/deployments?watch=1&resourceVersion={rv}"
+    ));
+    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 2}});
+    assert_eq!(
+        c.post("/apis/apps/v1/namespaces/default/deployments", &dep)
+            .code,
+        201
+    );
+    assert_eq!(brief(&next(&rx)), b("ADDED", "d"));
+    let m = next(&rx);
+    assert_eq!(brief(&m), b("MODIFIED", "d"));
+    assert_eq!(m["object"]["status"]["availableReplicas"], 2);
+    assert_eq!(m["object"]["status"]["observedGeneration"], 1);
+    let r = c.patch(
+        "/apis/apps/v1/namespaces/default/deployments/d",
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":3}}"#,
+    );
+    assert_eq!(r.code, 200);
+    assert_eq!(brief(&next(&rx)), b("MODIFIED", "d"));
+    let m = next(&rx);
+    assert_eq!(
+        (
+            m["object"]["status"]["availableReplicas"].clone(),
+            m["object"]["status"]["observedGeneration"].clone()
+        ),
+        (json!(3), json!(2))
+    );
+    c.patch(
+        "/apis/apps/v1/namespaces/default/deployments/d",
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"x":"y"}}}"#,
+    );
+    assert_eq!(brief(&next(&rx)), b("MODIFIED", "d"));
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no status write when already ready"
+    );
+}
