@@ -5,16 +5,17 @@
 //! # Layout
 //! - [`Sim`] (this file): start/stop, direct store access, fault injection.
 //! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1.
-//! - `router` → `handlers` (CRUD, patch, list) / `watch` (streams) / `discovery`.
+//! - `router` → `handlers` (CRUD, patch, list; `scale`) / `watch` (streams) / `discovery`.
 //! - `store`: objects, the resourceVersion counter, history, subscriptions;
 //!   `objmeta`: the metadata rules it applies on writes.
-//! - `registry`: built-in kinds and CRD-defined resources.
+//! - `registry`: built-in kinds and CRD-defined resources; `crd`: CRD write rules.
 //! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
 //!   opt-in instant readiness for workloads.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
 pub mod certs;
 mod controllers;
+mod crd;
 mod defaults;
 mod discovery;
 mod handlers;
@@ -24,6 +25,7 @@ mod patch;
 pub mod protobuf;
 mod registry;
 mod router;
+mod scale;
 mod seed;
 pub mod selector;
 mod server;

@@ -291,37 +291,11 @@ impl Store {
 
     /// Validates a CRD, registers its resource and marks it Established.
     fn accept_crd(&mut self, crd: &mut Value, dry_run: bool) -> Result<(), ApiError> {
-        let t = crate::registry::crd_resource(crd).map_err(ApiError::invalid)?;
-        let want = format!("{}.{}", t.plural, t.group);
-        if meta_str(crd, "name") != want {
-            return Err(ApiError::invalid(format!(
-                "CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: metadata.name: \
-                 Invalid value: must be spec.names.plural+\".\"+spec.group ({want:?})",
-                meta_str(crd, "name")
-            )));
-        }
+        crate::crd::validate(crd)?;
         if !dry_run {
             self.registry.register_crd(crd).map_err(ApiError::invalid)?;
         }
-        let now = fmt_time(now_secs());
-        let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
-        let storage: Vec<Value> = crd["spec"]["versions"]
-            .as_array()
-            .map(|vs| {
-                vs.iter()
-                    .filter(|v| v["storage"].as_bool() == Some(true))
-                    .map(|v| v["name"].clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        crd["status"] = json!({
-            "conditions": [
-                cond("NamesAccepted", "NoConflicts", "no conflicts found"),
-                cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-            ],
-            "acceptedNames": crd["spec"]["names"].clone(),
-            "storedVersions": storage,
-        });
+        crate::crd::establish(crd);
         Ok(())
     }
 
