@@ -277,6 +277,13 @@ impl Sim {
         self.shared.store().auto_ready = on;
     }
 
+    /// When on, creating a namespaced object in a namespace that does not exist
+    /// fails with 404 `namespaces "x" not found`, as on a real server. Off by
+    /// default, so tests may use any namespace without creating it.
+    pub fn set_strict_namespaces(&self, on: bool) {
+        self.shared.store().strict_namespaces = on;
+    }
+
     /// Ends every open watch stream now.
     pub fn drop_watches(&self) {
         self.shared.store().drop_watches();

@@ -1,6 +1,6 @@
 //! The `kube-sim` binary: serves the in-memory API server for demos and manual
 //! tests. `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F
-//! [--client-ca F]] [--token T] [--kubeconfig-out FILE] [--auto-ready]`. The first stdout line
+//! [--client-ca F]] [--token T] [--kubeconfig-out FILE] [--auto-ready] [--strict-namespaces]`. The first stdout line
 //! is `listening on http://127.0.0.1:PORT` (https with TLS); it then serves
 //! until killed.
 
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: kube-sim [--port N] [--seed DIR] [--tls-cert FILE --tls-key FILE [--client-ca FILE]] \
-                     [--token TOKEN] [--history N] [--kubeconfig-out FILE] [--auto-ready]";
+                     [--token TOKEN] [--history N] [--kubeconfig-out FILE] [--auto-ready] [--strict-namespaces]";
 
 /// Parsed command line.
 #[derive(Default)]
@@ -22,6 +22,7 @@ struct Args {
     client_ca: Option<PathBuf>,
     kubeconfig_out: Option<PathBuf>,
     auto_ready: bool,
+    strict_namespaces: bool,
 }
 
 fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -58,6 +59,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--kubeconfig-out" => a.kubeconfig_out = Some(value()?.into()),
             "--auto-ready" => a.auto_ready = true,
+            "--strict-namespaces" => a.strict_namespaces = true,
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
@@ -89,6 +91,7 @@ fn main() -> ExitCode {
         }
     };
     sim.set_auto_ready(args.auto_ready);
+    sim.set_strict_namespaces(args.strict_namespaces);
     if let Some(path) = &args.kubeconfig_out {
         if let Err(e) = sim.write_kubeconfig(path) {
             eprintln!("kube-sim: writing {}: {e}", path.display());

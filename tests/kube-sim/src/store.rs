@@ -92,6 +92,8 @@ pub struct Store {
     applied: HashMap<(Key, String), Value>,
     /// Stand in for workload controllers (see `controllers`).
     pub auto_ready: bool,
+    /// Refuse to create namespaced objects in a namespace that does not exist.
+    pub strict_namespaces: bool,
 }
 
 const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
@@ -121,6 +123,7 @@ impl Store {
             next_id: 1,
             applied: HashMap::new(),
             auto_ready: false,
+            strict_namespaces: false,
         };
         let ns = s.registry.by_key(NS_KEY).cloned();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -259,6 +262,9 @@ impl Store {
         );
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        if rt.namespaced && self.strict_namespaces && !self.namespace_exists(&key.1) {
+            return Err(ApiError::not_found("", "namespaces", &key.1));
         }
         let obj_has_spec = obj.get("spec").is_some() || rt.key() == CRD_KEY;
         let meta = &mut obj["metadata"];
@@ -419,6 +425,11 @@ impl Store {
                 self.commit(EventType::Deleted, &k.0, last);
             }
         }
+    }
+
+    fn namespace_exists(&self, ns: &str) -> bool {
+        self.objects
+            .contains_key(&(NS_KEY.to_string(), String::new(), ns.to_string()))
     }
 
     /// The configuration `manager` last applied to an object (server-side apply).

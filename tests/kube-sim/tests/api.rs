@@ -361,6 +361,39 @@ fn status_and_scale_subresources() {
     );
 }
 
+/// With strict namespaces, creating in a missing namespace is 404, as on a real server.
+#[test]
+fn strict_namespaces_require_the_namespace() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    assert_eq!(
+        c.post(
+            "/api/v1/namespaces/loose/configmaps",
+            &cm("", "a", json!({}))
+        )
+        .code,
+        201
+    );
+    sim.set_strict_namespaces(true);
+    let r = c.post(
+        "/api/v1/namespaces/missing/configmaps",
+        &cm("", "a", json!({})),
+    );
+    assert_eq!((r.code, r.body["reason"].clone()), (404, json!("NotFound")));
+    assert_eq!(r.body["message"], "namespaces \"missing\" not found");
+    sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "missing"}}))
+        .unwrap();
+    assert_eq!(
+        c.post(
+            "/api/v1/namespaces/missing/configmaps",
+            &cm("", "a", json!({}))
+        )
+        .code,
+        201
+    );
+    assert!(sim.create(cm("nowhere", "b", json!({}))).is_err());
+}
+
 /// An object with finalizers is only marked on delete and goes away when they are removed.
 #[test]
 fn finalizers_delay_deletion() {
