@@ -103,6 +103,7 @@ fn obj_key(o: &Value) -> (String, String) {
 
 /// GET on a collection.
 pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
+    crate::listopts::validate(req, false)?;
     let f = filter(req, t)?;
     let limit = req
         .param("limit")
@@ -170,13 +171,16 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
 
 /// The watch request's plan (validated before streaming starts).
 pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
-    let start = if req.flag("sendInitialEvents") {
-        Start::InitialEvents
-    } else {
-        match req.param("resourceVersion") {
-            None | Some("") | Some("0") => Start::State,
-            Some(rv) => Start::After(parse_rv(rv)?),
-        }
+    crate::listopts::validate(req, true)?;
+    let rv = match req.param("resourceVersion") {
+        None | Some("") | Some("0") => None,
+        Some(rv) => Some(parse_rv(rv)?),
+    };
+    let start = match (req.param("sendInitialEvents"), rv) {
+        (Some(_), _) if req.flag("sendInitialEvents") => Start::InitialEvents,
+        (_, Some(rv)) => Start::After(rv),
+        (Some(_), None) => Start::Now,
+        (None, None) => Start::State,
     };
     let secs = req
         .param("timeoutSeconds")

@@ -11,6 +11,7 @@
 //! - `registry`: built-in kinds and CRD-defined resources; `crd`: CRD write rules.
 //! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
 //!   opt-in instant readiness for workloads.
+//! - `listopts`: list/watch option validation.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
 pub mod certs;
@@ -20,6 +21,7 @@ mod defaults;
 mod discovery;
 mod handlers;
 mod http;
+mod listopts;
 mod objmeta;
 mod patch;
 pub mod protobuf;

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 pub enum Start {
     /// RV unset or "0": synthetic ADDED for current state, then changes.
     State,
+    /// `sendInitialEvents=false` without an RV: only changes from now on.
+    Now,
     /// `sendInitialEvents=true`: current state, then the initial-events-end bookmark.
     InitialEvents,
     /// Right after this resourceVersion (replayed from history).
@@ -152,7 +154,7 @@ pub fn stream<W: Write>(
             _ => None,
         };
         st.subscribe(&key, from).map(|sub| {
-            let initial = if from.is_none() {
+            let initial = if matches!(plan.start, Start::State | Start::InitialEvents) {
                 st.list(&plan.rt)
             } else {
                 Vec::new()

@@ -403,3 +403,41 @@ fn auto_ready_adds_status_event() {
         "no status write when already ready"
     );
 }
+
+/// Watch options are validated as a real server does; sendInitialEvents=false starts at "now".
+#[test]
+fn watch_option_rules() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    sim.create(cm("default", "old", json!({}))).unwrap();
+    let bad = c.get("/api/v1/configmaps?watch=1&sendInitialEvents=true");
+    assert_eq!(
+        (bad.code, bad.body["reason"].clone()),
+        (422, json!("Invalid"))
+    );
+    assert!(
+        bad.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+    );
+    assert_eq!(
+        c.get("/api/v1/configmaps?watch=1&resourceVersionMatch=NotOlderThan")
+            .code,
+        422
+    );
+    assert_eq!(
+        c.get("/api/v1/configmaps?sendInitialEvents=true").code,
+        422,
+        "forbidden on list"
+    );
+    let rx = c.watch(
+        "/api/v1/configmaps?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan",
+    );
+    sim.create(cm("default", "new", json!({}))).unwrap();
+    assert_eq!(
+        brief(&next(&rx)),
+        b("ADDED", "new"),
+        "no initial events for the existing object"
+    );
+}
