@@ -415,3 +415,31 @@ fn finalizers_delay_deletion() {
     assert_eq!(r.code, 200);
     assert!(sim.get("v1", "ConfigMap", "default", "f").is_none());
 }
+
+/// Methods a resource does not support (per discovery's verbs) get 405 MethodNotAllowed.
+#[test]
+fn unsupported_verbs_are_405() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    let r = c.delete("/api/v1/namespaces");
+    assert_eq!(
+        (r.code, r.body["reason"].clone()),
+        (405, json!("MethodNotAllowed"))
+    );
+    assert_eq!(
+        c.post("/api/v1/namespaces/default/configmaps/x", &json!({}))
+            .code,
+        405
+    );
+    sim.create(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}, "spec": {}})).unwrap();
+    assert_eq!(
+        c.delete("/apis/apps/v1/namespaces/default/deployments/d/status")
+            .code,
+        405
+    );
+    assert_eq!(
+        c.get("/apis/apps/v1/namespaces/default/deployments/d/status")
+            .code,
+        200
+    );
+}
