@@ -1,8 +1,12 @@
 //! The `kube-sim` binary: serves the in-memory API server for demos and manual
-//! tests. `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F
-//! [--client-ca F]] [--token T] [--kubeconfig-out FILE] [--auto-ready] [--strict-namespaces]`. The first stdout line
-//! is `listening on http://127.0.0.1:PORT` (https with TLS); it then serves
-//! until killed.
+//! tests.
+//!
+//! `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F [--client-ca F]]
+//! [--token T] [--history N] [--kubeconfig-out FILE] [--auto-ready]
+//! [--strict-namespaces]`
+//!
+//! The first stdout line is `listening on http://127.0.0.1:PORT` (https with
+//! TLS); it then serves until killed.
 
 use kube_sim::{Sim, SimOptions, TlsFiles};
 use std::io::Write;

@@ -1,7 +1,8 @@
 //! Object metadata rules applied by the store on writes: identity on create
 //! (kind/apiVersion, namespace from URL or body, generateName), the status
 //! subresource split, server-owned fields carried across updates, generation
-//! bumps on spec changes, and finalizer checks.
+//! bumps on spec changes, finalizer checks, and metadata validation (names,
+//! labels, annotations).
 
 use crate::registry::ResourceType;
 use crate::status::ApiError;
