@@ -43,7 +43,7 @@ pub use seed::parse_docs;
 pub use status::ApiError;
 
 use serde_json::Value;
-use server::{Faults, Shared, lock};
+use server::{FailRule, Faults, Shared, lock};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -306,6 +306,17 @@ impl Sim {
         let mut f = lock(&self.shared.faults);
         f.fail_left = n;
         f.fail_code = code;
+    }
+
+    /// The next `n` requests whose `VERB /path?query` line (as in `requests()`)
+    /// contains `pattern` answer `code` with a Status; other requests are served
+    /// normally. Example: `sim.fail_matching("PUT /api/v1/namespaces/a/configmaps/x", 2, 409)`.
+    pub fn fail_matching(&self, pattern: &str, n: usize, code: u16) {
+        lock(&self.shared.faults).rules.push(FailRule {
+            pattern: pattern.to_string(),
+            left: n,
+            code,
+        });
     }
 
     /// Delays every response by `d` (zero to stop).

@@ -22,9 +22,20 @@ const LOG_CAP: usize = 200_000;
 /// Pending fault injection.
 #[derive(Debug, Default)]
 pub struct Faults {
+    /// Requests of any kind still to fail, and with which code.
     pub fail_left: usize,
     pub fail_code: u16,
+    /// Failures for requests whose `VERB /path?query` contains a pattern.
+    pub rules: Vec<FailRule>,
     pub delay: Duration,
+}
+
+/// `fail_matching`: fail `left` more requests containing `pattern` with `code`.
+#[derive(Debug)]
+pub struct FailRule {
+    pub pattern: String,
+    pub left: usize,
+    pub code: u16,
 }
 
 /// State shared by the accept thread, connection threads and the `Sim` handle.
@@ -256,7 +267,7 @@ fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
         }
         log.push(req.log_line());
     }
-    let (delay, fail) = take_faults(shared);
+    let (delay, fail) = take_faults(shared, &req.log_line());
     if !delay.is_zero() {
         thread::sleep(delay);
     }
@@ -279,11 +290,22 @@ fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
     router::route(shared, req)
 }
 
-fn take_faults(shared: &Shared) -> (Duration, Option<u16>) {
+/// The delay to apply and the failure code (if any) for this request; consumes
+/// one unit of the global `fail_next` or else of the first matching rule.
+fn take_faults(shared: &Shared, line: &str) -> (Duration, Option<u16>) {
     let mut f = lock(&shared.faults);
-    let fail = (f.fail_left > 0).then(|| {
+    if f.fail_left > 0 {
         f.fail_left -= 1;
-        f.fail_code
+        return (f.delay, Some(f.fail_code));
+    }
+    let rule = f
+        .rules
+        .iter_mut()
+        .find(|r| r.left > 0 && line.contains(&r.pattern));
+    let fail = rule.map(|r| {
+        r.left -= 1;
+        r.code
     });
+    f.rules.retain(|r| r.left > 0);
     (f.delay, fail)
 }

@@ -50,6 +50,21 @@ fn fail_next_delay_and_request_log() {
     );
 }
 
+/// fail_matching fails only the requests that match, the given number of times.
+#[test]
+fn fail_matching_targets_requests() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    sim.create(cm("default", "x", json!({}))).unwrap();
+    sim.fail_matching("PATCH /api/v1/namespaces/default/configmaps/x", 2, 409);
+    let p = "/api/v1/namespaces/default/configmaps/x";
+    assert_eq!(c.get(p).code, 200);
+    let r = c.patch(p, "application/merge-patch+json", "{}");
+    assert_eq!((r.code, r.body["reason"].clone()), (409, json!("Conflict")));
+    assert_eq!(c.patch(p, "application/merge-patch+json", "{}").code, 409);
+    assert_eq!(c.patch(p, "application/merge-patch+json", "{}").code, 200);
+}
+
 /// With require_token, requests need the bearer token.
 #[test]
 fn bearer_token_required() {
