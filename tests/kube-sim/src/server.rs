@@ -246,13 +246,19 @@ fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
     }
 }
 
-/// Whether the peer has closed its side (a zero-byte peek), without blocking.
+/// Whether a watch's peer has gone, checked without blocking: end of stream,
+/// a socket error, or any bytes at all. A client never sends anything while a
+/// watch response streams (HTTP/1.1 clients do not pipeline), so bytes mean a
+/// TLS close_notify or a confused peer; either way the stream should end.
 pub fn peer_closed(probe: &TcpStream) -> bool {
     if probe.set_nonblocking(true).is_err() {
         return false;
     }
     let mut b = [0u8; 1];
-    let gone = matches!(probe.peek(&mut b), Ok(0));
+    let gone = match probe.peek(&mut b) {
+        Ok(_) => true,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    };
     let _ = probe.set_nonblocking(false);
     gone
 }

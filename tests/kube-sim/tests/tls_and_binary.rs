@@ -190,3 +190,42 @@ fn binary_rejects_unknown_flag() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: kube-sim"));
 }
+
+/// A TLS watch whose client goes away is noticed and its subscription released.
+#[test]
+fn tls_watch_ends_when_client_leaves() {
+    let dir = temp_dir("tlswatch");
+    let certs = kube_sim::certs::make_test_certs(&dir).unwrap();
+    let tls = TlsFiles {
+        client_ca: None,
+        ..certs.tls_files()
+    };
+    let sim = Sim::start_with(SimOptions {
+        tls: Some(tls),
+        ..Default::default()
+    })
+    .unwrap();
+    {
+        let agent = tls_agent(&dir, false);
+        let resp = agent
+            .get(format!("{}/api/v1/configmaps?watch=1", sim.url()))
+            .call()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while sim.watch_count() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(sim.watch_count(), 1);
+        drop(resp);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while sim.watch_count() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        sim.watch_count(),
+        0,
+        "watch thread did not notice the client leaving"
+    );
+}
