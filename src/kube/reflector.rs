@@ -399,25 +399,11 @@ impl Reflector {
         if line.iter().all(u8::is_ascii_whitespace) {
             return State::Watching { rv, stream };
         }
-        #[derive(serde::Deserialize)]
-        struct Raw<'a> {
-            #[serde(rename = "type")]
-            t: EventType,
-            #[serde(borrow)]
-            object: &'a RawValue,
-        }
-        let raw: Raw<'_> = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                return self.fail(
-                    WatchErrorKind::Fail,
-                    &format!("bad watch event: {e}"),
-                    State::Listed { rv },
-                );
-            }
+        let (t, json, parsed) = match decode_event(line) {
+            Ok(d) => d,
+            Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
         };
-        let json: Box<str> = raw.object.get().into();
-        match raw.t {
+        match t {
             EventType::Error => {
                 let st: Status = serde_json::from_str(&json).unwrap_or_default();
                 if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
@@ -434,7 +420,7 @@ impl Reflector {
                 None => State::Watching { rv, stream },
             },
             t => {
-                let (item, value) = match item_of_str(json) {
+                let (item, value) = match item_of_str(json, parsed) {
                     Ok(x) => x,
                     Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
                 };
@@ -521,9 +507,47 @@ fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
     ))
 }
 
+/// Splits a watch line into its type, the object's JSON text and, for object events,
+/// the object decoded. Fast path: API servers write exactly
+/// `{"type":"T","object":{...}}`, so the object is the text between those fixed
+/// parts and is parsed once; anything else goes through a general decoder.
+fn decode_event(line: &[u8]) -> Result<(EventType, Box<str>, Option<Value>), String> {
+    let text = std::str::from_utf8(line)
+        .map_err(|e| format!("bad watch event: {e}"))?
+        .trim_end();
+    if let Some(rest) = text.strip_prefix("{\"type\":\"") {
+        let fast = rest.split_once("\",\"object\":").and_then(|(t, obj)| {
+            let t = match t {
+                "ADDED" => EventType::Added,
+                "MODIFIED" => EventType::Modified,
+                "DELETED" => EventType::Deleted,
+                _ => return None,
+            };
+            let obj = obj.strip_suffix('}')?;
+            let v: Value = serde_json::from_str(obj).ok()?;
+            Some((t, obj, v))
+        });
+        if let Some((t, obj, v)) = fast {
+            return Ok((t, obj.into(), Some(v)));
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(rename = "type")]
+        t: EventType,
+        #[serde(borrow)]
+        object: &'a RawValue,
+    }
+    let raw: Raw<'_> = serde_json::from_str(text).map_err(|e| format!("bad watch event: {e}"))?;
+    Ok((raw.t, raw.object.get().into(), None))
+}
+
 /// Decodes a watched object once: the cache item and the Value for the consumer.
-fn item_of_str(json: Box<str>) -> Result<(Item, Value), String> {
-    let v: Value = serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?;
+fn item_of_str(json: Box<str>, parsed: Option<Value>) -> Result<(Item, Value), String> {
+    let v: Value = match parsed {
+        Some(v) => v,
+        None => serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?,
+    };
     let meta = &v["metadata"];
     let s = |f: &str| meta[f].as_str().unwrap_or_default().to_string();
     let key = format!("{}/{}", s("namespace"), s("name"));
@@ -569,5 +593,35 @@ pub fn wait_for(
                 )));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_fast_and_general_paths_agree() {
+        let obj =
+            r#"{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"data":{"k":"}"}}"#;
+        let fast = format!("{{\"type\":\"MODIFIED\",\"object\":{obj}}}\n");
+        let (t, json, v) = decode_event(fast.as_bytes()).unwrap();
+        assert_eq!(t, EventType::Modified);
+        assert_eq!(&*json, obj);
+        assert!(v.is_some());
+        // Reordered keys, spaces, extra fields: the general decoder.
+        let slow = format!("{{ \"object\": {obj}, \"type\": \"DELETED\", \"x\": 1 }}");
+        let (t, json, v) = decode_event(slow.as_bytes()).unwrap();
+        assert_eq!((t, &*json, v), (EventType::Deleted, obj, None));
+        // A trailing field after object defeats the fast path's slice; still right.
+        let tricky = format!("{{\"type\":\"ADDED\",\"object\":{obj},\"x\":{{}}}}");
+        let (t, json, _) = decode_event(tricky.as_bytes()).unwrap();
+        assert_eq!((t, &*json), (EventType::Added, obj));
+        let (t, _, v) =
+            decode_event(br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#)
+                .unwrap();
+        assert_eq!((t, v), (EventType::Bookmark, None));
+        assert!(decode_event(b"{not json").is_err());
+        assert!(decode_event(br#"{"type":"WHAT","object":{}}"#).is_err());
     }
 }
