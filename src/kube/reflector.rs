@@ -17,7 +17,8 @@
 
 use super::Client;
 use super::backoff::Backoff;
-use super::cache::{Change, Item, Store, Stored};
+use super::cache::{Change, Item, Store};
+use super::decode::{self, Applied, item_of};
 use super::discovery::Resource;
 use super::error::KubeError;
 use super::http::{Request, Stream};
@@ -29,7 +30,7 @@ use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::Method;
-use vendor_k8s_types::{EventType, ObjectList, Status};
+use vendor_k8s_types::ObjectList;
 
 /// What a reflector tells its consumer.
 #[derive(Debug, Clone, PartialEq)]
@@ -396,49 +397,12 @@ impl Reflector {
     }
 
     fn apply_line(&mut self, line: &[u8], rv: String, stream: Stream) -> State {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return State::Watching { rv, stream };
-        }
-        let (t, json, parsed) = match decode_event(line) {
-            Ok(d) => d,
-            Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
-        };
-        match t {
-            EventType::Error => {
-                let st: Status = serde_json::from_str(&json).unwrap_or_default();
-                if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
-                    return self.desync(&st.message);
-                }
-                self.fail(
-                    WatchErrorKind::Fail,
-                    &format!("watch ERROR {} {}: {}", st.code, st.reason, st.message),
-                    State::Listed { rv },
-                )
-            }
-            EventType::Bookmark => match resource_version(&json) {
-                Some(new_rv) => State::Watching { rv: new_rv, stream },
-                None => State::Watching { rv, stream },
-            },
-            t => {
-                let (item, value) = match item_of_str(json, parsed) {
-                    Ok(x) => x,
-                    Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
-                };
+        let applied = decode::apply_line(&mut self.lock(), line);
+        match applied {
+            Applied::Blank | Applied::Bookmark(None) => State::Watching { rv, stream },
+            Applied::Bookmark(Some(new_rv)) => State::Watching { rv: new_rv, stream },
+            Applied::Object { event, rv: new_rv } => {
                 self.backoff.reset();
-                let new_rv = item.rv.clone();
-                let event = {
-                    let mut store = self.lock();
-                    if t == EventType::Deleted {
-                        store.remove(&item.key);
-                        Some(Event::Deleted(value))
-                    } else {
-                        match store.put(item.key, &item.rv, item.json) {
-                            Stored::Same => None,
-                            Stored::New if t == EventType::Added => Some(Event::Added(value)),
-                            _ => Some(Event::Modified(value)),
-                        }
-                    }
-                };
                 if let Some(e) = event {
                     if !self.send(e) {
                         return State::Stopped;
@@ -446,6 +410,8 @@ impl Reflector {
                 }
                 State::Watching { rv: new_rv, stream }
             }
+            Applied::Expired(m) => self.desync(&m),
+            Applied::Failed(m) => self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
         }
     }
 
@@ -487,88 +453,6 @@ impl Reflector {
     }
 }
 
-/// Turns a raw list item into a cache item.
-fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
-    let json: Box<str> = raw.into();
-    #[derive(serde::Deserialize)]
-    struct Obj {
-        #[serde(default)]
-        metadata: vendor_k8s_types::ObjectMeta,
-    }
-    let o: Obj = serde_json::from_str(&json).map_err(|e| format!("bad list item: {e}"))?;
-    let key = format!("{}/{}", o.metadata.namespace, o.metadata.name);
-    Ok((
-        Item {
-            key,
-            rv: o.metadata.resource_version,
-            json,
-        },
-        (),
-    ))
-}
-
-/// Splits a watch line into its type, the object's JSON text and, for object events,
-/// the object decoded. Fast path: API servers write exactly
-/// `{"type":"T","object":{...}}`, so the object is the text between those fixed
-/// parts and is parsed once; anything else goes through a general decoder.
-fn decode_event(line: &[u8]) -> Result<(EventType, Box<str>, Option<Value>), String> {
-    let text = std::str::from_utf8(line)
-        .map_err(|e| format!("bad watch event: {e}"))?
-        .trim_end();
-    if let Some(rest) = text.strip_prefix("{\"type\":\"") {
-        let fast = rest.split_once("\",\"object\":").and_then(|(t, obj)| {
-            let t = match t {
-                "ADDED" => EventType::Added,
-                "MODIFIED" => EventType::Modified,
-                "DELETED" => EventType::Deleted,
-                _ => return None,
-            };
-            let obj = obj.strip_suffix('}')?;
-            let v: Value = serde_json::from_str(obj).ok()?;
-            Some((t, obj, v))
-        });
-        if let Some((t, obj, v)) = fast {
-            return Ok((t, obj.into(), Some(v)));
-        }
-    }
-    #[derive(serde::Deserialize)]
-    struct Raw<'a> {
-        #[serde(rename = "type")]
-        t: EventType,
-        #[serde(borrow)]
-        object: &'a RawValue,
-    }
-    let raw: Raw<'_> = serde_json::from_str(text).map_err(|e| format!("bad watch event: {e}"))?;
-    Ok((raw.t, raw.object.get().into(), None))
-}
-
-/// Decodes a watched object once: the cache item and the Value for the consumer.
-fn item_of_str(json: Box<str>, parsed: Option<Value>) -> Result<(Item, Value), String> {
-    let v: Value = match parsed {
-        Some(v) => v,
-        None => serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?,
-    };
-    let meta = &v["metadata"];
-    let s = |f: &str| meta[f].as_str().unwrap_or_default().to_string();
-    let key = format!("{}/{}", s("namespace"), s("name"));
-    Ok((
-        Item {
-            key,
-            rv: s("resourceVersion"),
-            json,
-        },
-        v,
-    ))
-}
-
-fn resource_version(json: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(json).ok()?;
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
-
 /// Reads the consumer channel until `pred` holds or `timeout` passes (test helper).
 pub fn wait_for(
     rx: &Receiver<Event>,
@@ -593,35 +477,5 @@ pub fn wait_for(
                 )));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decode_fast_and_general_paths_agree() {
-        let obj =
-            r#"{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"data":{"k":"}"}}"#;
-        let fast = format!("{{\"type\":\"MODIFIED\",\"object\":{obj}}}\n");
-        let (t, json, v) = decode_event(fast.as_bytes()).unwrap();
-        assert_eq!(t, EventType::Modified);
-        assert_eq!(&*json, obj);
-        assert!(v.is_some());
-        // Reordered keys, spaces, extra fields: the general decoder.
-        let slow = format!("{{ \"object\": {obj}, \"type\": \"DELETED\", \"x\": 1 }}");
-        let (t, json, v) = decode_event(slow.as_bytes()).unwrap();
-        assert_eq!((t, &*json, v), (EventType::Deleted, obj, None));
-        // A trailing field after object defeats the fast path's slice; still right.
-        let tricky = format!("{{\"type\":\"ADDED\",\"object\":{obj},\"x\":{{}}}}");
-        let (t, json, _) = decode_event(tricky.as_bytes()).unwrap();
-        assert_eq!((t, &*json), (EventType::Added, obj));
-        let (t, _, v) =
-            decode_event(br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#)
-                .unwrap();
-        assert_eq!((t, v), (EventType::Bookmark, None));
-        assert!(decode_event(b"{not json").is_err());
-        assert!(decode_event(br#"{"type":"WHAT","object":{}}"#).is_err());
     }
 }
