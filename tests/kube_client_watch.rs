@@ -239,3 +239,40 @@ fn stop_is_prompt() {
     h.join();
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 }
+
+/// Stopping a streaming reflector: nothing is delivered after stop(), and the
+/// thread ends by the next bookmark (kube-sim sends one per second).
+#[test]
+fn stop_while_streaming_delivers_nothing_more() {
+    let sim = Sim::start();
+    sim.create(cm("q", "a", "1", &[])).unwrap();
+    let c = client_for(&sim);
+    let r = c.resolve("", "ConfigMap", "test").unwrap();
+    let (h, rx) = c.watch(&r, fast_params("q"));
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[a]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    sim.create(cm("q", "b", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+b"]);
+    h.stop();
+    for i in 0..5 {
+        sim.create(cm("q", &format!("late{i}"), "1", &[])).unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    h.join();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(
+        show(&drain(&rx, Duration::from_millis(300))),
+        Vec::<String>::new()
+    );
+    // Dropping a handle stops its reflector as well.
+    let (h2, rx2) = c.watch(&r, fast_params("q"));
+    assert_eq!(take(&rx2, 1, T).len(), 1);
+    drop(h2);
+    // The thread ends and drops its sender.
+    eventually(T, "reflector thread ended", || {
+        matches!(
+            rx2.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        )
+    });
+}

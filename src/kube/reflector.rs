@@ -111,7 +111,8 @@ impl Default for WatchParams {
 
 /// The running reflector: stop it, join it, look at its cache.
 pub struct ReflectorHandle {
-    stop: Sender<()>,
+    /// Dropped to stop: the thread sees the channel disconnected, and keeps seeing it.
+    stop: Mutex<Option<Sender<()>>>,
     thread: Option<std::thread::JoinHandle<()>>,
     store: Arc<Mutex<Store>>,
 }
@@ -119,8 +120,9 @@ pub struct ReflectorHandle {
 impl ReflectorHandle {
     /// Asks the thread to stop. It stops at once when idle or backing off, otherwise
     /// after the next event or read timeout; it never sends after seeing the request.
+    /// Dropping the handle stops the thread too.
     pub fn stop(&self) {
-        let _ = self.stop.try_send(());
+        *self.stop.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Stops and waits for the thread to end.
@@ -209,7 +211,7 @@ pub fn spawn(
         .spawn(move || r.run(initial))
         .ok();
     ReflectorHandle {
-        stop: stop_tx,
+        stop: Mutex::new(Some(stop_tx)),
         thread,
         store,
     }
