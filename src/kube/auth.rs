@@ -205,7 +205,7 @@ impl ExecPlugin {
         for e in &self.config.env {
             cmd.env(&e.name, &e.value);
         }
-        let out = cmd.output().map_err(|e| {
+        let out = output_retrying_busy(&mut cmd).map_err(|e| {
             let hint = self
                 .config
                 .install_hint
@@ -222,6 +222,21 @@ impl ExecPlugin {
             return Err(err(format!("exited with {}: {tail}", out.status)));
         }
         parse_credential(&out.stdout, &self.config.api_version).map_err(err)
+    }
+}
+
+/// Runs `cmd`, retrying briefly on ETXTBSY: a plugin script just rewritten may still be
+/// open for writing in a child that another thread forked and has not yet exec'd.
+fn output_retrying_busy(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
     }
 }
 

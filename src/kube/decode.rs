@@ -67,7 +67,9 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
 }
 
 /// Turns a raw list item into a cache item.
-pub(crate) fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
+/// Only the metadata is decoded here: a list is held as JSON text while paging (far
+/// smaller than `Value` trees) and parsed into values when delivered.
+pub(crate) fn item_of(raw: Box<RawValue>) -> Result<Item, String> {
     let json: Box<str> = raw.into();
     #[derive(serde::Deserialize)]
     struct Obj {
@@ -76,14 +78,11 @@ pub(crate) fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
     }
     let o: Obj = serde_json::from_str(&json).map_err(|e| format!("bad list item: {e}"))?;
     let key = format!("{}/{}", o.metadata.namespace, o.metadata.name);
-    Ok((
-        Item {
-            key,
-            rv: o.metadata.resource_version,
-            json,
-        },
-        (),
-    ))
+    Ok(Item {
+        key,
+        rv: o.metadata.resource_version,
+        json,
+    })
 }
 
 /// Splits a watch line into its type, the object's JSON text and, for object events,

@@ -308,7 +308,7 @@ impl Reflector {
         };
         for raw in page.items {
             match item_of(raw) {
-                Ok((i, _)) => items.push(i),
+                Ok(i) => items.push(i),
                 Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
             }
         }
@@ -356,7 +356,9 @@ impl Reflector {
     }
 
     fn open_watch(&mut self, rv: String) -> State {
-        let secs = self.params.watch_timeout.as_secs().max(1);
+        // Up to 20% jitter so many reflectors do not reconnect in lockstep.
+        let base = self.params.watch_timeout.as_secs().max(1);
+        let secs = base + (base as f64 * 0.2 * super::backoff::random_unit()) as u64;
         let path = format!(
             "{}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={secs}{}",
             self.path(),
