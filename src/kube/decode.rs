@@ -175,4 +175,39 @@ mod tests {
         assert!(decode_event(b"{not json").is_err());
         assert!(decode_event(br#"{"type":"WHAT","object":{}}"#).is_err());
     }
+
+    #[test]
+    fn error_events_and_duplicates() {
+        let mut st = Store::default();
+        let expired = br#"{"type":"ERROR","object":{"kind":"Status","status":"Failure","message":"too old resource version: 5 (9)","reason":"Expired","code":410}}"#;
+        assert!(
+            matches!(apply_line(&mut st, expired), Applied::Expired(m) if m.contains("too old"))
+        );
+        let gone = br#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Gone"}}"#;
+        assert!(matches!(apply_line(&mut st, gone), Applied::Expired(_)));
+        let other = br#"{"type":"ERROR","object":{"kind":"Status","code":500,"reason":"InternalError","message":"etcd down"}}"#;
+        assert!(
+            matches!(apply_line(&mut st, other), Applied::Failed(m) if m.contains("500") && m.contains("etcd down"))
+        );
+        assert!(matches!(apply_line(&mut st, b"  \n"), Applied::Blank));
+        let bm = br#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"42"}}}"#;
+        assert!(matches!(apply_line(&mut st, bm), Applied::Bookmark(Some(rv)) if rv == "42"));
+        let add = br#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"n","resourceVersion":"7"}}}"#;
+        assert!(
+            matches!(apply_line(&mut st, add), Applied::Object { event: Some(Event::Added(_)), rv } if rv == "7")
+        );
+        // The same delivery again is dropped but still advances nothing wrong.
+        assert!(
+            matches!(apply_line(&mut st, add), Applied::Object { event: None, rv } if rv == "7")
+        );
+        let del = br#"{"type":"DELETED","object":{"metadata":{"name":"a","namespace":"n","resourceVersion":"8"}}}"#;
+        assert!(matches!(
+            apply_line(&mut st, del),
+            Applied::Object {
+                event: Some(Event::Deleted(_)),
+                ..
+            }
+        ));
+        assert!(st.is_empty());
+    }
 }
