@@ -34,7 +34,7 @@ enum Kind {
         path: PathBuf,
         cache: Mutex<Option<FileToken>>,
     },
-    Exec(ExecPlugin),
+    Exec(Box<ExecPlugin>),
 }
 
 struct FileToken {
@@ -78,13 +78,13 @@ impl Auth {
                 config,
                 dir,
                 cluster,
-            } => Kind::Exec(ExecPlugin {
+            } => Kind::Exec(Box::new(ExecPlugin {
                 config: config.clone(),
                 timeout: EXEC_TIMEOUT,
                 dir: dir.clone(),
                 cluster: cluster.clone(),
                 cache: Mutex::new(None),
-            }),
+            })),
         };
         Auth { kind }
     }

@@ -101,7 +101,7 @@ impl Transport {
             .build()
             .new_agent();
         let (qps, burst) = match (qps, burst) {
-            (q, b) if q == 0.0 => (5.0, if b == 0 { 10 } else { b }),
+            (0.0, b) => (5.0, if b == 0 { 10 } else { b }),
             (q, 0) => (q, 10),
             qb => qb,
         };
