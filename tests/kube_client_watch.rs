@@ -30,6 +30,10 @@ fn initial_list_is_paged() {
         panic!("{ev:?}")
     };
     assert_eq!(objs.len(), 25);
+    let objs: Vec<serde_json::Value> = objs
+        .iter()
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
     assert!(objs.iter().all(|o| o["metadata"]["namespace"] == "paged"));
     let reqs = sim.requests();
     let lists: Vec<&String> = reqs

@@ -35,8 +35,10 @@ use vendor_k8s_types::ObjectList;
 /// What a reflector tells its consumer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// The first complete list: the cache now holds exactly these objects.
-    Synced(Vec<Value>),
+    /// The first complete list: the cache now holds exactly these objects, as the
+    /// compact JSON the server sent (shared with the cache; decode one at a time, so
+    /// a big list never exists as one tree of values).
+    Synced(Vec<Arc<str>>),
     Added(Value),
     Modified(Value),
     /// The object's last known state.
@@ -92,6 +94,9 @@ pub struct WatchParams {
     pub backoff_max: Duration,
     /// Skip the initial list and watch from this resourceVersion with an empty cache.
     pub start_resource_version: Option<String>,
+    /// Keep each object's JSON in the cache (false: only what a relist diff needs;
+    /// a deletion found by a relist then carries a stub with namespace, name and uid).
+    pub keep_objects: bool,
 }
 
 impl Default for WatchParams {
@@ -105,6 +110,7 @@ impl Default for WatchParams {
             backoff_base: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
             start_resource_version: None,
+            keep_objects: true,
         }
     }
 }
@@ -189,7 +195,7 @@ pub fn spawn(
     tx: Sender<Event>,
 ) -> ReflectorHandle {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
-    let store = Arc::new(Mutex::new(Store::default()));
+    let store = Arc::new(Mutex::new(Store::new(params.keep_objects)));
     let initial = match &params.start_resource_version {
         Some(rv) => State::Listed { rv: rv.clone() },
         None => State::Empty,
@@ -332,16 +338,13 @@ impl Reflector {
     fn finish_list(&mut self, items: Vec<Item>) -> bool {
         if !self.synced {
             self.synced = true;
-            let objects: Vec<Value> = items
-                .iter()
-                .filter_map(|i| serde_json::from_str(&i.json).ok())
-                .collect();
+            let objects: Vec<Arc<str>> = items.iter().map(|i| Arc::clone(&i.json)).collect();
             self.lock().fill(items);
             return self.send(Event::Synced(objects));
         }
         let changes = self.lock().replace(items);
         for c in changes {
-            let (json, make): (Box<str>, fn(Value) -> Event) = match c {
+            let (json, make): (Arc<str>, fn(Value) -> Event) = match c {
                 Change::Added(j) => (j, Event::Added),
                 Change::Modified(j) => (j, Event::Modified),
                 Change::Deleted(j) => (j, Event::Deleted),
