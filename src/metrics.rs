@@ -1,10 +1,15 @@
 //! The operator's own Prometheus metrics, named as flant names them under
-//! `--prometheus-metrics-prefix`, and their text exposition for `/metrics`.
+//! `--prometheus-metrics-prefix`, the hooks' own metrics ([`HookMetrics`]), and
+//! their text exposition for `/metrics` and `/metrics/hooks`.
 //!
 //! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
-//! threads, the ticker and the HTTP thread; the prometheus types are internally
-//! synchronised.
+//! threads, the ticker, the HTTP thread and (later) the watch and webhook threads;
+//! the prometheus types are internally synchronised. The kube_* and
+//! kubernetes_client_* series are registered here with flant's names and labels;
+//! the Kubernetes monitors and client fill them.
 
+use crate::hook_metrics::HookMetrics;
+use crate::kube::ClientMetrics;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
     TextEncoder,
@@ -15,6 +20,14 @@ const RUN_BUCKETS: &[f64] = &[
     0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
+/// Buckets of the queue action histogram (flant's).
+const QUEUE_ACTION_BUCKETS: &[f64] = &[
+    0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+];
+/// Buckets of the kube event and jq filter histograms (flant's).
+const KUBE_BUCKETS: &[f64] = &[
+    0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
 
 /// Every self metric.
 pub struct Metrics {
@@ -30,6 +43,31 @@ pub struct Metrics {
     pub hook_run_allowed_errors_total: CounterVec,
     pub task_wait_in_queue_seconds_total: CounterVec,
     pub tasks_queue_compaction_operations_total: CounterVec,
+    /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`.
+    pub tasks_queue_compaction_tasks_by_hook: GaugeVec,
+    /// `{queue_name,queue_action}`; `None` when `QUEUE_ACTIONS_METRICS=no`.
+    pub tasks_queue_action_duration_seconds: Option<HistogramVec>,
+    /// `{hook}`: seconds the last enabling of a hook's kubernetes bindings took.
+    pub hook_enable_kubernetes_bindings_seconds: GaugeVec,
+    pub hook_enable_kubernetes_bindings_errors_total: CounterVec,
+    /// `{hook}`: 1 once the bindings are enabled (flant adds 1 per success).
+    pub hook_enable_kubernetes_bindings_success: GaugeVec,
+    /// `{hook,binding,queue}`: objects in a binding's snapshot.
+    pub kube_snapshot_objects: GaugeVec,
+    pub kube_jq_filter_duration_seconds: HistogramVec,
+    pub kube_event_duration_seconds: HistogramVec,
+    /// `{error_type}`.
+    pub kubernetes_client_watch_errors_total: CounterVec,
+    /// `{binding}`: a snapshot was asked for a binding with no monitor.
+    pub binding_monitor_missing_total: CounterVec,
+    /// `{gvr,namespace}`.
+    pub factory_informer_dead_total: CounterVec,
+    /// `kubernetes_client_request_*{component="main",verb,code}` of the main client.
+    pub kube_client: ClientMetrics,
+    /// The same series with `component="object_patcher"`.
+    pub object_patcher_client: ClientMetrics,
+    /// Metrics written by hooks to `$METRICS_PATH`.
+    pub hooks: HookMetrics,
 }
 
 /// A metric could not be registered (a bad prefix).
@@ -43,6 +81,18 @@ impl std::fmt::Display for MetricsError {
 }
 
 impl Metrics {
+    /// Registers every metric under `prefix`; the queue action histogram only if
+    /// `queue_actions` (flant's `QUEUE_ACTIONS_METRICS` is not `no`).
+    pub fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+        let mut m = Metrics::new(prefix)?;
+        if !queue_actions {
+            if let Some(h) = m.tasks_queue_action_duration_seconds.take() {
+                let _ = m.registry.unregister(Box::new(h));
+            }
+        }
+        Ok(m)
+    }
+
     /// Registers every metric under `prefix`.
     pub fn new(prefix: &str) -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
@@ -50,7 +100,80 @@ impl Metrics {
             registry: &registry,
             prefix,
         };
+        let kube_client = r.client("main")?;
+        let object_patcher_client = r.client("object_patcher")?;
         Ok(Metrics {
+            tasks_queue_compaction_tasks_by_hook: r.reg(GaugeVec::new(
+                Opts::new(
+                    format!("d8_telemetry_{prefix}tasks_queue_compaction_tasks_by_hook"),
+                    "Tasks of one hook in a queue when over 20.",
+                ),
+                &["queue_name", "hook"],
+            ))?,
+            tasks_queue_action_duration_seconds: Some(
+                r.reg(HistogramVec::new(
+                    HistogramOpts::new(
+                        r.name("tasks_queue_action_duration_seconds"),
+                        "Duration of low-level queue operations.",
+                    )
+                    .buckets(QUEUE_ACTION_BUCKETS.to_vec()),
+                    &["queue_name", "queue_action"],
+                ))?,
+            ),
+            hook_enable_kubernetes_bindings_seconds: r.by_hook(
+                GaugeVec::new,
+                "hook_enable_kubernetes_bindings_seconds",
+                "Seconds the last enabling of a hook's kubernetes bindings took.",
+            )?,
+            hook_enable_kubernetes_bindings_errors_total: r.by_hook(
+                CounterVec::new,
+                "hook_enable_kubernetes_bindings_errors_total",
+                "Failed enablings of a hook's kubernetes bindings.",
+            )?,
+            hook_enable_kubernetes_bindings_success: r.by_hook(
+                GaugeVec::new,
+                "hook_enable_kubernetes_bindings_success",
+                "1 once a hook's kubernetes bindings are enabled.",
+            )?,
+            kube_snapshot_objects: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("kube_snapshot_objects"),
+                    "Objects in a binding's snapshot.",
+                ),
+                HOOK_LABELS,
+            ))?,
+            kube_jq_filter_duration_seconds: r.kube_histogram(
+                "kube_jq_filter_duration_seconds",
+                "Duration of jqFilter runs on watched objects.",
+            )?,
+            kube_event_duration_seconds: r.kube_histogram(
+                "kube_event_duration_seconds",
+                "Duration of handling one watch event.",
+            )?,
+            kubernetes_client_watch_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("kubernetes_client_watch_errors_total"),
+                    "Watch errors by type.",
+                ),
+                &["error_type"],
+            ))?,
+            binding_monitor_missing_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("binding_monitor_missing_total"),
+                    "Snapshot reads for a binding without a monitor.",
+                ),
+                &["binding"],
+            ))?,
+            factory_informer_dead_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("factory_informer_dead_total"),
+                    "Watches that stopped for good.",
+                ),
+                &["gvr", "namespace"],
+            ))?,
+            kube_client,
+            object_patcher_client,
+            hooks: HookMetrics::default(),
             live_ticks: r.reg(IntCounter::with_opts(Opts::new(
                 r.name("live_ticks"),
                 "Increased every 10 seconds while the operator lives.",
@@ -95,11 +218,25 @@ impl Metrics {
         })
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The Prometheus text exposition of every metric: self metrics, then the
+    /// hooks' metrics.
     pub fn render(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out.extend_from_slice(self.hooks.render().as_bytes());
         out
+    }
+
+    /// Only the hooks' metrics (flant's `/metrics/hooks`).
+    pub fn render_hooks(&self) -> Vec<u8> {
+        self.hooks.render().into_bytes()
+    }
+
+    /// Records one queue operation's duration, unless switched off.
+    pub fn queue_action(&self, queue: &str, action: &str, seconds: f64) {
+        if let Some(h) = &self.tasks_queue_action_duration_seconds {
+            h.with_label_values(&[queue, action]).observe(seconds);
+        }
     }
 }
 
@@ -132,6 +269,27 @@ impl Reg<'_> {
     fn histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
         let opts = HistogramOpts::new(self.name(base), help).buckets(RUN_BUCKETS.to_vec());
         self.reg(HistogramVec::new(opts, HOOK_LABELS))
+    }
+
+    fn by_hook<M: prometheus::core::Collector + Clone + 'static>(
+        &self,
+        new: fn(Opts, &[&str]) -> Result<M, prometheus::Error>,
+        base: &str,
+        help: &str,
+    ) -> Result<M, MetricsError> {
+        self.reg(new(Opts::new(self.name(base), help), &["hook"]))
+    }
+
+    fn kube_histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
+        let opts = HistogramOpts::new(self.name(base), help).buckets(KUBE_BUCKETS.to_vec());
+        self.reg(HistogramVec::new(opts, HOOK_LABELS))
+    }
+
+    fn client(&self, component: &str) -> Result<ClientMetrics, MetricsError> {
+        let m = ClientMetrics::new(self.prefix, component);
+        m.register(self.registry)
+            .map_err(|e| MetricsError(format!("kubernetes client metrics: {e}")))?;
+        Ok(m)
     }
 
     fn counter(&self, base: &str, help: &str) -> Result<CounterVec, MetricsError> {

@@ -83,6 +83,12 @@ impl Runner {
             Ok(run) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
             Err(e) => Err(e.clone()),
         };
+        // Hook metrics: parsed (whole file validated) before the run's other outputs
+        // are applied, applied last; a bad file fails the run and changes nothing.
+        let outcome = outcome.and_then(|()| match &result {
+            Ok(run) => self.hook_metrics(hook, run),
+            Err(_) => Ok(()),
+        });
         if let Ok(run) = &result {
             self.observe_run(&metric_labels, run);
         }
@@ -125,6 +131,13 @@ impl Runner {
                 Err(e)
             }
         }
+    }
+
+    /// Parses and applies the `$METRICS_PATH` file of a successful run.
+    fn hook_metrics(&self, hook: &Hook, run: &RunResult) -> Result<(), String> {
+        let bad = |e: String| format!("{} FAILED: bad metrics file: {e}", hook.name);
+        let ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+        self.metrics.hooks.apply(&hook.name, &ops).map_err(bad)
     }
 
     fn observe_run(&self, labels: &[&str; 3], run: &RunResult) {
@@ -172,6 +185,10 @@ impl Handler for Runner {
             self.startup_task_done(task);
         }
         result
+    }
+
+    fn queue_action(&self, queue: &str, action: &str, took: Duration) {
+        self.metrics.queue_action(queue, action, took.as_secs_f64());
     }
 
     fn compacted(&self, queue: &str, hook: &str) {

@@ -20,6 +20,9 @@ pub trait Handler: Send + Sync {
     fn handle(&self, task: &Task, queue: &str) -> Result<(), String>;
     /// Called when queue-level compaction merged a hook's tasks.
     fn compacted(&self, _queue: &str, _hook: &str) {}
+    /// Called with the real duration of each low-level queue operation
+    /// (`AddLast`, `GetFirst`, `RemoveFirst`, `IterateSnapshot`).
+    fn queue_action(&self, _queue: &str, _action: &str, _took: Duration) {}
 }
 
 /// What the debug server and metrics see of a queue.
@@ -109,8 +112,12 @@ impl Worker {
     }
 
     fn push(&mut self, task: Task) {
+        let started = Instant::now();
         self.tasks.push_back(task);
-        for hook in compact(&mut self.tasks) {
+        let compacted = compact(&mut self.tasks);
+        self.handler
+            .queue_action(&self.name, "AddLast", started.elapsed());
+        for hook in compacted {
             self.handler.compacted(&self.name, &hook);
         }
     }
@@ -123,7 +130,11 @@ impl Worker {
 
     /// Runs the head task once; returns false when the queue was stopped.
     fn run_head(&mut self) -> bool {
-        let Some(head) = self.tasks.front() else {
+        let started = Instant::now();
+        let head = self.tasks.front();
+        self.handler
+            .queue_action(&self.name, "GetFirst", started.elapsed());
+        let Some(head) = head else {
             return true;
         };
         let delay = self.handler.rate_limit(head);
@@ -140,7 +151,10 @@ impl Worker {
         };
         match self.handler.handle(head, &self.name) {
             Ok(()) => {
+                let started = Instant::now();
                 self.tasks.pop_front();
+                self.handler
+                    .queue_action(&self.name, "RemoveFirst", started.elapsed());
                 true
             }
             Err(message) => {
@@ -181,10 +195,14 @@ impl Worker {
     }
 
     fn publish(&self, status: &str) {
+        let started = Instant::now();
+        let tasks = self.tasks.iter().map(|t| t.describe(&self.name)).collect();
+        self.handler
+            .queue_action(&self.name, "IterateSnapshot", started.elapsed());
         let mut view = self.view.lock().unwrap_or_else(|p| p.into_inner());
         view.name.clone_from(&self.name);
         view.status = status.to_string();
-        view.tasks = self.tasks.iter().map(|t| t.describe(&self.name)).collect();
+        view.tasks = tasks;
     }
 }
 
