@@ -4,12 +4,12 @@
 //!
 //! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
 //! threads, the ticker, the HTTP thread and (later) the watch and webhook threads;
-//! the prometheus types are internally synchronised. The kube_* and
-//! kubernetes_client_* series are registered here with flant's names and labels;
-//! the Kubernetes monitors and client fill them.
+//! the prometheus types are internally synchronised. The kube_* series are
+//! registered here with flant's names and labels and filled by the Kubernetes
+//! monitors; the client's kubernetes_client_* series are registered on
+//! [`Metrics::registry`] by the operator.
 
 use crate::hook_metrics::HookMetrics;
-use crate::kube::ClientMetrics;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
     TextEncoder,
@@ -19,14 +19,14 @@ use prometheus::{
 const RUN_BUCKETS: &[f64] = &[
     0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
 ];
+/// Buckets of the kube event and jq histograms (flant's 0, 0.001 … 10).
+const KUBE_BUCKETS: &[f64] = &[
+    0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
 /// Buckets of the queue action histogram (flant's).
 const QUEUE_ACTION_BUCKETS: &[f64] = &[
     0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
-];
-/// Buckets of the kube event and jq filter histograms (flant's).
-const KUBE_BUCKETS: &[f64] = &[
-    0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 
 /// Every self metric.
@@ -62,10 +62,6 @@ pub struct Metrics {
     pub binding_monitor_missing_total: CounterVec,
     /// `{gvr,namespace}`.
     pub factory_informer_dead_total: CounterVec,
-    /// `kubernetes_client_request_*{component="main",verb,code}` of the main client.
-    pub kube_client: ClientMetrics,
-    /// The same series with `component="object_patcher"`.
-    pub object_patcher_client: ClientMetrics,
     /// Metrics written by hooks to `$METRICS_PATH`.
     pub hooks: HookMetrics,
 }
@@ -100,8 +96,6 @@ impl Metrics {
             registry: &registry,
             prefix,
         };
-        let kube_client = r.client("main")?;
-        let object_patcher_client = r.client("object_patcher")?;
         Ok(Metrics {
             tasks_queue_compaction_tasks_by_hook: r.reg(GaugeVec::new(
                 Opts::new(
@@ -120,43 +114,6 @@ impl Metrics {
                     &["queue_name", "queue_action"],
                 ))?,
             ),
-            hook_enable_kubernetes_bindings_seconds: r.by_hook(
-                GaugeVec::new,
-                "hook_enable_kubernetes_bindings_seconds",
-                "Seconds the last enabling of a hook's kubernetes bindings took.",
-            )?,
-            hook_enable_kubernetes_bindings_errors_total: r.by_hook(
-                CounterVec::new,
-                "hook_enable_kubernetes_bindings_errors_total",
-                "Failed enablings of a hook's kubernetes bindings.",
-            )?,
-            hook_enable_kubernetes_bindings_success: r.by_hook(
-                GaugeVec::new,
-                "hook_enable_kubernetes_bindings_success",
-                "1 once a hook's kubernetes bindings are enabled.",
-            )?,
-            kube_snapshot_objects: r.reg(GaugeVec::new(
-                Opts::new(
-                    r.name("kube_snapshot_objects"),
-                    "Objects in a binding's snapshot.",
-                ),
-                HOOK_LABELS,
-            ))?,
-            kube_jq_filter_duration_seconds: r.kube_histogram(
-                "kube_jq_filter_duration_seconds",
-                "Duration of jqFilter runs on watched objects.",
-            )?,
-            kube_event_duration_seconds: r.kube_histogram(
-                "kube_event_duration_seconds",
-                "Duration of handling one watch event.",
-            )?,
-            kubernetes_client_watch_errors_total: r.reg(CounterVec::new(
-                Opts::new(
-                    r.name("kubernetes_client_watch_errors_total"),
-                    "Watch errors by type.",
-                ),
-                &["error_type"],
-            ))?,
             binding_monitor_missing_total: r.reg(CounterVec::new(
                 Opts::new(
                     r.name("binding_monitor_missing_total"),
@@ -171,8 +128,6 @@ impl Metrics {
                 ),
                 &["gvr", "namespace"],
             ))?,
-            kube_client,
-            object_patcher_client,
             hooks: HookMetrics::default(),
             live_ticks: r.reg(IntCounter::with_opts(Opts::new(
                 r.name("live_ticks"),
@@ -214,8 +169,64 @@ impl Metrics {
                 ),
                 &["queue_name", "hook"],
             ))?,
+            hook_enable_kubernetes_bindings_seconds: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_seconds"),
+                    "Time to start a hook's watches.",
+                ),
+                &["hook"],
+            ))?,
+            hook_enable_kubernetes_bindings_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_errors_total"),
+                    "Failed starts of a hook's watches.",
+                ),
+                &["hook"],
+            ))?,
+            hook_enable_kubernetes_bindings_success: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_success"),
+                    "1 once a hook's watches started.",
+                ),
+                &["hook"],
+            ))?,
+            kube_snapshot_objects: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("kube_snapshot_objects"),
+                    "Objects in a binding's snapshot.",
+                ),
+                HOOK_LABELS,
+            ))?,
+            kube_jq_filter_duration_seconds: r.reg(HistogramVec::new(
+                HistogramOpts::new(
+                    r.name("kube_jq_filter_duration_seconds"),
+                    "jqFilter run time per object.",
+                )
+                .buckets(KUBE_BUCKETS.to_vec()),
+                HOOK_LABELS,
+            ))?,
+            kube_event_duration_seconds: r.reg(HistogramVec::new(
+                HistogramOpts::new(
+                    r.name("kube_event_duration_seconds"),
+                    "Handling time of one watch event.",
+                )
+                .buckets(KUBE_BUCKETS.to_vec()),
+                HOOK_LABELS,
+            ))?,
+            kubernetes_client_watch_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("kubernetes_client_watch_errors_total"),
+                    "Watch stream errors by type.",
+                ),
+                &["error_type"],
+            ))?,
             registry,
         })
+    }
+
+    /// The registry, for collectors defined elsewhere (the kube client's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// The Prometheus text exposition of every metric: self metrics, then the
@@ -269,27 +280,6 @@ impl Reg<'_> {
     fn histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
         let opts = HistogramOpts::new(self.name(base), help).buckets(RUN_BUCKETS.to_vec());
         self.reg(HistogramVec::new(opts, HOOK_LABELS))
-    }
-
-    fn by_hook<M: prometheus::core::Collector + Clone + 'static>(
-        &self,
-        new: fn(Opts, &[&str]) -> Result<M, prometheus::Error>,
-        base: &str,
-        help: &str,
-    ) -> Result<M, MetricsError> {
-        self.reg(new(Opts::new(self.name(base), help), &["hook"]))
-    }
-
-    fn kube_histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
-        let opts = HistogramOpts::new(self.name(base), help).buckets(KUBE_BUCKETS.to_vec());
-        self.reg(HistogramVec::new(opts, HOOK_LABELS))
-    }
-
-    fn client(&self, component: &str) -> Result<ClientMetrics, MetricsError> {
-        let m = ClientMetrics::new(self.prefix, component);
-        m.register(self.registry)
-            .map_err(|e| MetricsError(format!("kubernetes client metrics: {e}")))?;
-        Ok(m)
     }
 
     fn counter(&self, base: &str, help: &str) -> Result<CounterVec, MetricsError> {

@@ -35,13 +35,15 @@ impl Hook {
         self.config.version == ConfigVersion::V0
     }
 
-    /// True if the hook needs a Kubernetes API server.
-    pub fn needs_kubernetes(&self) -> bool {
+    /// True if the hook has `kubernetes` bindings (it needs watches).
+    pub fn has_kube_bindings(&self) -> bool {
+        !self.config.kubernetes.is_empty()
+    }
+
+    /// True if the hook answers admission or conversion webhooks.
+    pub fn has_webhook_bindings(&self) -> bool {
         let c = &self.config;
-        !(c.kubernetes.is_empty()
-            && c.validating.is_empty()
-            && c.mutating.is_empty()
-            && c.conversion.is_empty())
+        !(c.validating.is_empty() && c.mutating.is_empty() && c.conversion.is_empty())
     }
 }
 
@@ -121,7 +123,11 @@ pub fn load(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Hook, LoadError> {
-    let name = path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned();
+    let name = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
     let output = run_config(path, timeout)
         .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
     let config = config::parse(&name, &output)
@@ -133,12 +139,21 @@ pub fn load(
             continue;
         };
         let filter = JqFilter::compile(code, jq_library, &[]).map_err(|e| {
-            LoadError(format!("hook '{name}': kubernetes[{i}] \"{}\": field 'jqFilter': {e}", b.name))
+            LoadError(format!(
+                "hook '{name}': kubernetes[{i}] \"{}\": field 'jqFilter': {e}",
+                b.name
+            ))
         })?;
         jq_filters.push(Some(Arc::new(filter)));
     }
     let limiter = Mutex::new(TokenBucket::from_settings(&config.settings));
-    Ok(Hook { name, path: path.to_path_buf(), config, limiter, jq_filters })
+    Ok(Hook {
+        name,
+        path: path.to_path_buf(),
+        config,
+        limiter,
+        jq_filters,
+    })
 }
 
 fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
@@ -170,7 +185,10 @@ pub fn load_all(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Vec<Hook>, LoadError> {
-    discover(root)?.iter().map(|p| load(root, p, timeout, jq_library)).collect()
+    discover(root)?
+        .iter()
+        .map(|p| load(root, p, timeout, jq_library))
+        .collect()
 }
 
 /// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.

@@ -2,7 +2,6 @@
 //! type, with flant's defaults already applied. Everything downstream (queues,
 //! scheduler, monitors, webhooks) reads these and never the raw `--config` text.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -110,25 +109,8 @@ pub struct KubernetesBinding {
     pub resynchronization_period: Option<String>,
 }
 
-/// A Kubernetes label selector (`metav1.LabelSelector`), already validated.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LabelSelector {
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-
-/// One `matchExpressions` item: operator is `In`, `NotIn`, `Exists` or `DoesNotExist`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LabelSelectorRequirement {
-    pub key: String,
-    pub operator: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub values: Vec<String>,
-}
+/// Label selectors are the shared Kubernetes type (validated by the config parser).
+pub use vendor_k8s_types::{LabelSelector, LabelSelectorRequirement};
 
 /// One `fieldSelector.matchExpressions` item.
 #[derive(Debug, Clone, PartialEq)]
