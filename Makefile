@@ -25,7 +25,8 @@ bench: build static
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:
-	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115
+	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115 \
+		--debug-unix-socket /tmp/shell-operator-examples/debug.socket
 
 # The secret-copier example against kube-sim (scripts/demo.sh; DEMO_SECONDS=15).
 demo:

@@ -224,3 +224,28 @@ fn socket_is_removed_on_shutdown_and_unbindable_socket_fails_startup() {
     assert!(out.contains("exists and is not a socket"), "{out}");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_live_socket_is_never_stolen() {
+    let op = start();
+    let socket = op.debug_socket();
+    let dir = common::TempDir::new("dbg2");
+    std::fs::create_dir_all(dir.0.join("hooks")).expect("hooks");
+    let (code, out, _) = run_binary(
+        &[
+            "start",
+            "--hooks-dir",
+            dir.0.join("hooks").to_str().expect("utf8"),
+            "--tmp-dir",
+            dir.0.join("tmp").to_str().expect("utf8"),
+            "--listen-port",
+            "0",
+            "--debug-unix-socket",
+            socket.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("another process is listening on it"), "{out}");
+    assert_eq!(ok(&op, &["hook", "list"]), "[\"a.sh\",\"dir/b.sh\"]\n");
+}

@@ -14,6 +14,7 @@ use crate::log;
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,7 +102,8 @@ impl DebugServer {
     }
 }
 
-/// Creates the parent dir (0700 if we create it) and removes a stale socket.
+/// Creates the parent dir (0700 if we create it) and removes a stale socket; a
+/// socket someone still listens on is an error, never stolen.
 fn prepare_socket_path(socket: &Path) -> std::io::Result<()> {
     if let Some(parent) = socket.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
@@ -110,7 +112,12 @@ fn prepare_socket_path(socket: &Path) -> std::io::Result<()> {
         }
     }
     match std::fs::symlink_metadata(socket) {
-        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(socket),
+        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(socket) {
+            Ok(_) => Err(std::io::Error::other(
+                "another process is listening on it (is another operator running?)",
+            )),
+            Err(_) => std::fs::remove_file(socket), // stale: nobody listens
+        },
         Ok(_) => Err(std::io::Error::other("exists and is not a socket")),
         Err(_) => Ok(()),
     }
