@@ -7,12 +7,13 @@
 //! 2. Idle RSS of the static binary with 20 hooks (onStartup + schedule on 4 queues)
 //!    after startup finished. Target ≤ 10 MB.
 //! 3. RSS growth over 10,000 hook runs that write hook metrics (counters, a churning
-//!    group, a histogram), through 4 real queue threads, the runner, the executor and
-//!    the hook metrics store, with `/metrics` rendered every 500 runs as a scraper
-//!    would. VmRSS of this process after 1,000 warm-up runs vs after 10,000. Target:
-//!    flat within 5%.
+//!    group, a histogram), VmRSS after 1,000 warm-up runs vs after 10,000 (target:
+//!    flat within 5%), twice: (a) the static binary itself, 200 hooks firing every
+//!    second on 8 queues, `/metrics` scraped every 500 ms (about 60 s); (b) in this
+//!    process (glibc malloc), 4 real queue threads, the runner, the executor and the
+//!    hook metrics store, `/metrics` rendered every 500 runs (`--runs N` to change).
 //!
-//! Usage: `cargo bench --bench observability -- --static <musl binary>`.
+//! Usage: `cargo bench --bench observability -- --static <musl binary> [--runs N]`.
 
 use shell_operator::executor::Executor;
 use shell_operator::hook::Hook;
@@ -29,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 10_000;
 const WARMUP: usize = 1_000;
 const QUEUES: usize = 4;
 
@@ -59,6 +59,10 @@ fn main() {
     match &static_bin {
         Some(bin) => {
             sizes(bin, &work.join("image"));
+            match binary_rss_growth(bin, &work.join("binary-growth"), 10_000) {
+                Ok(samples) => print_binary_growth(&samples),
+                Err(e) => println!("RSS growth of the binary: {e}"),
+            }
             match idle_rss(bin, &work.join("idle")) {
                 Ok(kb) => println!(
                     "idle RSS, 20 hooks (static)   : {:>8.2} MB ({kb} kB VmRSS)  (target ≤ 10 MB)",
@@ -69,8 +73,30 @@ fn main() {
         }
         None => println!("(no --static <binary>: sizes and idle RSS skipped)"),
     }
-    rss_growth(&work.join("growth"));
+    let runs = args
+        .iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    rss_growth(&work.join("growth"), runs);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+fn print_binary_growth(samples: &[(u64, u64)]) {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return;
+    };
+    let growth = (last.1 as f64 - first.1 as f64) / first.1.max(1) as f64 * 100.0;
+    println!(
+        "RSS of the static binary over hook runs with hook metrics (200 hooks, every second):"
+    );
+    println!(
+        "  after {} runs: {} kB, after {}: {} kB, growth {growth:+.2}%  (target within ±5%)",
+        first.0, first.1, last.0, last.1
+    );
+    let kb: Vec<String> = samples.iter().map(|(_, kb)| kb.to_string()).collect();
+    println!("  VmRSS every 1000 runs (kB): {}", kb.join(" "));
 }
 
 fn sizes(bin: &Path, dir: &Path) {
@@ -188,6 +214,75 @@ fn ready(port: u16) -> bool {
     text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200")
 }
 
+/// The real binary: 200 hooks firing every second on 8 queues, each run writing
+/// hook metrics, `/metrics` scraped every 500 ms. Runs are counted from the scraped
+/// `hook_run_success_total`; VmRSS is sampled at every 1,000 runs.
+fn binary_rss_growth(bin: &Path, dir: &Path, runs: u64) -> Result<Vec<(u64, u64)>, String> {
+    const HOOKS: usize = 200;
+    for i in 0..HOOKS {
+        let config = format!(
+            "{{\"configVersion\":\"v1\",\"schedule\":[{{\"name\":\"tick\",\"crontab\":\"* * * * * *\",\"queue\":\"q{}\"}}]}}",
+            i % 8
+        );
+        let body = METRICS_HOOK.replacen(
+            "#!/bin/sh\n",
+            &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; exit 0; fi\n"),
+            1,
+        );
+        write_exec(&dir.join(format!("hooks/{i:03}.sh")), &body);
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())?;
+    let mut child = Command::new(bin)
+        .args(["start", "--listen-address", "127.0.0.1", "--listen-port"])
+        .arg(port.to_string())
+        .arg("--hooks-dir")
+        .arg(dir.join("hooks"))
+        .arg("--tmp-dir")
+        .arg(dir.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.join("debug.socket"))
+        .args(["--log-level", "error"])
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", bin.display()))?;
+    let mut samples = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(runs / 50 + 120);
+    let mut next = 1000;
+    while next <= runs && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        let done = scrape(port).map_or(0, |body| total_runs(&body));
+        if done >= next {
+            samples.push((done, vm_rss_kb(child.id()).unwrap_or(0)));
+            next += 1000;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    if next <= runs {
+        return Err(format!("only {} runs before the deadline", next - 1000));
+    }
+    Ok(samples)
+}
+
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+fn total_runs(body: &str) -> u64 {
+    body.lines()
+        .filter(|l| l.starts_with("shell_operator_hook_run_success_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// Forwards to the runner and counts finished tasks.
 struct Counting {
     inner: Runner,
@@ -205,6 +300,9 @@ impl Handler for Counting {
     }
     fn queue_action(&self, queue: &str, action: &str, took: Duration) {
         self.inner.queue_action(queue, action, took);
+    }
+    fn queue_length(&self, queue: &str, len: usize) {
+        self.inner.queue_length(queue, len);
     }
 }
 
@@ -228,7 +326,7 @@ fn hook(i: usize, path: &Path) -> Hook {
     }
 }
 
-fn rss_growth(dir: &Path) {
+fn rss_growth(dir: &Path, runs: usize) {
     let hook_path = dir.join("hooks/metrics.sh");
     write_exec(&hook_path, METRICS_HOOK);
     let executor = Executor {
@@ -266,9 +364,9 @@ fn rss_growth(dir: &Path) {
     }
     let pid = std::process::id();
     let started = Instant::now();
-    let (mut warm, mut scrape_len) = (0, 0);
+    let (mut warm, mut scrape_len, mut samples) = (0, 0, Vec::new());
     // Feed in batches of 100 (a queue never holds thousands: no compaction at 100).
-    for batch in 0..RUNS / 100 {
+    for batch in 0..runs / 100 {
         for i in 0..100 {
             let q = i % QUEUES;
             let ctx = BindingContext::schedule("bench", None, vec![]);
@@ -285,6 +383,9 @@ fn rss_growth(dir: &Path) {
         if done == WARMUP {
             warm = vm_rss_kb(pid).unwrap_or(0);
         }
+        if done % 1000 == 0 {
+            samples.push(vm_rss_kb(pid).unwrap_or(0));
+        }
     }
     let end = vm_rss_kb(pid).unwrap_or(0);
     let elapsed = started.elapsed();
@@ -292,12 +393,14 @@ fn rss_growth(dir: &Path) {
     threads.into_iter().for_each(|t| drop(t.join()));
     let growth = (end as f64 - warm as f64) / warm.max(1) as f64 * 100.0;
     println!(
-        "RSS over {RUNS} hook runs with hook metrics ({QUEUES} queues, {:.1} s):",
+        "RSS over {runs} hook runs with hook metrics ({QUEUES} queues, {:.1} s):",
         elapsed.as_secs_f64()
     );
     println!(
-        "  after {WARMUP} runs: {warm} kB, after {RUNS}: {end} kB, growth {growth:+.2}%  (target within ±5%)"
+        "  after {WARMUP} runs: {warm} kB, after {runs}: {end} kB, growth {growth:+.2}%  (target within ±5%)"
     );
+    let kb: Vec<String> = samples.iter().map(u64::to_string).collect();
+    println!("  VmRSS every 1000 runs (kB): {}", kb.join(" "));
     println!(
         "  hook metric series at the end: {}, /metrics body {scrape_len} bytes",
         metrics.hooks.series_count()

@@ -32,6 +32,8 @@ const QUEUE_ACTION_BUCKETS: &[f64] = &[
 /// Every self metric.
 pub struct Metrics {
     registry: Registry,
+    /// `--prometheus-metrics-prefix`; hook metrics may not use it.
+    prefix: String,
     pub live_ticks: IntCounter,
     pub tasks_queue_length: GaugeVec,
     pub hook_run_seconds: HistogramVec,
@@ -221,6 +223,7 @@ impl Metrics {
                 &["error_type"],
             ))?,
             registry,
+            prefix: prefix.to_string(),
         })
     }
 
@@ -236,6 +239,24 @@ impl Metrics {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out.extend_from_slice(self.hooks.render().as_bytes());
         out
+    }
+
+    /// Applies a hook's metric operations (see [`HookMetrics::apply`]). Names under
+    /// the operator's own prefix are refused: they could clash with a self metric
+    /// and break the whole `/metrics` scrape.
+    pub fn apply_hook_metrics(
+        &self,
+        hook: &str,
+        ops: &[crate::hook_metrics::Op],
+    ) -> Result<(), String> {
+        let reserved = |n: &str| !self.prefix.is_empty() && n.starts_with(&self.prefix);
+        if let Some(op) = ops.iter().find(|op| reserved(&op.name)) {
+            return Err(format!(
+                "line {}: field 'name': {:?} starts with the operator's own prefix {:?}",
+                op.line, op.name, self.prefix
+            ));
+        }
+        self.hooks.apply(hook, ops)
     }
 
     /// Only the hooks' metrics (flant's `/metrics/hooks`).
@@ -309,6 +330,20 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn hook_metrics_may_not_use_the_prefix() {
+        let m = Metrics::new("my_").expect("metrics");
+        let ops = crate::hook_metrics::parse::parse(
+            b"{\"name\":\"ok\",\"add\":1}\n{\"name\":\"my_live_ticks\",\"add\":1}",
+        )
+        .expect("parse");
+        assert_eq!(
+            m.apply_hook_metrics("a.sh", &ops),
+            Err("line 2: field 'name': \"my_live_ticks\" starts with the operator's own prefix \"my_\"".into())
+        );
+        assert_eq!(m.hooks.series_count(), 0);
     }
 
     #[test]

@@ -168,7 +168,9 @@ impl Runner {
     fn hook_metrics(&self, hook: &Hook, run: &RunResult) -> Result<(), String> {
         let bad = |e: String| format!("{} FAILED: bad metrics file: {e}", hook.name);
         let ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
-        self.metrics.hooks.apply(&hook.name, &ops).map_err(bad)
+        self.metrics
+            .apply_hook_metrics(&hook.name, &ops)
+            .map_err(bad)
     }
 
     /// Applies `$KUBERNETES_PATCH_PATH`. After a failed run only the operations
@@ -248,6 +250,13 @@ impl Handler for Runner {
 
     fn queue_action(&self, queue: &str, action: &str, took: Duration) {
         self.metrics.queue_action(queue, action, took.as_secs_f64());
+    }
+
+    fn queue_length(&self, queue: &str, len: usize) {
+        self.metrics
+            .tasks_queue_length
+            .with_label_values(&[queue])
+            .set(len as f64);
     }
 
     fn compacted(&self, queue: &str, hook: &str) {

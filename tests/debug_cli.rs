@@ -249,3 +249,27 @@ fn a_live_socket_is_never_stolen() {
     assert!(out.contains("another process is listening on it"), "{out}");
     assert_eq!(ok(&op, &["hook", "list"]), "[\"a.sh\",\"dir/b.sh\"]\n");
 }
+
+#[test]
+fn debug_http_addr_serves_the_same_endpoints() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let addr = format!("127.0.0.1:{port}");
+    let blocker = hook("a", "configVersion: v1\nonStartup: 1", BLOCK);
+    let op = Operator::start(&[("a.sh", blocker)], &["--debug-http-addr", &addr], &[]);
+    op.wait_runs(Duration::from_secs(10), |r| !r.is_empty());
+    let (code, body) = common::http_get(port, "/hook/list.json");
+    assert_eq!((code, body.as_str()), (200, "[\"a.sh\"]\n"));
+    let (code, body) = common::http_get(port, "/debug/queue/main.text");
+    assert_eq!(code, 200);
+    assert!(
+        body.starts_with(
+            "Queue 'main': length 1, status: 'run first task'\n\n 1. HookRun::onStartup:a.sh\n"
+        ),
+        "{body}"
+    );
+    let (code, body) = common::http_get(port, "/nope");
+    assert_eq!((code, body.as_str()), (404, "404 page not found\n"));
+}

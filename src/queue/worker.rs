@@ -25,6 +25,8 @@ pub trait Handler: Send + Sync {
     /// Called with the real duration of each low-level queue operation
     /// (`AddLast`, `GetFirst`, `RemoveFirst`, `IterateSnapshot`).
     fn queue_action(&self, _queue: &str, _action: &str, _took: Duration) {}
+    /// Called with the queue's length whenever the worker publishes its view.
+    fn queue_length(&self, _queue: &str, _len: usize) {}
 }
 
 /// What the debug server and metrics see of a queue.
@@ -204,6 +206,7 @@ impl Worker {
         let tasks = self.tasks.iter().map(|t| t.describe(&self.name)).collect();
         self.handler
             .queue_action(&self.name, "IterateSnapshot", started.elapsed());
+        self.handler.queue_length(&self.name, self.tasks.len());
         let mut view = self.view.lock().unwrap_or_else(|p| p.into_inner());
         view.name.clone_from(&self.name);
         view.status = status.to_string();
