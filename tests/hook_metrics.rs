@@ -184,3 +184,39 @@ fn self_metrics_names_and_queue_actions_switch() {
     assert!(body.contains("shell_operator_live_ticks 1"), "{body}");
     assert!(!body.contains("queue_action_duration"), "{body}");
 }
+
+/// The bundled example (`examples/hooks/005-hook-metrics`) writes a file the parser
+/// accepts, with its group, counter and histogram.
+#[test]
+fn example_hook_metrics_file_is_valid() {
+    let dir = common::TempDir::new("example-metrics");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/hooks/005-hook-metrics/disk-usage.sh");
+    let metrics = dir.0.join("metrics.json");
+    let status = std::process::Command::new(&script)
+        .env("METRICS_PATH", &metrics)
+        .env("BINDING_CONTEXT_PATH", "/dev/null")
+        .status()
+        .expect("run example hook");
+    assert!(status.success());
+    let text = std::fs::read(&metrics).expect("metrics file");
+    let ops = shell_operator::hook_metrics::parse::parse(&text).expect("valid metrics file");
+    let store = shell_operator::hook_metrics::HookMetrics::default();
+    store.apply("disk-usage.sh", &ops).expect("apply");
+    let out = store.render();
+    assert!(
+        out.contains("example_runs_total{hook=\"disk-usage.sh\"} 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("example_run_seconds_count{hook=\"disk-usage.sh\"} 1\n"),
+        "{out}"
+    );
+    assert!(
+        ops.iter()
+            .skip(1)
+            .take(ops.len() - 2)
+            .all(|op| op.group.as_deref() == Some("tmp-files")),
+        "{ops:?}"
+    );
+}
