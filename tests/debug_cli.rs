@@ -273,3 +273,27 @@ fn debug_http_addr_serves_the_same_endpoints() {
     let (code, body) = common::http_get(port, "/nope");
     assert_eq!((code, body.as_str()), (404, "404 page not found\n"));
 }
+
+#[test]
+fn queue_list_watch_redraws_until_ctrl_c() {
+    let op = start();
+    let socket = op.debug_socket();
+    let child = std::process::Command::new(common::binary())
+        .args(["queue", "list", "-w", "-t", "100ms", "--debug-unix-socket"])
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("\x1b[?1049h\x1b[H\x1b[2J20"), "{text:?}");
+    assert!(text.ends_with("\x1b[?1049l"), "{text:?}");
+    assert!(
+        text.matches("Summary:\n- 'main' queue: 2 tasks.").count() >= 3,
+        "{text:?}"
+    );
+}

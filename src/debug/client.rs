@@ -1,6 +1,7 @@
 //! The debug CLI: `shell-operator queue list|main`, `hook list|snapshot <hook>`,
 //! `config list|set <name> <value> [duration]` and `raw <path>`, each a request to
-//! a running operator's debug socket, printing the answer as it comes.
+//! a running operator's debug socket, printing the answer as it comes;
+//! `queue list -w [-t 1s]` redraws the list until Ctrl-C.
 //!
 //! The socket is `--debug-unix-socket`, else `$DEBUG_UNIX_SOCKET`, else flant's
 //! default. A missing or dead socket is a one-line error naming the path, exit 1.
@@ -19,6 +20,8 @@ struct Args {
     words: Vec<String>,
     output: String,
     show_empty: bool,
+    /// `queue list -w`: redraw every `interval` until Ctrl-C.
+    watch: Option<Duration>,
     socket: PathBuf,
 }
 
@@ -28,7 +31,13 @@ pub fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> i32 {
         print!("{HELP}");
         return 0;
     }
-    let result = parse(args, env).and_then(|a| request(&a).map(|r| (a, r)));
+    let parsed = parse(args, env);
+    if let Ok(a) = &parsed {
+        if a.watch.is_some() && a.words == ["queue", "list"] {
+            return watch(a);
+        }
+    }
+    let result = parsed.and_then(|a| request(&a).map(|r| (a, r)));
     match result {
         Ok((_, (200, body))) => {
             print!("{body}");
@@ -46,8 +55,43 @@ pub fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> i32 {
     }
 }
 
+/// `queue list -w`: the terminal's alternate screen, an RFC3339 timestamp and the
+/// list, redrawn every interval; Ctrl-C restores the screen and exits 0.
+fn watch(a: &Args) -> i32 {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone());
+    let interval = a.watch.unwrap_or(Duration::from_secs(1));
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b[?1049h");
+    let code = loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break 0;
+        }
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        match request(a) {
+            Ok((200, body)) => drop(write!(out, "\x1b[H\x1b[2J{now}\n\n{body}")),
+            Ok((_, body)) => drop(write!(out, "\x1b[H\x1b[2J{now}\n\nError: {body}")),
+            Err(e) => {
+                let _ = write!(out, "\x1b[?1049l");
+                eprintln!("Error: {e}");
+                return 1;
+            }
+        }
+        let _ = out.flush();
+        let deadline = std::time::Instant::now() + interval;
+        while std::time::Instant::now() < deadline
+            && !stop.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let _ = write!(out, "\x1b[?1049l");
+    let _ = out.flush();
+    code
+}
+
 const HELP: &str = "Query a running operator through its debug socket.\n\n\
-Usage:\n  shell-operator queue list [-o text|json|yaml] [-e|--show-empty]\n  \
+Usage:\n  shell-operator queue list [-o text|json|yaml] [-e|--show-empty] [-w [-t 1s]]\n  \
 shell-operator queue main [-o text|json|yaml]\n  shell-operator hook list [-o ...]\n  \
 shell-operator hook snapshot <hook> [-o ...]\n  shell-operator config list [-o ...]\n  \
 shell-operator config set <name> <value> [duration]\n  shell-operator raw <url path>\n\n\
@@ -59,6 +103,7 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
         words: vec![],
         output: "text".into(),
         show_empty: false,
+        watch: None,
         socket: PathBuf::from(env("DEBUG_UNIX_SOCKET").unwrap_or_else(|| DEFAULT_SOCKET.into())),
     };
     let mut i = 0;
@@ -80,6 +125,17 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
             "-o" | "--output" => a.output = value()?,
             "--debug-unix-socket" => a.socket = PathBuf::from(value()?),
             "-e" | "--show-empty" => a.show_empty = true,
+            "-w" | "--watch" => a.watch = Some(a.watch.unwrap_or(Duration::from_secs(1))),
+            "-t" | "--watchInterval" => {
+                let text = value()?;
+                let d = go_duration(&text).unwrap_or_else(|e| {
+                    eprintln!("invalid --watchInterval {text:?} ({e}), using 1s");
+                    Duration::from_secs(1)
+                });
+                if a.watch.is_some() || args.iter().any(|x| x == "-w" || x == "--watch") {
+                    a.watch = Some(d);
+                }
+            }
             f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag: {f}")),
             word => a.words.push(word.to_string()),
         }
