@@ -276,6 +276,8 @@ fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -
         .arg(work.join("tmp"))
         .arg("--kube-config")
         .arg(&sim.kubeconfig)
+        .arg("--debug-unix-socket")
+        .arg(work.join("debug.socket"))
         .env("OUT", work.join("out"))
         .stdout(Stdio::null())
         .spawn()
