@@ -255,7 +255,7 @@ fn main() {
         n as f64 / raw_secs
     );
     println!(
-        "ratio client/parse: {:.2} (target >= 0.5)",
+        "ratio client (channel consumer)/parse: {:.2} (target >= 0.5)",
         client_rate / parse_rate
     );
     let decode_rate = n as f64 / decode_secs;
