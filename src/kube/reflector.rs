@@ -179,7 +179,7 @@ struct Reflector {
     client: Client,
     resource: Resource,
     params: WatchParams,
-    tx: Sender<Event>,
+    sink: Sink,
     stop: Receiver<()>,
     store: Arc<Mutex<Store>>,
     synced: bool,
@@ -187,12 +187,32 @@ struct Reflector {
     line: Vec<u8>,
 }
 
+/// Where a reflector delivers events, called on the reflector's thread; returning
+/// false stops the reflector (a channel's receiver is gone).
+pub type Sink = Box<dyn FnMut(Event) -> bool + Send>;
+
 /// Starts a reflector thread for `resource`; events go to `tx`.
 pub fn spawn(
     client: Client,
     resource: Resource,
     params: WatchParams,
     tx: Sender<Event>,
+) -> ReflectorHandle {
+    spawn_with_sink(
+        client,
+        resource,
+        params,
+        Box::new(move |e| tx.send(e).is_ok()),
+    )
+}
+
+/// Starts a reflector thread that hands each event to `sink` on its own thread (no
+/// channel hop: for consumers that process events where they are decoded).
+pub fn spawn_with_sink(
+    client: Client,
+    resource: Resource,
+    params: WatchParams,
+    sink: Sink,
 ) -> ReflectorHandle {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
     let store = Arc::new(Mutex::new(Store::new(params.keep_objects)));
@@ -206,7 +226,7 @@ pub fn spawn(
         client,
         resource,
         params,
-        tx,
+        sink,
         stop: stop_rx,
         store: store.clone(),
         line: Vec::with_capacity(16 << 10),
@@ -445,14 +465,14 @@ impl Reflector {
     }
 
     /// Sends unless stopped or the consumer is gone; false means stop.
-    fn send(&self, e: Event) -> bool {
+    fn send(&mut self, e: Event) -> bool {
         if !matches!(
             self.stop.try_recv(),
             Err(crossbeam_channel::TryRecvError::Empty)
         ) {
             return false;
         }
-        self.tx.send(e).is_ok()
+        (self.sink)(e)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
