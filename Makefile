@@ -21,7 +21,7 @@ static:
 
 # Benchmarks: ratios measured in one run; figures go to BENCHMARKS.md by hand.
 bench: build static
-	$(CARGO) bench --bench dispatch -- --operator target/release/shell-operator --static $(STATIC_BIN)
+	$(CARGO) bench --bench dispatch
 	$(CARGO) bench --bench observability -- --static $(STATIC_BIN)
 	$(CARGO) build --release -p kube-sim
 	$(CARGO) bench --bench watch_ingest

@@ -5,8 +5,8 @@
 //!    thread, runner and executor (binding context rendered and written, output files
 //!    created and read back, output logged, metrics recorded) vs N bare fork/execs of
 //!    the same hook writing and reading the same files. Target ratio ≤ 1.25.
-//! 2. Binary size of the stripped static (musl) build. Target ≤ 6 MB.
-//! 3. Idle RSS of the real binary with 20 hooks configured. Target ≤ 8 MB.
+//!
+//! Binary size and idle memory with 20 hooks are measured by `benches/observability.rs`.
 
 use shell_operator::executor::Executor;
 use shell_operator::hook::Hook;
@@ -28,13 +28,6 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 400;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(PathBuf::from)
-    };
     let work = std::env::temp_dir().join(format!("so-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("hooks")).expect("mkdir");
@@ -67,36 +60,6 @@ fn main() {
         op.as_secs_f64() / bare.as_secs_f64()
     );
 
-    for (label, path) in [
-        ("release (gnu)", arg("--operator")),
-        ("static (musl)", arg("--static")),
-    ] {
-        if let Some(size) = path
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-        {
-            println!(
-                "binary size {label:<14}: {:>8.2} MB ({size} bytes){}",
-                size as f64 / 1e6,
-                if label.starts_with("static") {
-                    "  (target ≤ 6 MB)"
-                } else {
-                    ""
-                }
-            );
-        }
-    }
-    if let Some(bin) = arg("--static").or(arg("--operator")) {
-        match idle_rss(&bin, &work.join("idle")) {
-            Ok(kb) => println!(
-                "idle RSS, 20 hooks      : {:>8.2} MB ({kb} kB VmRSS, {})  (target ≤ 8 MB)",
-                kb as f64 / 1024.0,
-                bin.display()
-            ),
-            Err(e) => println!("idle RSS: {e}"),
-        }
-    }
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -242,72 +205,4 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
     drop(stop_tx);
     let _ = thread.join();
     elapsed
-}
-
-/// Starts the binary with 20 hooks (onStartup + a yearly schedule each), waits until
-/// ready, and reads its resident memory.
-fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
-    for i in 0..20 {
-        let config = format!(
-            "configVersion: v1\nonStartup: {i}\nschedule:\n- name: yearly-{i}\n  crontab: \"0 0 1 1 *\"\n  queue: q{}",
-            i % 4
-        );
-        write_exec(
-            &dir.join(format!("hooks/{i:02}-hook.sh")),
-            &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}\nEOF\nfi\n"),
-        );
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())?;
-    let mut child = Command::new(bin)
-        .args([
-            "start",
-            "--listen-address",
-            "127.0.0.1",
-            "--listen-port",
-            &port.to_string(),
-            "--hooks-dir",
-        ])
-        .arg(dir.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(dir.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(dir.join("debug.socket"))
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start {}: {e}", bin.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let result = loop {
-        if ready(port) {
-            std::thread::sleep(Duration::from_secs(2));
-            let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
-                .map_err(|e| e.to_string())?;
-            break status
-                .lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| "no VmRSS".to_string());
-        }
-        if Instant::now() > deadline {
-            break Err("operator never became ready".into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    result
-}
-
-fn ready(port: u16) -> bool {
-    use std::io::Write;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(s, "GET /ready HTTP/1.0\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200")
 }
