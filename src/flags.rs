@@ -551,7 +551,6 @@ pub fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-
 /// Checks one value against its flag's kind; `source` says where it came from.
 fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
     let bad = |accepted: &str| {

@@ -31,40 +31,82 @@ impl JqFilter {
     /// Compiles `code`. `library_path` is searched for `import`/`include` modules
     /// (`JQ_LIBRARY_PATH`); `var_names` (without `$`) are the global variables that
     /// [`run`](Self::run) receives, in the same order.
-    pub fn compile(code: &str, library_path: Option<&Path>, var_names: &[&str]) -> Result<JqFilter, String> {
-        let defs = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs());
-        let funs = jaq_core::funs().chain(jaq_std::funs()).chain(jaq_json::funs());
+    pub fn compile(
+        code: &str,
+        library_path: Option<&Path>,
+        var_names: &[&str],
+    ) -> Result<JqFilter, String> {
+        let defs = jaq_core::defs()
+            .chain(jaq_std::defs())
+            .chain(jaq_json::defs());
+        let funs = jaq_core::funs()
+            .chain(jaq_std::funs())
+            .chain(jaq_json::funs());
         let arena = Arena::default();
         let paths: Vec<PathBuf> = library_path.into_iter().map(Path::to_path_buf).collect();
         let loader = Loader::new(defs).with_std_read(&paths);
-        let modules = loader.load(&arena, File { code, path: PathBuf::new() }).map_err(|errs| {
-            let mut text = Vec::new();
-            for (_, e) in errs {
-                match e {
-                    jaq_core::load::Error::Io(list) => text.extend(list.into_iter().map(|(p, m)| format!("cannot load module {p:?}: {m}"))),
-                    jaq_core::load::Error::Lex(list) => text.extend(list.into_iter().map(|(exp, at)| format!("expected {} at {}", exp.as_str(), near(at)))),
-                    jaq_core::load::Error::Parse(list) => text.extend(list.into_iter().map(|(exp, at)| format!("expected {} at {}", exp.as_str(), near(at)))),
+        let modules = loader
+            .load(
+                &arena,
+                File {
+                    code,
+                    path: PathBuf::new(),
+                },
+            )
+            .map_err(|errs| {
+                let mut text = Vec::new();
+                for (_, e) in errs {
+                    match e {
+                        jaq_core::load::Error::Io(list) => text.extend(
+                            list.into_iter()
+                                .map(|(p, m)| format!("cannot load module {p:?}: {m}")),
+                        ),
+                        jaq_core::load::Error::Lex(list) => {
+                            text.extend(list.into_iter().map(|(exp, at)| {
+                                format!("expected {} at {}", exp.as_str(), near(at))
+                            }))
+                        }
+                        jaq_core::load::Error::Parse(list) => {
+                            text.extend(list.into_iter().map(|(exp, at)| {
+                                format!("expected {} at {}", exp.as_str(), near(at))
+                            }))
+                        }
+                    }
                 }
-            }
-            format!("cannot parse jq filter: {}", text.join("; "))
-        })?;
+                format!("cannot parse jq filter: {}", text.join("; "))
+            })?;
         let names: Vec<String> = var_names.iter().map(|n| format!("${n}")).collect();
         let filter = Compiler::default()
             .with_funs(funs)
             .with_global_vars(names.iter().map(String::as_str))
             .compile(modules)
             .map_err(|errs| {
-                let undefined: Vec<String> =
-                    errs.into_iter().flat_map(|(_, list)| list.into_iter().map(|(name, kind)| format!("{name} ({kind:?})"))).collect();
-                format!("cannot compile jq filter: undefined {}", undefined.join(", "))
+                let undefined: Vec<String> = errs
+                    .into_iter()
+                    .flat_map(|(_, list)| {
+                        list.into_iter()
+                            .map(|(name, kind)| format!("{name} ({kind:?})"))
+                    })
+                    .collect();
+                format!(
+                    "cannot compile jq filter: undefined {}",
+                    undefined.join(", ")
+                )
             })?;
-        Ok(JqFilter { filter, var_count: var_names.len() })
+        Ok(JqFilter {
+            filter,
+            var_count: var_names.len(),
+        })
     }
 
     /// Runs the filter on `input` with the global variables' values; returns every output.
     pub fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, String> {
         if vars.len() != self.var_count {
-            return Err(format!("jq filter expects {} variables, got {}", self.var_count, vars.len()));
+            return Err(format!(
+                "jq filter expects {} variables, got {}",
+                self.var_count,
+                vars.len()
+            ));
         }
         let input = to_val(input)?;
         let vals = vars.iter().map(to_val).collect::<Result<Vec<_>, _>>()?;
@@ -98,7 +140,11 @@ impl JqFilter {
 }
 
 fn near(at: &str) -> String {
-    if at.is_empty() { "end of input".to_string() } else { format!("{:?}", at.chars().take(20).collect::<String>()) }
+    if at.is_empty() {
+        "end of input".to_string()
+    } else {
+        format!("{:?}", at.chars().take(20).collect::<String>())
+    }
 }
 
 fn to_val(v: &Value) -> Result<Val, String> {
@@ -119,29 +165,67 @@ mod tests {
         let obj = json!({"metadata": {"name": "cm1", "labels": {"app": "x"}}, "spec": {"nodeName": "n1"}});
         let f = JqFilter::compile(".metadata.labels", None, &[]).expect("compile");
         assert_eq!(f.apply(&obj), Ok(json!({"app": "x"})));
-        let f = JqFilter::compile("[.spec.nodeName, .metadata.labels]", None, &[]).expect("compile");
+        let f =
+            JqFilter::compile("[.spec.nodeName, .metadata.labels]", None, &[]).expect("compile");
         assert_eq!(f.apply(&obj), Ok(json!(["n1", {"app": "x"}])));
-        assert_eq!(JqFilter::compile(".a, .b", None, &[]).expect("c").apply(&json!({"a":1,"b":2})), Ok(json!([1, 2])));
-        assert_eq!(JqFilter::compile("empty", None, &[]).expect("c").apply(&obj), Ok(Value::Null));
+        assert_eq!(
+            JqFilter::compile(".a, .b", None, &[])
+                .expect("c")
+                .apply(&json!({"a":1,"b":2})),
+            Ok(json!([1, 2]))
+        );
+        assert_eq!(
+            JqFilter::compile("empty", None, &[])
+                .expect("c")
+                .apply(&obj),
+            Ok(Value::Null)
+        );
     }
 
     #[test]
     fn errors_are_reported_never_exit() {
-        assert!(JqFilter::compile(".foo |", None, &[]).unwrap_err().starts_with("cannot parse jq filter"));
-        assert!(JqFilter::compile("$undefined", None, &[]).unwrap_err().contains("$undefined"));
-        assert_eq!(JqFilter::compile("error(\"boom\")", None, &[]).expect("c").apply(&json!(1)), Err("jq error: \"boom\"".into()));
-        assert!(JqFilter::compile("halt_error", None, &[]).expect("c").apply(&json!("bye")).is_err());
-        assert_eq!(JqFilter::compile("1, halt, 2", None, &[]).expect("c").run(&json!(0), &[]), Ok(vec![json!(1)]));
+        assert!(
+            JqFilter::compile(".foo |", None, &[])
+                .unwrap_err()
+                .starts_with("cannot parse jq filter")
+        );
+        assert!(
+            JqFilter::compile("$undefined", None, &[])
+                .unwrap_err()
+                .contains("$undefined")
+        );
+        assert_eq!(
+            JqFilter::compile("error(\"boom\")", None, &[])
+                .expect("c")
+                .apply(&json!(1)),
+            Err("jq error: \"boom\"".into())
+        );
+        assert!(
+            JqFilter::compile("halt_error", None, &[])
+                .expect("c")
+                .apply(&json!("bye"))
+                .is_err()
+        );
+        assert_eq!(
+            JqFilter::compile("1, halt, 2", None, &[])
+                .expect("c")
+                .run(&json!(0), &[]),
+            Ok(vec![json!(1)])
+        );
     }
 
     #[test]
     fn variables_and_library_modules() {
         let f = JqFilter::compile("{ns: $ns, n: ($n + 1)}", None, &["ns", "n"]).expect("compile");
-        assert_eq!(f.run(&json!(null), &[json!("kube-system"), json!(41)]), Ok(vec![json!({"ns": "kube-system", "n": 42})]));
+        assert_eq!(
+            f.run(&json!(null), &[json!("kube-system"), json!(41)]),
+            Ok(vec![json!({"ns": "kube-system", "n": 42})])
+        );
         let dir = std::env::temp_dir().join(format!("so-jq-lib-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         std::fs::write(dir.join("mylib.jq"), "def double: . * 2;").expect("write");
-        let f = JqFilter::compile("include \"mylib\"; .x | double", Some(&dir), &[]).expect("compile with library");
+        let f = JqFilter::compile("include \"mylib\"; .x | double", Some(&dir), &[])
+            .expect("compile with library");
         assert_eq!(f.apply(&json!({"x": 21})), Ok(json!(42)));
         let _ = std::fs::remove_dir_all(&dir);
     }

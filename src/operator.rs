@@ -7,6 +7,7 @@
 //! main thread (startup) ──onStartup / Enable tasks──> "main" queue
 //! "main" queue ──Control::Enable──> scheduler thread
 //! HTTP thread: /metrics /healthz /ready          reaper thread: every child's exit
+//! webhook-admission / webhook-conversion threads (TLS) ──> handler threads ──> executor
 //! ```
 //!
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is
@@ -68,14 +69,18 @@ fn start(mut config: Config) -> Result<(), String> {
         "loading hooks",
         &[("dir", &config.hooks_dir.display().to_string())],
     );
-    let hooks =
-        hook::load_all(&config.hooks_dir, config.hook_run_timeout, config.jq_library_path.as_deref()).map_err(|e| e.to_string())?;
+    let hooks = hook::load_all(
+        &config.hooks_dir,
+        config.hook_run_timeout,
+        config.jq_library_path.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
-    if let Some(h) = hooks.iter().find(|h| h.needs_kubernetes()) {
+    if let Some(h) = hooks.iter().find(|h| !h.config.kubernetes.is_empty()) {
         return Err(format!(
-            "hook '{}' has kubernetes or webhook bindings, which this build does not support yet",
+            "hook '{}' has kubernetes bindings, which this build does not support yet",
             h.name
         ));
     }
@@ -98,6 +103,16 @@ fn start(mut config: Config) -> Result<(), String> {
         )],
     );
     let http_stopper = http.stopper();
+
+    // Webhook servers (admission, conversion) and their registration; before any
+    // queue starts, as in flant. Snapshots come from the monitors (none yet).
+    let webhooks = crate::webhook::start(crate::webhook::Setup {
+        config: &config,
+        hooks: &hooks,
+        executor: &executor,
+        metrics: &metrics,
+        snapshots: Arc::new(|_hook: &str, _names: &[String]| Default::default()),
+    })?;
 
     // Channels. Dropping `stop_tx` stops the scheduler, the router and every queue.
     let (stop_tx, stop_rx) = bounded::<()>(0);
@@ -162,6 +177,7 @@ fn start(mut config: Config) -> Result<(), String> {
     drop(stop_tx);
     process::terminate_all(config.shutdown_grace);
     http_stopper.unblock();
+    webhooks.stop();
     for t in threads {
         let _ = t.join();
     }

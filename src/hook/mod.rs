@@ -121,7 +121,11 @@ pub fn load(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Hook, LoadError> {
-    let name = path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned();
+    let name = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
     let output = run_config(path, timeout)
         .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
     let config = config::parse(&name, &output)
@@ -133,12 +137,21 @@ pub fn load(
             continue;
         };
         let filter = JqFilter::compile(code, jq_library, &[]).map_err(|e| {
-            LoadError(format!("hook '{name}': kubernetes[{i}] \"{}\": field 'jqFilter': {e}", b.name))
+            LoadError(format!(
+                "hook '{name}': kubernetes[{i}] \"{}\": field 'jqFilter': {e}",
+                b.name
+            ))
         })?;
         jq_filters.push(Some(Arc::new(filter)));
     }
     let limiter = Mutex::new(TokenBucket::from_settings(&config.settings));
-    Ok(Hook { name, path: path.to_path_buf(), config, limiter, jq_filters })
+    Ok(Hook {
+        name,
+        path: path.to_path_buf(),
+        config,
+        limiter,
+        jq_filters,
+    })
 }
 
 fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
@@ -170,7 +183,10 @@ pub fn load_all(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Vec<Hook>, LoadError> {
-    discover(root)?.iter().map(|p| load(root, p, timeout, jq_library)).collect()
+    discover(root)?
+        .iter()
+        .map(|p| load(root, p, timeout, jq_library))
+        .collect()
 }
 
 /// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.
