@@ -22,6 +22,7 @@ static:
 # Benchmarks: ratios measured in one run; figures go to BENCHMARKS.md by hand.
 bench: build static
 	$(CARGO) bench --bench dispatch -- --operator target/release/shell-operator --static $(STATIC_BIN)
+	$(CARGO) bench --bench webhook
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:

@@ -165,7 +165,11 @@ impl TlsServer {
             if self.stop.load(Ordering::SeqCst) {
                 break;
             }
-            let Ok(tcp) = conn else { continue };
+            let Ok(tcp) = conn else {
+                // E.g. out of file descriptors: do not spin.
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            };
             if tx.try_send(tcp).is_err() {
                 crate::log::warn(
                     "webhook server busy: connection closed",
