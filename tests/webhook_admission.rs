@@ -452,3 +452,32 @@ fn registration_objects_before_and_after_a_binding_is_removed() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The API server refuses the first call: registration is retried (after 2 s,
+/// flant's first delay) and lands.
+#[test]
+fn registration_is_retried_when_the_api_server_refuses() {
+    let pki = Pki::make();
+    let sim = kube_sim::Sim::start();
+    sim.fail_next(1, 403);
+    let op = start(
+        &[("validate.sh", admission_hook(&["allow.example.com"], &[]))],
+        &sim,
+        &pki,
+        &[],
+    );
+    let line = op.wait_log("will retry", Duration::from_secs(20));
+    assert!(
+        line.contains("ValidatingWebhookConfiguration") && line.contains("403"),
+        "{line}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while configuration(&sim, "ValidatingWebhookConfiguration").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "never registered:\n{}",
+            op.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
