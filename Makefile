@@ -28,6 +28,10 @@ bench: build static
 run:
 	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115
 
+# The secret-copier example against kube-sim (scripts/demo.sh; DEMO_SECONDS=15).
+demo:
+	scripts/demo.sh
+
 fmt:
 	$(CARGO) fmt --all
 

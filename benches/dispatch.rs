@@ -168,7 +168,7 @@ impl Handler for Counting {
     fn rate_limit(&self, task: &Task) -> Duration {
         self.inner.rate_limit(task)
     }
-    fn handle(&self, task: &Task, queue: &str) -> Result<(), String> {
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
         let r = self.inner.handle(task, queue);
         let _ = self.done.send(());
         r
@@ -209,6 +209,9 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         scheduler: sched_tx,
         startup_left: AtomicUsize::new(0),
         ready: Arc::new(AtomicBool::new(true)),
+        kube: None,
+        patcher: Err("no cluster in this benchmark".into()),
+        jq_library: None,
     };
     let (task_tx, task_rx) = crossbeam_channel::unbounded();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);

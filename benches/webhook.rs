@@ -170,6 +170,8 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
             executor,
             metrics: Arc::clone(&metrics),
             snapshots: Arc::new(|_: &str, _: &[String]| Default::default()),
+            patcher: None,
+            jq_library: None,
         }),
         metrics: Arc::new(WebhookMetrics::register("bench_", &metrics).expect("metrics")),
     };

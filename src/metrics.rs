@@ -14,6 +14,10 @@ use prometheus::{
 const RUN_BUCKETS: &[f64] = &[
     0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
 ];
+/// Buckets of the kube event and jq histograms (flant's 0, 0.001 … 10).
+const KUBE_BUCKETS: &[f64] = &[
+    0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
 
 /// Every self metric.
@@ -30,6 +34,13 @@ pub struct Metrics {
     pub hook_run_allowed_errors_total: CounterVec,
     pub task_wait_in_queue_seconds_total: CounterVec,
     pub tasks_queue_compaction_operations_total: CounterVec,
+    pub hook_enable_kubernetes_bindings_seconds: GaugeVec,
+    pub hook_enable_kubernetes_bindings_errors_total: CounterVec,
+    pub hook_enable_kubernetes_bindings_success: GaugeVec,
+    pub kube_snapshot_objects: GaugeVec,
+    pub kube_jq_filter_duration_seconds: HistogramVec,
+    pub kube_event_duration_seconds: HistogramVec,
+    pub kubernetes_client_watch_errors_total: CounterVec,
 }
 
 /// A metric could not be registered (a bad prefix).
@@ -91,8 +102,64 @@ impl Metrics {
                 ),
                 &["queue_name", "hook"],
             ))?,
+            hook_enable_kubernetes_bindings_seconds: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_seconds"),
+                    "Time to start a hook's watches.",
+                ),
+                &["hook"],
+            ))?,
+            hook_enable_kubernetes_bindings_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_errors_total"),
+                    "Failed starts of a hook's watches.",
+                ),
+                &["hook"],
+            ))?,
+            hook_enable_kubernetes_bindings_success: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("hook_enable_kubernetes_bindings_success"),
+                    "1 once a hook's watches started.",
+                ),
+                &["hook"],
+            ))?,
+            kube_snapshot_objects: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("kube_snapshot_objects"),
+                    "Objects in a binding's snapshot.",
+                ),
+                HOOK_LABELS,
+            ))?,
+            kube_jq_filter_duration_seconds: r.reg(HistogramVec::new(
+                HistogramOpts::new(
+                    r.name("kube_jq_filter_duration_seconds"),
+                    "jqFilter run time per object.",
+                )
+                .buckets(KUBE_BUCKETS.to_vec()),
+                HOOK_LABELS,
+            ))?,
+            kube_event_duration_seconds: r.reg(HistogramVec::new(
+                HistogramOpts::new(
+                    r.name("kube_event_duration_seconds"),
+                    "Handling time of one watch event.",
+                )
+                .buckets(KUBE_BUCKETS.to_vec()),
+                HOOK_LABELS,
+            ))?,
+            kubernetes_client_watch_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("kubernetes_client_watch_errors_total"),
+                    "Watch stream errors by type.",
+                ),
+                &["error_type"],
+            ))?,
             registry,
         })
+    }
+
+    /// The registry, for collectors defined elsewhere (the kube client's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// Registers a collector owned by another module (the webhook metrics).

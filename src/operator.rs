@@ -17,11 +17,15 @@
 
 use crate::executor::Executor;
 use crate::flags::Config;
-use crate::hook::context::BindingContext;
+use crate::hook::context::{BindingContext, BindingType, Payload};
 use crate::hook::{self, Hook};
 use crate::http::HttpServer;
+use crate::kube::{Client, KubeSettings};
 use crate::log;
 use crate::metrics::Metrics;
+use crate::monitor::runtime::KubeRuntime;
+use crate::monitor::store::{KubeEvent, SnapshotStore};
+use crate::monitor::{self, Monitor};
 use crate::process;
 use crate::queue::worker::{QueueView, SharedView, Worker};
 use crate::queue::{Task, TaskKind};
@@ -78,12 +82,6 @@ fn start(mut config: Config) -> Result<(), String> {
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
-    if let Some(h) = hooks.iter().find(|h| !h.config.kubernetes.is_empty()) {
-        return Err(format!(
-            "hook '{}' has kubernetes bindings, which this build does not support yet",
-            h.name
-        ));
-    }
     let schedule_entries = schedule_entries(&hooks)?;
     let hooks = Arc::new(hooks);
 
@@ -103,15 +101,21 @@ fn start(mut config: Config) -> Result<(), String> {
         )],
     );
     let http_stopper = http.stopper();
+    let kube = KubeParts::new(&config, &hooks, &metrics)?;
 
     // Webhook servers (admission, conversion) and their registration; before any
-    // queue starts, as in flant. Snapshots come from the monitors (none yet).
+    // queue starts, as in flant. Snapshots come from the monitors' store.
     let webhooks = crate::webhook::start(crate::webhook::Setup {
         config: &config,
         hooks: &hooks,
         executor: &executor,
         metrics: &metrics,
-        snapshots: Arc::new(|_hook: &str, _names: &[String]| Default::default()),
+        client: kube.as_ref().map(|k| k.client.clone()),
+        snapshots: match &kube {
+            Some(k) => webhook_snapshots(k.runtime(&hooks)),
+            None => Arc::new(|_hook: &str, _names: &[String]| Default::default()),
+        },
+        patcher: patcher_client(&config).ok(),
     })?;
 
     // Channels. Dropping `stop_tx` stops the scheduler, the router and every queue.
@@ -137,6 +141,9 @@ fn start(mut config: Config) -> Result<(), String> {
         scheduler: control_tx,
         startup_left: AtomicUsize::new(startup.len()),
         ready: Arc::clone(&ready),
+        kube: kube.as_ref().map(|k| k.runtime(&hooks)),
+        patcher: patcher_client(&config),
+        jq_library: config.jq_library_path.clone(),
     });
     if startup.is_empty() {
         ready.store(true, std::sync::atomic::Ordering::Release);
@@ -164,9 +171,26 @@ fn start(mut config: Config) -> Result<(), String> {
         let _ = main_queue.send(task);
     }
     let (router_hooks, router_stop) = (Arc::clone(&hooks), stop_rx.clone());
+    let kube_events = kube
+        .as_ref()
+        .map(|k| k.events_rx.clone())
+        .unwrap_or_else(crossbeam_channel::never);
     threads.push(spawn("router", move || {
-        route(router_hooks, fire_rx, router_stop, senders)
+        route(router_hooks, fire_rx, kube_events, router_stop, senders)
     })?);
+    if let Some(k) = kube {
+        let monitor = Monitor::new(
+            k.client,
+            Arc::clone(&hooks),
+            k.store,
+            k.events_tx,
+            Arc::clone(&metrics),
+        );
+        let (control, monitor_stop) = (k.control_rx, stop_rx.clone());
+        threads.push(spawn("monitor", move || {
+            monitor.run(control, monitor_stop)
+        })?);
+    }
     let scheduler_stop = stop_rx.clone();
     threads.push(spawn("scheduler", move || {
         schedule::run(schedule_entries, control_rx, scheduler_stop, fire_tx)
@@ -234,33 +258,152 @@ fn update_queue_lengths(metrics: &Metrics, views: &[SharedView]) {
     }
 }
 
-/// The router thread: turns schedule fires into HookRun tasks on the binding's queue.
+/// The router thread: turns schedule fires and kubernetes events into HookRun tasks
+/// on their binding's queue.
 fn route(
     hooks: Arc<Vec<Hook>>,
     fires: Receiver<Fire>,
+    kube_events: Receiver<KubeEvent>,
     stop: Receiver<()>,
     queues: BTreeMap<String, Sender<Task>>,
 ) {
     loop {
-        let fire = select! {
-            recv(fires) -> f => match f { Ok(f) => f, Err(_) => return },
+        let task = select! {
+            recv(fires) -> f => match f { Ok(f) => schedule_task(&hooks, f), Err(_) => return },
+            recv(kube_events) -> e => match e { Ok(e) => kube_task(&hooks, e), Err(_) => return },
             recv(stop) -> _ => return,
         };
-        let Some(hook) = hooks.get(fire.hook) else {
-            continue;
-        };
-        let Some(b) = hook.config.schedule.get(fire.binding) else {
-            continue;
-        };
-        let ctx =
-            BindingContext::schedule(&b.name, b.group.clone(), b.include_snapshots_from.clone());
-        let task = Task::hook_run(fire.hook, &hook.name, !hook.is_v0(), b.allow_failure, ctx);
-        match queues.get(&b.queue) {
+        let Some((queue, task)) = task else { continue };
+        match queues.get(&queue) {
             Some(q) => drop(q.send(task)),
             None => log::error(
                 "no such queue",
-                &[("queue", &b.queue), ("hook", &hook.name)],
+                &[("queue", &queue), ("hook", &task.hook_name)],
             ),
+        }
+    }
+}
+
+fn schedule_task(hooks: &[Hook], fire: Fire) -> Option<(String, Task)> {
+    let hook = hooks.get(fire.hook)?;
+    let b = hook.config.schedule.get(fire.binding)?;
+    let ctx = BindingContext::schedule(&b.name, b.group.clone(), b.include_snapshots_from.clone());
+    Some((
+        b.queue.clone(),
+        Task::hook_run(fire.hook, &hook.name, !hook.is_v0(), b.allow_failure, ctx),
+    ))
+}
+
+fn kube_task(hooks: &[Hook], event: KubeEvent) -> Option<(String, Task)> {
+    let hook = hooks.get(event.hook)?;
+    let b = hook.config.kubernetes.get(event.binding)?;
+    let ctx = BindingContext {
+        binding: b.name.clone(),
+        binding_type: BindingType::Kubernetes,
+        group: b.group.clone(),
+        snapshot_names: b.include_snapshots_from.clone(),
+        kube_binding: Some(event.binding),
+        payload: Payload::Event {
+            watch_event: event.watch_event,
+            item: Some(event.item),
+        },
+    };
+    Some((
+        b.queue.clone(),
+        Task::hook_run(event.hook, &hook.name, !hook.is_v0(), b.allow_failure, ctx),
+    ))
+}
+
+/// The object patcher's own client (its QPS, burst and timeout). Not having a
+/// cluster is not an error until a hook writes a patch.
+fn patcher_client(config: &Config) -> Result<Client, String> {
+    let settings = KubeSettings {
+        server: config.kube.server.clone(),
+        kubeconfig: config.kube.config.clone(),
+        context: config.kube.context.clone(),
+        qps: config.kube.patcher_qps,
+        burst: config.kube.patcher_burst,
+        timeout: config.kube.patcher_timeout,
+        component: "object_patcher".into(),
+    };
+    Client::from_config(&settings)
+        .map_err(|e| format!("no Kubernetes client for the object patcher: {e}"))
+}
+
+/// Snapshots for webhook runs, read from the monitors' store when the hook starts.
+fn webhook_snapshots(rt: crate::monitor::runtime::KubeRuntime) -> crate::webhook::SnapshotSource {
+    Arc::new(move |hook: &str, names: &[String]| {
+        let Some(index) = rt.hooks.iter().position(|h| h.name == hook) else {
+            return Default::default();
+        };
+        let probe = BindingContext::schedule("webhook", None, names.to_vec());
+        rt.prepare(index, &[probe]).1
+    })
+}
+
+/// The Kubernetes side, present when some hook has kubernetes bindings: the client,
+/// the snapshots, and the channels of the monitor thread.
+struct KubeParts {
+    client: Client,
+    store: Arc<SnapshotStore>,
+    control_tx: Sender<monitor::Control>,
+    control_rx: Receiver<monitor::Control>,
+    events_tx: Sender<KubeEvent>,
+    events_rx: Receiver<KubeEvent>,
+}
+
+impl KubeParts {
+    fn new(
+        config: &Config,
+        hooks: &[Hook],
+        metrics: &Metrics,
+    ) -> Result<Option<KubeParts>, String> {
+        if !hooks.iter().any(Hook::has_kube_bindings) {
+            return Ok(None);
+        }
+        let settings = KubeSettings {
+            server: config.kube.server.clone(),
+            kubeconfig: config.kube.config.clone(),
+            context: config.kube.context.clone(),
+            qps: config.kube.qps,
+            burst: config.kube.burst,
+            component: "main".into(),
+            ..KubeSettings::default()
+        };
+        let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "main");
+        client_metrics
+            .register(metrics.registry())
+            .map_err(|e| format!("kubernetes client metrics: {e}"))?;
+        let client = Client::from_config_with_metrics(&settings, client_metrics)
+            .map_err(|e| format!("kubernetes client: {e}"))?;
+        log::info(
+            "kubernetes client configured",
+            &[("source", client.origin())],
+        );
+        let store = Arc::new(SnapshotStore::new(
+            hooks
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (i, h.config.kubernetes.len())),
+        ));
+        let (control_tx, control_rx) = unbounded();
+        let (events_tx, events_rx) = unbounded();
+        Ok(Some(KubeParts {
+            client,
+            store,
+            control_tx,
+            control_rx,
+            events_tx,
+            events_rx,
+        }))
+    }
+
+    fn runtime(&self, hooks: &Arc<Vec<Hook>>) -> KubeRuntime {
+        KubeRuntime {
+            hooks: Arc::clone(hooks),
+            store: Arc::clone(&self.store),
+            monitor: self.control_tx.clone(),
+            events: self.events_tx.clone(),
         }
     }
 }

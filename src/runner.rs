@@ -8,12 +8,16 @@
 use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, render_file};
+use crate::kube::Client;
 use crate::log;
 use crate::metrics::Metrics;
+use crate::monitor::runtime::KubeRuntime;
+use crate::patch;
 use crate::queue::worker::Handler;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -28,16 +32,33 @@ pub struct Runner {
     /// operator reports ready.
     pub startup_left: AtomicUsize,
     pub ready: Arc<AtomicBool>,
+    /// Present when some hook has kubernetes bindings.
+    pub kube: Option<KubeRuntime>,
+    /// The object patcher's client, or why there is none (no cluster configured).
+    pub patcher: Result<Client, String>,
+    pub jq_library: Option<PathBuf>,
 }
 
 impl Runner {
-    fn startup_task_done(&self, task: &Task) {
-        let is_startup =
-            task.kind != TaskKind::HookRun || task.binding_type == BindingType::OnStartup;
-        if is_startup && self.startup_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+    /// Counts down the startup work: onStartup runs, Enable tasks and the
+    /// Synchronization tasks those queue (`queued` more). At zero the operator is ready.
+    fn startup_task_done(&self, task: &Task, queued: usize) {
+        let is_startup = task.kind != TaskKind::HookRun
+            || task.binding_type == BindingType::OnStartup
+            || !task.sync_bindings.is_empty();
+        if !is_startup {
+            return;
+        }
+        let done = if task.kind == TaskKind::HookRun {
+            task.sync_bindings.len().max(1)
+        } else {
+            1
+        };
+        self.startup_left.fetch_add(queued, Ordering::AcqRel);
+        if self.startup_left.fetch_sub(done, Ordering::AcqRel) == done {
             self.ready.store(true, Ordering::Release);
             log::info(
-                "startup finished: onStartup hooks ran and bindings are enabled",
+                "startup finished: onStartup hooks ran and bindings are synchronized",
                 &[],
             );
         }
@@ -64,7 +85,11 @@ impl Runner {
             .task_wait_in_queue_seconds_total
             .with_label_values(&metric_labels)
             .inc_by(task.queued_at.elapsed().as_secs_f64());
-        let context = render_file(&task.contexts, hook.is_v0(), &Snapshots::new());
+        let (contexts, snapshots) = match &self.kube {
+            Some(kube) => kube.prepare(task.hook, &task.contexts),
+            None => (task.contexts.clone(), Snapshots::new()),
+        };
+        let context = render_file(&contexts, hook.is_v0(), &snapshots);
         log::info(
             "Execute hook",
             &[
@@ -79,8 +104,14 @@ impl Runner {
             .run(&hook.path, &context, &labels)
             .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
         let outcome = match &result {
-            Ok(run) if run.success() => Ok(()),
-            Ok(run) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+            Ok(run) => {
+                let patched = self.apply_patches(run);
+                match (run.success(), patched) {
+                    (true, Ok(())) => Ok(()),
+                    (true, Err(e)) => Err(format!("{} FAILED: {e}", hook.name)),
+                    (false, _) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+                }
+            }
             Err(e) => Err(e.clone()),
         };
         if let Ok(run) = &result {
@@ -127,6 +158,23 @@ impl Runner {
         }
     }
 
+    /// Applies `$KUBERNETES_PATCH_PATH`. After a failed run only the operations
+    /// marked `ignoreHookError: true` run.
+    fn apply_patches(&self, run: &RunResult) -> Result<(), String> {
+        let ops = patch::parse(&run.kubernetes_patch)
+            .map_err(|e| format!("bad {}: {e}", "KUBERNETES_PATCH_PATH file"))?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let client = self
+            .patcher
+            .as_ref()
+            .map_err(|e| format!("cannot apply object patches: {e}"))?;
+        patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     fn observe_run(&self, labels: &[&str; 3], run: &RunResult) {
         let m = &self.metrics;
         m.hook_run_seconds
@@ -156,20 +204,31 @@ impl Handler for Runner {
         }
     }
 
-    fn handle(&self, task: &Task, queue: &str) -> Result<(), String> {
-        let result = match task.kind {
-            TaskKind::HookRun => self.run_hook(task, queue),
-            TaskKind::EnableScheduleBindings => self
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        let result = match (task.kind, &self.kube) {
+            (TaskKind::HookRun, kube) => self.run_hook(task, queue).map(|()| {
+                if let Some(kube) = kube {
+                    kube.unlock(task);
+                }
+                Vec::new()
+            }),
+            (TaskKind::EnableScheduleBindings, _) => self
                 .scheduler
                 .send(Control::Enable(task.hook))
+                .map(|()| Vec::new())
                 .map_err(|_| "scheduler is not running".to_string()),
-            TaskKind::EnableKubernetesBindings => Err(format!(
-                "{}: kubernetes bindings are not supported by this build yet",
-                task.hook_name
-            )),
+            (TaskKind::EnableKubernetesBindings, Some(kube)) => kube.enable(task),
+            (TaskKind::EnableKubernetesBindings, None) => {
+                Err(format!("{}: no Kubernetes client", task.hook_name))
+            }
         };
-        if result.is_ok() {
-            self.startup_task_done(task);
+        match &result {
+            Ok(sync_tasks) => self.startup_task_done(task, sync_tasks.len()),
+            Err(e) if task.kind != TaskKind::HookRun => log::error(
+                &format!("{task_kind:?} failed, will retry", task_kind = task.kind),
+                &[("hook", &task.hook_name), ("error", e)],
+            ),
+            Err(_) => {}
         }
         result
     }

@@ -71,6 +71,8 @@ pub struct BindingContext {
     /// Binding names whose snapshots this context carries (includeSnapshotsFrom,
     /// already merged with the group's kubernetes bindings).
     pub snapshot_names: Vec<String>,
+    /// Index of the kubernetes binding in the hook's config, for kubernetes contexts.
+    pub kube_binding: Option<usize>,
     pub payload: Payload,
 }
 
@@ -82,6 +84,7 @@ impl BindingContext {
             binding_type: BindingType::OnStartup,
             group: None,
             snapshot_names: Vec::new(),
+            kube_binding: None,
             payload: Payload::OnStartup,
         }
     }
@@ -97,6 +100,7 @@ impl BindingContext {
             binding_type: BindingType::Schedule,
             group,
             snapshot_names,
+            kube_binding: None,
             payload: Payload::Schedule,
         }
     }
@@ -226,6 +230,7 @@ mod tests {
             binding_type: BindingType::Kubernetes,
             group: group.map(String::from),
             snapshot_names: snaps.iter().map(|s| s.to_string()).collect(),
+            kube_binding: Some(0),
             payload,
         }
     }

@@ -35,13 +35,15 @@ impl Hook {
         self.config.version == ConfigVersion::V0
     }
 
-    /// True if the hook needs a Kubernetes API server.
-    pub fn needs_kubernetes(&self) -> bool {
+    /// True if the hook has `kubernetes` bindings (it needs watches).
+    pub fn has_kube_bindings(&self) -> bool {
+        !self.config.kubernetes.is_empty()
+    }
+
+    /// True if the hook answers admission or conversion webhooks.
+    pub fn has_webhook_bindings(&self) -> bool {
         let c = &self.config;
-        !(c.kubernetes.is_empty()
-            && c.validating.is_empty()
-            && c.mutating.is_empty()
-            && c.conversion.is_empty())
+        !(c.validating.is_empty() && c.mutating.is_empty() && c.conversion.is_empty())
     }
 }
 

@@ -62,6 +62,15 @@ impl Client {
         Client::new(&cfg, settings)
     }
 
+    /// Like [`Client::from_config`] with metrics the caller created (e.g. with its prefix).
+    pub fn from_config_with_metrics(
+        settings: &KubeSettings,
+        metrics: ClientMetrics,
+    ) -> Result<Client, KubeError> {
+        let cfg = config::resolve(settings, &config::process_env)?;
+        Client::with_metrics(&cfg, settings, metrics)
+    }
+
     /// Builds a client for an already resolved configuration; `settings` gives QPS,
     /// burst, timeout and the metrics component.
     pub fn new(cfg: &ClusterConfig, settings: &KubeSettings) -> Result<Client, KubeError> {

@@ -47,6 +47,9 @@ pub struct Task {
     pub queued_at: Instant,
     pub failures: u32,
     pub last_error: Option<String>,
+    /// Kubernetes bindings whose Synchronization this task carries, also those of
+    /// absorbed tasks whose context collapsed away; unlocked when it succeeds.
+    pub sync_bindings: Vec<usize>,
 }
 
 static TASK_IDS: AtomicU64 = AtomicU64::new(1);
@@ -74,6 +77,7 @@ impl Task {
             queued_at: Instant::now(),
             failures: 0,
             last_error: None,
+            sync_bindings: Vec::new(),
         }
     }
 
@@ -156,6 +160,7 @@ pub fn combine_head(queue: &mut VecDeque<Task>) -> usize {
     };
     for t in absorbed {
         head.contexts.extend(t.contexts);
+        head.sync_bindings.extend(t.sync_bindings);
     }
     head.contexts = collapse_adjacent_groups(std::mem::take(&mut head.contexts));
     run
@@ -207,12 +212,14 @@ pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
             continue;
         };
         let mut contexts = Vec::new();
+        let mut sync_bindings = Vec::new();
         let mut index = 0;
         queue.retain(|t| {
             let keep =
                 index <= first || !(t.kind == TaskKind::HookRun && t.combinable && t.hook == hook);
             if !keep {
                 contexts.extend(t.contexts.iter().cloned());
+                sync_bindings.extend(t.sync_bindings.iter().copied());
             }
             index += 1;
             keep
@@ -221,6 +228,7 @@ pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
             let mut all = std::mem::take(&mut target.contexts);
             all.extend(contexts);
             target.contexts = order_for_compaction(all);
+            target.sync_bindings.extend(sync_bindings);
             compacted.push(target.hook_name.clone());
         }
     }
@@ -266,6 +274,7 @@ mod tests {
             },
             group: group.map(String::from),
             snapshot_names: vec![],
+            kube_binding: None,
             payload,
         }
     }

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 pub trait Handler: Send + Sync {
     /// Reserves a rate-limit token for the task's hook; returns the wait before it may run.
     fn rate_limit(&self, task: &Task) -> Duration;
-    /// Runs the task. `Err` is a failure to retry; allowed failures return `Ok`.
-    fn handle(&self, task: &Task, queue: &str) -> Result<(), String>;
+    /// Runs the task. `Ok` carries tasks to run next, before anything else queued
+    /// (an Enable task's Synchronization tasks). `Err` is a failure to retry;
+    /// allowed failures return `Ok`.
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String>;
     /// Called when queue-level compaction merged a hook's tasks.
     fn compacted(&self, _queue: &str, _hook: &str) {}
 }
@@ -139,8 +141,11 @@ impl Worker {
             return true;
         };
         match self.handler.handle(head, &self.name) {
-            Ok(()) => {
+            Ok(head_tasks) => {
                 self.tasks.pop_front();
+                for t in head_tasks.into_iter().rev() {
+                    self.tasks.push_front(t);
+                }
                 true
             }
             Err(message) => {

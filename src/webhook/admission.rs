@@ -150,6 +150,7 @@ impl Admission {
             binding_type,
             group: b.group.clone(),
             snapshot_names,
+            kube_binding: None,
             payload,
         };
         let budget = Duration::from_secs(b.timeout_seconds.clamp(1, 30) as u64);

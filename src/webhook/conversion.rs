@@ -145,6 +145,7 @@ impl Conversion {
             binding_type: BindingType::Conversion,
             group: b.group.clone(),
             snapshot_names: b.include_snapshots_from.clone(),
+            kube_binding: None,
             payload: Payload::Conversion {
                 from_version: rule.from.clone(),
                 to_version: rule.to.clone(),

@@ -52,7 +52,11 @@ pub struct Setup<'a> {
     pub hooks: &'a Arc<Vec<Hook>>,
     pub executor: &'a Executor,
     pub metrics: &'a Arc<Metrics>,
+    /// The operator's main client when it has one (else one is made from the flags).
+    pub client: Option<Client>,
     pub snapshots: SnapshotSource,
+    /// The object patcher's client, for hooks that write `$KUBERNETES_PATCH_PATH`.
+    pub patcher: Option<Client>,
 }
 
 /// The running webhook threads; [`Webhooks::stop`] ends them.
@@ -92,7 +96,10 @@ pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
         return Ok(out);
     }
     let c = s.config;
-    let client = kube_client(c)?;
+    let client = match s.client {
+        Some(client) => client,
+        None => kube_client(c)?,
+    };
     let namespace = if c.namespace.is_empty() {
         let ns = client.default_namespace().to_string();
         log::warn(
@@ -112,6 +119,8 @@ pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
         executor: s.executor.clone(),
         metrics: Arc::clone(s.metrics),
         snapshots: s.snapshots,
+        patcher: s.patcher,
+        jq_library: c.jq_library_path.clone(),
     });
     if admission {
         let handler = admission::Admission {

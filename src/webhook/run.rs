@@ -1,8 +1,9 @@
 //! Running a hook for a webhook request, directly on the handler thread (not
 //! through a queue, as in flant): the hook's rate limiter first, then snapshots
 //! (from the monitors, through [`SnapshotSource`]), the binding context file, the
-//! executor with the request's time budget, and the usual hook run metrics
-//! (with an empty `queue` label, as flant's webhook tasks have no queue).
+//! executor with the request's time budget, the hook's object patches
+//! (`$KUBERNETES_PATCH_PATH`), and the usual hook run metrics (with an empty
+//! `queue` label, as flant's webhook tasks have no queue).
 
 use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
@@ -23,6 +24,8 @@ pub enum RunError {
     RateLimited(Duration),
     /// The hook could not be started (temp files, exec).
     Start(String),
+    /// The hook's object patches could not be applied.
+    Patch(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -34,6 +37,7 @@ impl std::fmt::Display for RunError {
                 d.as_secs_f64()
             ),
             RunError::Start(e) => write!(f, "cannot run: {e}"),
+            RunError::Patch(e) => write!(f, "object patches failed: {e}"),
         }
     }
 }
@@ -44,6 +48,9 @@ pub struct HookRunner {
     pub executor: Executor,
     pub metrics: Arc<Metrics>,
     pub snapshots: SnapshotSource,
+    /// The object patcher's client; `None` when no cluster is configured.
+    pub patcher: Option<crate::kube::Client>,
+    pub jq_library: Option<std::path::PathBuf>,
 }
 
 impl HookRunner {
@@ -97,7 +104,24 @@ impl HookRunner {
             .run(&hook.path, &context, &labels)
             .map_err(|e| RunError::Start(e.to_string()))?;
         self.observe(&labels, &run);
+        self.apply_patches(&run).map_err(RunError::Patch)?;
         Ok(run)
+    }
+
+    /// Applies `$KUBERNETES_PATCH_PATH` (after a failed run only the operations
+    /// marked `ignoreHookError`), as queued runs do.
+    fn apply_patches(&self, run: &RunResult) -> Result<(), String> {
+        let ops = crate::patch::parse(&run.kubernetes_patch).map_err(|e| e.to_string())?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let client = self
+            .patcher
+            .as_ref()
+            .ok_or("no Kubernetes client configured")?;
+        crate::patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     fn observe(&self, labels: &RunLabels, run: &RunResult) {

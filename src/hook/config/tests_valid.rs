@@ -480,7 +480,7 @@ fn assert_full_v0(c: &HookConfig) {
     assert!(
         !k.execute_hook_on_synchronization
             && !k.wait_for_synchronization
-            && !k.keep_full_objects_in_memory
+            && k.keep_full_objects_in_memory
     );
     assert_eq!(
         (

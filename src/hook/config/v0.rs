@@ -98,9 +98,9 @@ fn schedule(c: &mut Checker, item: &Value) -> Option<ScheduleBinding> {
     })
 }
 
-/// A v0 `onKubernetesEvent` item. flant leaves the synchronization and
-/// full-object flags at false for v0 (v0 hooks get no Synchronization run and
-/// their binding context carries no objects).
+/// A v0 `onKubernetesEvent` item. v0 hooks get no Synchronization run, and their
+/// contexts carry no object body, only its kind, namespace and name; objects are
+/// kept so those can be read at event time.
 fn kubernetes(c: &mut Checker, item: &Value) -> Option<KubernetesBinding> {
     let m = c.as_object("", item)?;
     let object_name = non_empty(c, m, "objectName");
@@ -111,7 +111,7 @@ fn kubernetes(c: &mut Checker, item: &Value) -> Option<KubernetesBinding> {
         execute_hook_on_event: events(c, m),
         execute_hook_on_synchronization: false,
         wait_for_synchronization: false,
-        keep_full_objects_in_memory: false,
+        keep_full_objects_in_memory: true,
         name_selector: object_name.map(|n| vec![n]),
         label_selector: m
             .get("selector")

@@ -1,0 +1,369 @@
+//! `make bench` (kubernetes bindings): figures measured against kube-sim, each with
+//! its baseline in the same run.
+//!
+//! 1. Throughput on 10k pods: the monitor's path (list → jq `.metadata.labels` →
+//!    checksum → snapshot) vs our client decoding the same list with nothing else.
+//! 2. RSS of the real operator binary with 10k pods cached: full objects (vs their
+//!    compact JSON) and `keepFullObjectsInMemory: false` with a small filter (vs the
+//!    filter output plus 100 bytes per object), over the idle baseline.
+//! 3. Event-to-hook-start latency, p50/p99, with an idle queue.
+//!
+//! kube-sim runs as its own process (`target/release/kube-sim`), so its memory is
+//! not counted; the operator is `target/release/shell-operator` unless `--operator`.
+
+use shell_operator::hook::{self, Hook};
+use shell_operator::kube::{Client, KubeSettings, WatchParams};
+use shell_operator::metrics::Metrics;
+use shell_operator::monitor::store::SnapshotStore;
+use shell_operator::monitor::{Control, Monitor};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PODS: usize = 10_000;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+    };
+    let operator =
+        arg("--operator").unwrap_or_else(|| PathBuf::from("target/release/shell-operator"));
+    let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));
+    let work = std::env::temp_dir().join(format!("so-kube-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("seed")).expect("mkdir");
+    write_pods(&work.join("seed/pods.yaml"));
+    let sim = KubeSim::start(&kube_sim, &work);
+    let settings = KubeSettings {
+        kubeconfig: sim.kubeconfig.display().to_string(),
+        qps: -1.0,
+        ..KubeSettings::default()
+    };
+    let client = Client::from_config(&settings).expect("client");
+
+    let (decode, json_bytes) = decode_only(&client);
+    let monitor = through_monitor(&client);
+    println!("throughput, {PODS} pods (list):");
+    println!(
+        "  client decode only        : {:>8.0} objects/s ({} ms)",
+        rate(decode),
+        decode.as_millis()
+    );
+    println!(
+        "  monitor jq+checksum+store : {:>8.0} objects/s ({} ms)",
+        rate(monitor),
+        monitor.as_millis()
+    );
+    println!(
+        "  ratio monitor/decode      : {:>8.2}  (target ≥ 0.5)",
+        decode.as_secs_f64() / monitor.as_secs_f64()
+    );
+
+    let idle = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  namespace:\n    nameSelector:\n      matchNames: [empty]\n  jqFilter: .metadata.labels",
+    );
+    let full = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  jqFilter: .metadata.labels",
+    );
+    let slim = rss_with(
+        &operator,
+        &sim,
+        &work,
+        "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name",
+    );
+    let filter_bytes = PODS * "\"pod-00000\"".len();
+    println!(
+        "memory, {PODS} pods, compact JSON {:.1} MB:",
+        json_bytes as f64 / 1e6
+    );
+    println!("  idle baseline (0 objects)  : {:>7.1} MB", mb(idle));
+    println!(
+        "  full objects               : {:>7.1} MB over baseline = {:.2}× compact JSON  (target ≤ 1.5×)",
+        mb(full.saturating_sub(idle)),
+        full.saturating_sub(idle) as f64 / json_bytes as f64
+    );
+    println!(
+        "  keepFull false, .metadata.name: {:>4.1} MB over baseline; budget {:.1} MB (filter output + 100 B/object)",
+        mb(slim.saturating_sub(idle)),
+        mb(filter_bytes + 100 * PODS)
+    );
+    let (p50, p99) = latency(&operator, &sim, &work);
+    println!(
+        "event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms",
+        p50, p99
+    );
+    drop(sim);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn rate(d: Duration) -> f64 {
+    PODS as f64 / d.as_secs_f64()
+}
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn write_pods(path: &Path) {
+    let mut out = std::fs::File::create(path).expect("seed file");
+    for i in 0..PODS {
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("pod-{i:05}"), "namespace": format!("ns-{}", i % 10),
+                "labels": {"app": format!("app-{}", i % 50), "tier": "backend", "pod-template-hash": "5d8f9c7b6"},
+                "annotations": {"prometheus.io/scrape": "true"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.example.com/team/app:1.2.3",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                "env": [{"name": "MODE", "value": "production"}]}],
+                "nodeName": format!("node-{}", i % 20), "serviceAccountName": "default"},
+            "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i / 250, i % 250),
+                "conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        writeln!(out, "---\n{pod}").expect("write");
+    }
+}
+
+/// A kube-sim process serving the seeded pods.
+struct KubeSim {
+    child: Child,
+    kubeconfig: PathBuf,
+    url: String,
+}
+
+impl KubeSim {
+    fn start(bin: &Path, work: &Path) -> KubeSim {
+        let kubeconfig = work.join("kubeconfig");
+        let mut child = Command::new(bin)
+            .args(["--port", "0", "--history", "50000", "--seed"])
+            .arg(work.join("seed"))
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "start {}: {e} (run `cargo build --release -p kube-sim`)",
+                    bin.display()
+                )
+            });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
+        let url = line.trim().trim_start_matches("listening on ").to_string();
+        KubeSim {
+            child,
+            kubeconfig,
+            url,
+        }
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The client's reflector listing every pod: time to the complete list, and the
+/// compact JSON size of the objects.
+fn decode_only(client: &Client) -> (Duration, usize) {
+    let pods = client.resolve("v1", "Pod", "bench").expect("resolve");
+    let started = Instant::now();
+    let (handle, rx) = client.watch(&pods, WatchParams::default());
+    let objects = loop {
+        if let Ok(shell_operator::kube::Event::Synced(objects)) = rx.recv() {
+            break objects;
+        }
+    };
+    let elapsed = started.elapsed();
+    assert_eq!(objects.len(), PODS);
+    let bytes = objects.iter().map(|o| o.to_string().len()).sum();
+    handle.stop();
+    (elapsed, bytes)
+}
+
+/// The monitor enabling one binding over the same list.
+fn through_monitor(client: &Client) -> Duration {
+    let text =
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  jqFilter: .metadata.labels";
+    let config = hook::config::parse("bench.sh", text).expect("config");
+    let jq = shell_operator::jq::JqFilter::compile(".metadata.labels", None, &[]).expect("jq");
+    let hook = Hook {
+        name: "bench.sh".into(),
+        path: PathBuf::from("/bin/true"),
+        limiter: Mutex::new(
+            shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings),
+        ),
+        jq_filters: vec![Some(Arc::new(jq))],
+        config,
+    };
+    let store = Arc::new(SnapshotStore::new([(0, 1)]));
+    let (events, _events_rx) = crossbeam_channel::unbounded();
+    let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
+    let monitor = Monitor::new(
+        client.clone(),
+        Arc::new(vec![hook]),
+        Arc::clone(&store),
+        events,
+        metrics,
+    );
+    let (control, control_rx) = crossbeam_channel::unbounded();
+    let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);
+    let thread = std::thread::spawn(move || monitor.run(control_rx, stop_rx));
+    let (reply, reply_rx) = crossbeam_channel::bounded(1);
+    let started = Instant::now();
+    control
+        .send(Control::Enable { hook: 0, reply })
+        .expect("enable");
+    reply_rx.recv().expect("reply").expect("enabled");
+    let elapsed = started.elapsed();
+    assert_eq!(store.size(0, 0).0, PODS);
+    drop(stop);
+    let _ = thread.join();
+    elapsed
+}
+
+fn write_hook(dir: &Path, binding: &str, body: &str) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("hooks dir");
+    let path = dir.join("h.sh");
+    let text = format!(
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\nconfigVersion: v1\nkubernetes:\n- name: b\n  {binding}\nEOF\nexit 0\nfi\n{body}\n"
+    );
+    std::fs::write(&path, text).expect("hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Starts the operator with one binding; waits until it is ready.
+fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -> (Child, u16) {
+    write_hook(&work.join("hooks"), binding, body);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let child = Command::new(bin)
+        .args([
+            "start",
+            "--listen-address",
+            "127.0.0.1",
+            "--listen-port",
+            &port.to_string(),
+            "--hooks-dir",
+        ])
+        .arg(work.join("hooks"))
+        .arg("--tmp-dir")
+        .arg(work.join("tmp"))
+        .arg("--kube-config")
+        .arg(&sim.kubeconfig)
+        .arg("--debug-unix-socket")
+        .arg(work.join("debug.socket"))
+        .env("OUT", work.join("out"))
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start operator");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !get(port, "/ready").starts_with("HTTP/1.1 200") {
+        assert!(Instant::now() < deadline, "operator never ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
+fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> usize {
+    let (mut child, _) = operator(
+        bin,
+        sim,
+        work,
+        &format!("{binding}\n  executeHookOnSynchronization: false"),
+        "",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let kb: usize = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let _ = child.kill();
+    let _ = child.wait();
+    kb * 1024
+}
+
+fn get(port: u16, path: &str) -> String {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = write!(s, "GET {path} HTTP/1.0\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text
+}
+
+/// Creates ConfigMaps one at a time against an idle operator; each hook run records
+/// when it started. Returns (p50, p99) in milliseconds.
+fn latency(bin: &Path, sim: &KubeSim, work: &Path) -> (f64, f64) {
+    let out = work.join("out");
+    let _ = std::fs::remove_file(&out);
+    let binding = "kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [latency]\n  executeHookOnSynchronization: false";
+    let (mut child, _) = operator(bin, sim, work, binding, "date +%s%N >> \"$OUT\"");
+    let agent = ureq::Agent::new_with_defaults();
+    let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"latency"}}"#;
+    let _ = agent
+        .post(format!("{}/api/v1/namespaces", sim.url))
+        .header("Content-Type", "application/json")
+        .send(ns);
+    let mut sent = Vec::new();
+    for i in 0..100 {
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{i}","namespace":"latency"}}}}"#
+        );
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_nanos();
+        let _ = agent
+            .post(format!("{}/api/v1/namespaces/latency/configmaps", sim.url))
+            .header("Content-Type", "application/json")
+            .send(body);
+        sent.push(t);
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = child.kill();
+    let _ = child.wait();
+    let started: Vec<u128> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let mut lat: Vec<f64> = sent
+        .iter()
+        .zip(started.iter())
+        .map(|(s, h)| h.saturating_sub(*s) as f64 / 1e6)
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    (pct(0.5), pct(0.99))
+}

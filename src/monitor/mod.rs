@@ -1,0 +1,641 @@
+//! Kubernetes monitors: the thread that turns watch streams into binding snapshots
+//! and hook events.
+//!
+//! Every distinct watch (resource, namespace, label selector, field selector) is one
+//! reflector thread from our client (`kube::reflector`); bindings with identical
+//! selectors share it, each applying its own name filter, jq filter and settings to
+//! the objects it delivers. This module's single thread (the monitor) receives every
+//! reflector's events, updates the [`SnapshotStore`], and sends [`KubeEvent`]s to the
+//! router. Bindings with `namespace.labelSelector` also get a namespace reflector:
+//! a namespace that starts matching gets a watch (its objects arrive as Added), one
+//! that stops matching has its objects removed as Deleted.
+//!
+//! The main queue's `EnableKubernetesBindings` task asks this thread (over
+//! [`Control`]) to start a hook's watches and waits for their initial lists, so the
+//! snapshots are full before the hook's Synchronization tasks run.
+
+pub mod filter;
+pub mod runtime;
+pub mod store;
+
+use crate::hook::Hook;
+use crate::hook::config::{FieldOp, KubernetesBinding, WatchEventType};
+use crate::kube::{self, Client, Resource, WatchParams};
+use crate::log;
+use crate::metrics::Metrics;
+use crossbeam_channel::{Receiver, Select, Sender};
+use filter::{ItemFilter, key_of};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::{KubeEvent, SnapshotStore};
+
+/// Requests to the monitor thread.
+pub enum Control {
+    /// Start every kubernetes binding of a hook; the reply comes once the snapshots
+    /// hold the initial lists.
+    Enable {
+        hook: usize,
+        reply: Sender<Result<(), String>>,
+    },
+}
+
+/// How long an initial list may take before enabling fails (and is retried).
+const INITIAL_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One binding's view of a watch.
+#[derive(Clone)]
+struct Sub {
+    hook: usize,
+    binding: usize,
+    /// Client-side name filter when several names can't be one field selector.
+    names: Option<Vec<String>>,
+    filter: ItemFilter,
+    events: Vec<WatchEventType>,
+}
+
+/// Where a binding watches: the parts of a watch's identity.
+#[derive(Clone, PartialEq)]
+struct WatchKey {
+    resource: Resource,
+    namespace: Option<String>,
+    label: String,
+    field: String,
+}
+
+struct Watch {
+    key: WatchKey,
+    handle: kube::ReflectorHandle,
+    rx: Receiver<kube::Event>,
+    subs: Vec<Sub>,
+}
+
+/// A `namespace.labelSelector` binding's namespace watch.
+struct NamespaceWatch {
+    template: WatchKey,
+    sub: Sub,
+    handle: kube::ReflectorHandle,
+    rx: Receiver<kube::Event>,
+    active: BTreeSet<String>,
+}
+
+/// The monitor thread's state.
+pub struct Monitor {
+    client: Client,
+    hooks: Arc<Vec<Hook>>,
+    store: Arc<SnapshotStore>,
+    events: Sender<KubeEvent>,
+    metrics: Arc<Metrics>,
+    watches: Vec<Watch>,
+    namespace_watches: Vec<NamespaceWatch>,
+}
+
+impl Monitor {
+    pub fn new(
+        client: Client,
+        hooks: Arc<Vec<Hook>>,
+        store: Arc<SnapshotStore>,
+        events: Sender<KubeEvent>,
+        metrics: Arc<Metrics>,
+    ) -> Monitor {
+        Monitor {
+            client,
+            hooks,
+            store,
+            events,
+            metrics,
+            watches: Vec::new(),
+            namespace_watches: Vec::new(),
+        }
+    }
+
+    /// The thread body: serves control requests and watch events until stopped.
+    pub fn run(mut self, control: Receiver<Control>, stop: Receiver<()>) {
+        loop {
+            let watch_rx: Vec<Receiver<kube::Event>> =
+                self.watches.iter().map(|w| w.rx.clone()).collect();
+            let ns_rx: Vec<Receiver<kube::Event>> = self
+                .namespace_watches
+                .iter()
+                .map(|w| w.rx.clone())
+                .collect();
+            let mut sel = Select::new();
+            sel.recv(&control);
+            sel.recv(&stop);
+            for rx in watch_rx.iter().chain(ns_rx.iter()) {
+                sel.recv(rx);
+            }
+            let op = sel.select();
+            match op.index() {
+                0 => match op.recv(&control) {
+                    Ok(Control::Enable { hook, reply }) => {
+                        let _ = reply.send(self.enable(hook));
+                    }
+                    Err(_) => break,
+                },
+                1 => {
+                    let _ = op.recv(&stop);
+                    break;
+                }
+                i if i - 2 < watch_rx.len() => {
+                    if let Ok(ev) = op.recv(&watch_rx[i - 2]) {
+                        self.on_watch_event(i - 2, ev);
+                    }
+                }
+                i => {
+                    let n = i - 2 - watch_rx.len();
+                    if let Ok(ev) = op.recv(&ns_rx[n]) {
+                        self.on_namespace_event(n, ev);
+                    }
+                }
+            }
+        }
+        self.watches.iter().for_each(|w| w.handle.stop());
+        self.namespace_watches.iter().for_each(|w| w.handle.stop());
+    }
+
+    /// Processes every event already waiting, so snapshots match the caches.
+    fn drain(&mut self) {
+        for i in 0..self.watches.len() {
+            while let Ok(ev) = self.watches[i].rx.try_recv() {
+                self.on_watch_event(i, ev);
+            }
+        }
+    }
+
+    fn enable(&mut self, hook_index: usize) -> Result<(), String> {
+        let started = Instant::now();
+        let hooks = Arc::clone(&self.hooks);
+        let hook = hooks.get(hook_index).ok_or("unknown hook")?;
+        self.drain();
+        let result = hook
+            .config
+            .kubernetes
+            .iter()
+            .enumerate()
+            .try_for_each(|(bi, b)| self.enable_binding(hook, hook_index, bi, b));
+        let m = &self.metrics;
+        m.hook_enable_kubernetes_bindings_seconds
+            .with_label_values(&[hook.name.as_str()])
+            .set(started.elapsed().as_secs_f64());
+        match &result {
+            Ok(()) => m
+                .hook_enable_kubernetes_bindings_success
+                .with_label_values(&[hook.name.as_str()])
+                .set(1.0),
+            Err(_) => m
+                .hook_enable_kubernetes_bindings_errors_total
+                .with_label_values(&[hook.name.as_str()])
+                .inc(),
+        }
+        result
+    }
+
+    fn enable_binding(
+        &mut self,
+        hook: &Hook,
+        hi: usize,
+        bi: usize,
+        b: &KubernetesBinding,
+    ) -> Result<(), String> {
+        let context = format!("hook '{}', binding '{}'", hook.name, b.name);
+        let resource = self
+            .client
+            .resolve(b.api_version.as_deref().unwrap_or(""), &b.kind, &context)
+            .map_err(|e| e.to_string())?;
+        let (label, field, names) = selectors(b).map_err(|e| format!("{context}: {e}"))?;
+        let filter = ItemFilter {
+            jq: hook.jq_filters.get(bi).cloned().flatten(),
+            keep_full_object: b.keep_full_objects_in_memory,
+        };
+        let sub = Sub {
+            hook: hi,
+            binding: bi,
+            names,
+            filter,
+            events: b.execute_hook_on_event.clone(),
+        };
+        if let Some(mut state) = self.store.binding(hi, bi) {
+            state.items.clear();
+        }
+        let template = WatchKey {
+            resource: resource.clone(),
+            namespace: None,
+            label,
+            field,
+        };
+        let namespaced = resource.namespaced;
+        let ns = b.namespace.as_ref().filter(|_| namespaced);
+        match (
+            ns.and_then(|n| n.label_selector.as_ref()),
+            ns.and_then(|n| n.name_selector.as_ref())
+                .filter(|n| !n.is_empty()),
+        ) {
+            (Some(selector), _) => {
+                self.watch_namespaces_by_label(template, sub, selector, &context)?
+            }
+            (None, Some(names)) => {
+                for name in names {
+                    let key = WatchKey {
+                        namespace: Some(name.clone()),
+                        ..template.clone()
+                    };
+                    self.attach(key, sub.clone(), false, &context)?;
+                }
+            }
+            (None, None) => self.attach(template, sub, false, &context)?,
+        }
+        let needs_sync = !hook.is_v0() && b.execute_hook_on_synchronization;
+        if let Some(mut state) = self.store.binding(hi, bi) {
+            state.locked = needs_sync;
+            state.buffer.clear();
+        }
+        Ok(())
+    }
+
+    /// Adds `sub` to the watch for `key`, starting it if needed. The binding's
+    /// snapshot gets the watch's current objects; with `announce` they are also sent
+    /// as Added events (a namespace that started matching).
+    fn attach(
+        &mut self,
+        key: WatchKey,
+        sub: Sub,
+        announce: bool,
+        context: &str,
+    ) -> Result<(), String> {
+        let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
+            Some(i) => {
+                let objects = self.watches[i]
+                    .handle
+                    .store()
+                    .lock()
+                    .map(|s| s.objects())
+                    .unwrap_or_default();
+                (i, objects)
+            }
+            None => {
+                let (handle, rx, objects) = self.start_watch(&key, context)?;
+                self.watches.push(Watch {
+                    key,
+                    handle,
+                    rx,
+                    subs: Vec::new(),
+                });
+                (self.watches.len() - 1, objects)
+            }
+        };
+        let w = &mut self.watches[index];
+        w.subs
+            .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
+        w.subs.push(sub.clone());
+        for obj in objects {
+            if announce {
+                self.apply(
+                    &sub,
+                    WatchEventType::Added,
+                    &obj,
+                    &Arc::from(obj.to_string()),
+                );
+            } else {
+                self.initial_item(&sub, &obj, context)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start_watch(
+        &self,
+        key: &WatchKey,
+        context: &str,
+    ) -> Result<(kube::ReflectorHandle, Receiver<kube::Event>, Vec<Value>), String> {
+        let params = WatchParams {
+            namespace: key.namespace.clone(),
+            label_selector: key.label.clone(),
+            field_selector: key.field.clone(),
+            ..WatchParams::default()
+        };
+        let (handle, rx) = self.client.watch(&key.resource, params);
+        let deadline = Instant::now() + INITIAL_LIST_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(kube::Event::Synced(objects)) => return Ok((handle, rx, objects)),
+                Ok(kube::Event::WatchError { kind, message }) => {
+                    self.metrics
+                        .kubernetes_client_watch_errors_total
+                        .with_label_values(&[kind.as_str()])
+                        .inc();
+                    log::warn(
+                        "initial list failed, retrying",
+                        &[("binding", context), ("error", &message)],
+                    );
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    handle.stop();
+                    return Err(format!(
+                        "{context}: no initial list of {} within {}s",
+                        key.resource.resource,
+                        INITIAL_LIST_TIMEOUT.as_secs()
+                    ));
+                }
+            }
+        }
+    }
+
+    fn initial_item(&self, sub: &Sub, obj: &Value, context: &str) -> Result<(), String> {
+        let key = key_of(obj);
+        if !sub.wants(&key.1) {
+            return Ok(());
+        }
+        let item = sub
+            .filter
+            .item(obj, &Arc::from(obj.to_string()))
+            .map_err(|e| format!("{context}: jqFilter on {}/{}: {}", key.0, key.1, e.0))?;
+        if let Some(mut state) = self.store.binding(sub.hook, sub.binding) {
+            state.items.insert(key, item);
+        }
+        Ok(())
+    }
+
+    fn on_watch_event(&mut self, index: usize, ev: kube::Event) {
+        let started = Instant::now();
+        let (kind, obj) = match ev {
+            kube::Event::Added(o) => (WatchEventType::Added, o),
+            kube::Event::Modified(o) => (WatchEventType::Modified, o),
+            kube::Event::Deleted(o) => (WatchEventType::Deleted, o),
+            kube::Event::Synced(objects) => {
+                // A relist after a restart of the stream: diffed by the client already.
+                objects
+                    .into_iter()
+                    .for_each(|o| self.on_watch_event(index, kube::Event::Added(o)));
+                return;
+            }
+            kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
+        };
+        let json: Arc<str> = Arc::from(obj.to_string());
+        let subs = self.watches[index].subs.clone();
+        for sub in &subs {
+            self.apply(sub, kind, &obj, &json);
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        for sub in &subs {
+            let labels = self.labels(sub);
+            self.metrics
+                .kube_event_duration_seconds
+                .with_label_values(&labels.each_ref().map(String::as_str))
+                .observe(elapsed);
+        }
+    }
+
+    fn watch_error(&self, kind: kube::WatchErrorKind, message: &str) {
+        self.metrics
+            .kubernetes_client_watch_errors_total
+            .with_label_values(&[kind.as_str()])
+            .inc();
+        if kind != kube::WatchErrorKind::Eof {
+            log::warn(
+                "watch error, the client recovers by itself",
+                &[("error_type", kind.as_str()), ("error", message)],
+            );
+        }
+    }
+
+    /// Applies one event to one binding: snapshot update, checksum comparison, and
+    /// the hook event (buffered while the binding is locked).
+    fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Value, json: &Arc<str>) {
+        let key = key_of(obj);
+        if !sub.wants(&key.1) {
+            return;
+        }
+        let labels = self.labels(sub);
+        let filter_started = Instant::now();
+        let item = sub.filter.item(obj, json);
+        if sub.filter.jq.is_some() {
+            let l = labels.each_ref().map(String::as_str);
+            self.metrics
+                .kube_jq_filter_duration_seconds
+                .with_label_values(&l)
+                .observe(filter_started.elapsed().as_secs_f64());
+        }
+        let Some(mut state) = self.store.binding(sub.hook, sub.binding) else {
+            return;
+        };
+        let item = match (kind, item) {
+            (WatchEventType::Deleted, item) => match state.items.remove(&key) {
+                Some(old) => item.unwrap_or(old),
+                None => return,
+            },
+            (_, Ok(item)) => {
+                let unchanged = state
+                    .items
+                    .get(&key)
+                    .is_some_and(|old| old.checksum == item.checksum);
+                state.items.insert(key.clone(), item.clone());
+                if unchanged {
+                    return;
+                }
+                item
+            }
+            (_, Err(e)) => {
+                log::error(
+                    "jqFilter failed; object skipped",
+                    &[
+                        ("hook", &labels[0]),
+                        ("binding", &labels[1]),
+                        ("object", &format!("{}/{}", key.0, key.1)),
+                        ("error", &e.0),
+                    ],
+                );
+                return;
+            }
+        };
+        let count = state.items.len();
+        self.metrics
+            .kube_snapshot_objects
+            .with_label_values(&labels.each_ref().map(String::as_str))
+            .set(count as f64);
+        if !sub.events.contains(&kind) {
+            return;
+        }
+        let event = KubeEvent {
+            hook: sub.hook,
+            binding: sub.binding,
+            watch_event: kind,
+            item: item.to_json(),
+        };
+        if state.locked {
+            state.buffer.push(event);
+        } else {
+            drop(state);
+            let _ = self.events.send(event);
+        }
+    }
+
+    fn labels(&self, sub: &Sub) -> [String; 3] {
+        let hook = self.hooks.get(sub.hook);
+        let b = hook.and_then(|h| h.config.kubernetes.get(sub.binding));
+        [
+            hook.map(|h| h.name.clone()).unwrap_or_default(),
+            b.map(|b| b.name.clone()).unwrap_or_default(),
+            b.map(|b| b.queue.clone()).unwrap_or_default(),
+        ]
+    }
+
+    fn watch_namespaces_by_label(
+        &mut self,
+        template: WatchKey,
+        sub: Sub,
+        selector: &vendor_k8s_types::LabelSelector,
+        context: &str,
+    ) -> Result<(), String> {
+        let ns_resource = self
+            .client
+            .resolve("v1", "Namespace", context)
+            .map_err(|e| e.to_string())?;
+        let label = kube::selector::encode_label_selector(selector)
+            .map_err(|e| format!("{context}: namespace.labelSelector: {e}"))?;
+        let ns_key = WatchKey {
+            resource: ns_resource,
+            namespace: None,
+            label,
+            field: String::new(),
+        };
+        let (handle, rx, namespaces) = self.start_watch(&ns_key, context)?;
+        let mut active = BTreeSet::new();
+        for ns in &namespaces {
+            let name = key_of(ns).1;
+            self.attach(
+                WatchKey {
+                    namespace: Some(name.clone()),
+                    ..template.clone()
+                },
+                sub.clone(),
+                false,
+                context,
+            )?;
+            active.insert(name);
+        }
+        self.namespace_watches
+            .retain(|w| !(w.sub.hook == sub.hook && w.sub.binding == sub.binding));
+        self.namespace_watches.push(NamespaceWatch {
+            template,
+            sub,
+            handle,
+            rx,
+            active,
+        });
+        Ok(())
+    }
+
+    fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {
+        let (name, added) = match &ev {
+            kube::Event::Added(ns) => (key_of(ns).1, true),
+            kube::Event::Deleted(ns) => (key_of(ns).1, false),
+            kube::Event::WatchError { kind, message } => return self.watch_error(*kind, message),
+            _ => return,
+        };
+        let nw = &mut self.namespace_watches[index];
+        let (sub, key) = (
+            nw.sub.clone(),
+            WatchKey {
+                namespace: Some(name.clone()),
+                ..nw.template.clone()
+            },
+        );
+        if added && nw.active.insert(name.clone()) {
+            let context = format!("namespace '{name}'");
+            if let Err(e) = self.attach(key, sub, true, &context) {
+                log::error(
+                    "cannot watch a namespace that started matching",
+                    &[("namespace", &name), ("error", &e)],
+                );
+            }
+        } else if !added && nw.active.remove(&name) {
+            self.detach(&key, &sub);
+        }
+    }
+
+    /// A namespace stopped matching: stop its watch for `sub` and delete its objects
+    /// from the binding's snapshot, with Deleted events.
+    fn detach(&mut self, key: &WatchKey, sub: &Sub) {
+        if let Some(i) = self.watches.iter().position(|w| &w.key == key) {
+            self.watches[i]
+                .subs
+                .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
+            if self.watches[i].subs.is_empty() {
+                self.watches.remove(i).handle.stop();
+            }
+        }
+        let ns = key.namespace.clone().unwrap_or_default();
+        let gone: Vec<Value> = match self.store.binding(sub.hook, sub.binding) {
+            Some(state) => state
+                .items
+                .iter()
+                .filter(|((n, _), _)| *n == ns)
+                .map(|((n, name), item)| {
+                    item.to_json().get("object").cloned().unwrap_or_else(
+                        || serde_json::json!({"metadata": {"namespace": n, "name": name}}),
+                    )
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for obj in gone {
+            self.apply(
+                sub,
+                WatchEventType::Deleted,
+                &obj,
+                &Arc::from(obj.to_string()),
+            );
+        }
+    }
+}
+
+impl Sub {
+    fn wants(&self, name: &str) -> bool {
+        self.names
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+}
+
+/// Encodes a binding's selectors: (label selector, field selector, client-side names).
+/// One object name becomes a `metadata.name` field selector; several are filtered here.
+fn selectors(b: &KubernetesBinding) -> Result<(String, String, Option<Vec<String>>), String> {
+    let label = match &b.label_selector {
+        Some(sel) => {
+            kube::selector::encode_label_selector(sel).map_err(|e| format!("labelSelector: {e}"))?
+        }
+        None => String::new(),
+    };
+    let mut reqs: Vec<kube::selector::FieldRequirement> = b
+        .field_selector
+        .iter()
+        .map(|r| kube::selector::FieldRequirement {
+            field: r.field.clone(),
+            operator: if r.operator == FieldOp::Equals {
+                "=".into()
+            } else {
+                "!=".into()
+            },
+            value: r.value.clone(),
+        })
+        .collect();
+    let names = b.name_selector.clone().filter(|n| !n.is_empty());
+    let client_side = match names {
+        Some(n) if n.len() == 1 => {
+            reqs.push(kube::selector::FieldRequirement {
+                field: "metadata.name".into(),
+                operator: "=".into(),
+                value: n[0].clone(),
+            });
+            None
+        }
+        other => other,
+    };
+    let field =
+        kube::selector::encode_field_selector(&reqs).map_err(|e| format!("fieldSelector: {e}"))?;
+    Ok((label, field, client_side))
+}

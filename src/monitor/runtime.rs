@@ -1,0 +1,112 @@
+//! The queue side of kubernetes bindings, used by the runner on queue threads:
+//! enabling a hook's bindings (asking the monitor thread, then queueing one
+//! Synchronization task per binding right behind the Enable task), filling contexts
+//! with snapshots when a hook starts, and unlocking bindings once their
+//! Synchronization ran (replaying the events buffered meanwhile to the router).
+
+use super::Control;
+use super::store::{KubeEvent, SnapshotStore};
+use crate::hook::Hook;
+use crate::hook::context::{BindingContext, BindingType, Payload, Snapshots};
+use crate::queue::Task;
+use crossbeam_channel::{Sender, bounded};
+use std::sync::Arc;
+
+/// Shared handles for kubernetes bindings.
+pub struct KubeRuntime {
+    pub hooks: Arc<Vec<Hook>>,
+    pub store: Arc<SnapshotStore>,
+    pub monitor: Sender<Control>,
+    /// The router's channel (replayed events go there too).
+    pub events: Sender<KubeEvent>,
+}
+
+impl KubeRuntime {
+    /// Runs an `EnableKubernetesBindings` task: starts the hook's watches and returns
+    /// its Synchronization tasks, in binding order, to run next.
+    pub fn enable(&self, task: &Task) -> Result<Vec<Task>, String> {
+        let (reply_tx, reply_rx) = bounded(1);
+        self.monitor
+            .send(Control::Enable {
+                hook: task.hook,
+                reply: reply_tx,
+            })
+            .map_err(|_| "monitor is not running".to_string())?;
+        reply_rx
+            .recv()
+            .map_err(|_| "monitor stopped".to_string())??;
+        let hook = self.hooks.get(task.hook).ok_or("unknown hook")?;
+        let mut tasks = Vec::new();
+        for (bi, b) in hook.config.kubernetes.iter().enumerate() {
+            if hook.is_v0() || !b.execute_hook_on_synchronization {
+                for e in self.store.unlock(task.hook, bi) {
+                    let _ = self.events.send(e);
+                }
+                continue;
+            }
+            let ctx = BindingContext {
+                binding: b.name.clone(),
+                binding_type: BindingType::Kubernetes,
+                group: b.group.clone(),
+                snapshot_names: b.include_snapshots_from.clone(),
+                kube_binding: Some(bi),
+                payload: Payload::Synchronization {
+                    objects: Vec::new(),
+                },
+            };
+            let mut t = Task::hook_run(task.hook, &hook.name, true, b.allow_failure, ctx);
+            t.sync_bindings.push(bi);
+            tasks.push(t);
+        }
+        Ok(tasks)
+    }
+
+    /// The contexts as the hook sees them now: Synchronization objects and every
+    /// included snapshot read at this moment (each binding once per run).
+    pub fn prepare(
+        &self,
+        hook_index: usize,
+        contexts: &[BindingContext],
+    ) -> (Vec<BindingContext>, Snapshots) {
+        let mut contexts = contexts.to_vec();
+        let mut snapshots = Snapshots::new();
+        for ctx in &mut contexts {
+            if let (Payload::Synchronization { objects }, Some(bi)) =
+                (&mut ctx.payload, ctx.kube_binding)
+            {
+                *objects = self.store.sync_snapshot(hook_index, bi);
+            }
+            for name in &ctx.snapshot_names {
+                if snapshots.contains_key(name) {
+                    continue;
+                }
+                let items = self
+                    .binding_index(hook_index, name)
+                    .map(|bi| self.store.snapshot(hook_index, bi))
+                    .unwrap_or_default();
+                snapshots.insert(name.clone(), items);
+            }
+        }
+        (contexts, snapshots)
+    }
+
+    /// After a successful run: unlocks the bindings whose Synchronization it
+    /// carried and sends their buffered events on.
+    pub fn unlock(&self, task: &Task) {
+        for &bi in &task.sync_bindings {
+            for e in self.store.unlock(task.hook, bi) {
+                let _ = self.events.send(e);
+            }
+        }
+    }
+
+    /// The first kubernetes binding of the hook named `name` (flant's lookup).
+    fn binding_index(&self, hook_index: usize, name: &str) -> Option<usize> {
+        self.hooks
+            .get(hook_index)?
+            .config
+            .kubernetes
+            .iter()
+            .position(|b| b.name == name)
+    }
+}

@@ -1,0 +1,336 @@
+//! End-to-end tests of kubernetes bindings: the real binary against kube-sim. Hooks
+//! record the binding contexts they receive; tests compare them with the objects as
+//! they are stored in kube-sim.
+
+mod common;
+
+use common::{Operator, hook};
+use kube_sim::Sim;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// An operator started against a kube-sim, with its kubeconfig's directory.
+struct KubeOperator {
+    op: Operator,
+    _kubeconfig: common::TempDir,
+}
+
+impl std::ops::Deref for KubeOperator {
+    type Target = Operator;
+    fn deref(&self) -> &Operator {
+        &self.op
+    }
+}
+
+fn start(sim: &Sim, hooks: &[(&str, String)]) -> KubeOperator {
+    let dir = common::TempDir::new("kubeconfig");
+    let kubeconfig = dir.0.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let path = kubeconfig.to_str().expect("utf8").to_string();
+    KubeOperator {
+        op: Operator::start(hooks, &["--kube-config", &path], &[]),
+        _kubeconfig: dir,
+    }
+}
+
+fn cm(ns: &str, name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data})
+}
+
+fn namespace(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+}
+
+/// Every context every run received, in order.
+fn contexts(op: &Operator) -> Vec<Value> {
+    op.runs()
+        .into_iter()
+        .flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn wait_contexts(op: &Operator, n: usize) -> Vec<Value> {
+    op.wait_runs(WAIT, |r| {
+        r.iter()
+            .map(|(_, c)| c.as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+            >= n
+    });
+    contexts(op)
+}
+
+fn live(sim: &Sim, ns: &str, name: &str) -> Value {
+    sim.get("v1", "ConfigMap", ns, name)
+        .expect("object in kube-sim")
+}
+
+#[test]
+fn synchronization_then_added_modified_deleted_with_jq_suppression() {
+    let sim = Sim::start();
+    sim.create(cm("default", "cm1", json!({"k": "v"})))
+        .expect("seed");
+    sim.create(cm("other", "elsewhere", json!({})))
+        .expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  apiVersion: v1\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [default]\n  jqFilter: .data";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    let sync = wait_contexts(&op, 1);
+    assert_eq!(
+        sync[0],
+        json!({"binding": "cms", "type": "Synchronization", "objects": [{"object": live(&sim, "default", "cm1"), "filterResult": {"k": "v"}}]})
+    );
+    sim.create(cm("default", "cm2", json!({"a": "1"})))
+        .expect("create");
+    let ctx = wait_contexts(&op, 2);
+    assert_eq!(
+        ctx[1],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Added", "object": live(&sim, "default", "cm2"), "filterResult": {"a": "1"}})
+    );
+    // An annotation change leaves .data alone: no run.
+    let mut annotated = live(&sim, "default", "cm2");
+    annotated["metadata"]["annotations"] = json!({"note": "x"});
+    sim.update(annotated).expect("update");
+    let mut changed = live(&sim, "default", "cm2");
+    changed["data"] = json!({"a": "2"});
+    sim.update(changed).expect("update");
+    let ctx = wait_contexts(&op, 3);
+    assert_eq!(
+        ctx[2],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Modified", "object": live(&sim, "default", "cm2"), "filterResult": {"a": "2"}})
+    );
+    let last = live(&sim, "default", "cm2");
+    sim.delete("v1", "ConfigMap", "default", "cm2")
+        .expect("delete");
+    let ctx = wait_contexts(&op, 4);
+    assert_eq!(ctx[3]["watchEvent"], "Deleted");
+    assert_eq!(ctx[3]["object"]["metadata"]["name"], "cm2");
+    assert_eq!(ctx[3]["object"]["data"], last["data"]);
+    assert_eq!(ctx[3]["filterResult"], json!({"a": "2"}));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        contexts(&op).len(),
+        4,
+        "the annotation change ran nothing: {:#?}",
+        contexts(&op)
+    );
+}
+
+#[test]
+fn keep_full_objects_false_keeps_only_filter_results() {
+    let sim = Sim::start();
+    sim.create(cm("default", "a", json!({"x": "1"})))
+        .expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: configmaps\n  keepFullObjectsInMemory: false\n  jqFilter: '.metadata.name'";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    assert_eq!(
+        wait_contexts(&op, 1)[0],
+        json!({"binding": "cms", "type": "Synchronization", "objects": [{"filterResult": "a"}]})
+    );
+    sim.create(cm("default", "b", json!({}))).expect("create");
+    assert_eq!(
+        wait_contexts(&op, 2)[1],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Added", "filterResult": "b"})
+    );
+}
+
+#[test]
+fn name_label_and_field_selectors() {
+    let sim = Sim::start();
+    for (name, app) in [
+        ("one", "x"),
+        ("two", "x"),
+        ("three", "x"),
+        ("skip", "x"),
+        ("other", "y"),
+    ] {
+        let mut obj = cm("default", name, json!({}));
+        obj["metadata"]["labels"] = json!({"app": app});
+        sim.create(obj).expect("seed");
+    }
+    let config = "configVersion: v1\nkubernetes:\n\
+- name: by-names\n  kind: ConfigMap\n  nameSelector:\n    matchNames: [one, two]\n  jqFilter: .metadata.name\n  executeHookOnEvent: []\n\
+- name: by-one-name\n  kind: ConfigMap\n  nameSelector:\n    matchNames: [three]\n  jqFilter: .metadata.name\n  executeHookOnEvent: []\n\
+- name: by-labels\n  kind: ConfigMap\n  labelSelector:\n    matchExpressions:\n    - {key: app, operator: In, values: [x]}\n  fieldSelector:\n    matchExpressions:\n    - {field: metadata.name, operator: NotEquals, value: skip}\n  jqFilter: .metadata.name\n  executeHookOnEvent: []";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    let ctx = wait_contexts(&op, 3);
+    let names = |c: &Value| -> Vec<String> {
+        c["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|i| i["filterResult"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(names(&ctx[0]), ["one", "two"]);
+    assert_eq!(names(&ctx[1]), ["three"]);
+    assert_eq!(names(&ctx[2]), ["one", "three", "two"]);
+    assert!(
+        sim.requests()
+            .iter()
+            .any(|r| r.contains("fieldSelector=metadata.name%3Dthree")
+                || r.contains("fieldSelector=metadata.name=three")),
+        "one name is a server-side field selector: {:?}",
+        sim.requests()
+    );
+}
+
+#[test]
+fn namespace_label_selector_follows_relabelled_namespaces() {
+    let sim = Sim::start();
+    sim.create(namespace("ns1", json!({"watch": "yes"})))
+        .expect("ns");
+    sim.create(namespace("ns2", json!({}))).expect("ns");
+    sim.create(cm("ns1", "c1", json!({}))).expect("cm");
+    sim.create(cm("ns2", "c2", json!({}))).expect("cm");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  namespace:\n    labelSelector:\n      matchLabels: {watch: \"yes\"}\n  jqFilter: '.metadata.namespace + \"/\" + .metadata.name'\n  keepFullObjectsInMemory: false";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    assert_eq!(
+        wait_contexts(&op, 1)[0]["objects"],
+        json!([{"filterResult": "ns1/c1"}])
+    );
+    let mut ns2 = sim.get("v1", "Namespace", "", "ns2").expect("ns2");
+    ns2["metadata"]["labels"] = json!({"watch": "yes"});
+    sim.update(ns2).expect("label ns2");
+    assert_eq!(
+        wait_contexts(&op, 2)[1],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Added", "filterResult": "ns2/c2"})
+    );
+    let mut ns1 = sim.get("v1", "Namespace", "", "ns1").expect("ns1");
+    ns1["metadata"]["labels"] = json!({});
+    sim.update(ns1).expect("unlabel ns1");
+    assert_eq!(
+        wait_contexts(&op, 3)[2],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Deleted", "filterResult": "ns1/c1"})
+    );
+    sim.create(cm("ns1", "late", json!({}))).expect("cm");
+    sim.create(cm("ns2", "late", json!({}))).expect("cm");
+    assert_eq!(
+        wait_contexts(&op, 4)[3]["filterResult"],
+        "ns2/late",
+        "ns1 is no longer watched"
+    );
+}
+
+#[test]
+fn group_and_include_snapshots_and_snapshot_only_bindings() {
+    let sim = Sim::start();
+    sim.create(cm("default", "settings", json!({"mode": "a"})))
+        .expect("seed");
+    let mut secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1", "namespace": "default"}, "type": "Opaque"});
+    sim.create(secret.clone()).expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n\
+- name: settings\n  kind: ConfigMap\n  jqFilter: .data\n  executeHookOnSynchronization: false\n  executeHookOnEvent: []\n\
+- name: secrets\n  kind: Secret\n  jqFilter: .metadata.name\n  group: g\n\
+- name: maps\n  kind: ConfigMap\n  jqFilter: .metadata.name\n  group: g\n  includeSnapshotsFrom: [settings]";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    // Two grouped Synchronization tasks are combined and collapse to the last one.
+    let ctx = wait_contexts(&op, 1);
+    let group = json!({
+        "binding": "maps", "type": "Group", "groupName": "g",
+        "snapshots": {
+            "maps": [{"object": live(&sim, "default", "settings"), "filterResult": "settings"}],
+            "secrets": [{"object": sim.get("v1", "Secret", "default", "s1").expect("s1"), "filterResult": "s1"}],
+            "settings": [{"object": live(&sim, "default", "settings"), "filterResult": {"mode": "a"}}]
+        }
+    });
+    assert_eq!(ctx, vec![group]);
+    secret["metadata"]["name"] = json!("s2");
+    sim.create(secret).expect("create");
+    let ctx = wait_contexts(&op, 2);
+    assert_eq!(ctx[1]["type"], "Group");
+    assert_eq!(ctx[1]["binding"], "secrets");
+    assert_eq!(
+        ctx[1]["snapshots"]["secrets"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert!(ctx[1].get("object").is_none() && ctx[1].get("watchEvent").is_none());
+    assert_eq!(
+        ctx[1]["snapshots"].as_object().map(|m| m.len()),
+        Some(2),
+        "own group only: {}",
+        ctx[1]
+    );
+}
+
+#[test]
+fn watches_dropped_and_history_compacted_lose_and_double_nothing() {
+    let sim = Sim::start();
+    for n in ["keep", "change", "remove"] {
+        sim.create(cm("default", n, json!({"v": "1"})))
+            .expect("seed");
+    }
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data.v\n  keepFullObjectsInMemory: false";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    wait_contexts(&op, 1);
+    // Break the stream and forget history; make the reconnect fail for a while.
+    sim.fail_next(3, 500);
+    sim.drop_watches();
+    sim.compact();
+    let mut changed = live(&sim, "default", "change");
+    changed["data"] = json!({"v": "2"});
+    sim.update(changed).expect("update");
+    sim.delete("v1", "ConfigMap", "default", "remove")
+        .expect("delete");
+    sim.create(cm("default", "new", json!({"v": "1"})))
+        .expect("create");
+    let ctx = wait_contexts(&op, 4);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut seen: Vec<(String, String)> = contexts(&op)[1..]
+        .iter()
+        .map(|c| {
+            (
+                c["watchEvent"].as_str().unwrap_or("").to_string(),
+                c["filterResult"].to_string(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("Added".to_string(), "\"1\"".to_string()),
+            ("Deleted".into(), "\"1\"".into()),
+            ("Modified".into(), "\"2\"".into())
+        ],
+        "{ctx:#?}"
+    );
+}
+
+#[test]
+fn v0_hooks_get_v0_contexts_and_no_synchronization() {
+    let sim = Sim::start();
+    sim.create(cm("default", "before", json!({})))
+        .expect("seed");
+    let config = "onKubernetesEvent:\n- kind: ConfigMap\n  event: [add]";
+    let op = start(&sim, &[("v0.sh", hook("v0", config, ""))]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        contexts(&op).is_empty(),
+        "no Synchronization run for v0 hooks"
+    );
+    sim.create(cm("default", "after", json!({})))
+        .expect("create");
+    assert_eq!(
+        wait_contexts(&op, 1)[0],
+        json!({"binding": "onKubernetesEvent", "resourceEvent": "add", "resourceKind": "ConfigMap", "resourceName": "after", "resourceNamespace": "default"})
+    );
+}
+
+#[test]
+fn an_unknown_kind_fails_enabling_with_hook_and_binding_named() {
+    let sim = Sim::start();
+    let op = start(
+        &sim,
+        &[(
+            "u.sh",
+            hook(
+                "u",
+                "configVersion: v1\nkubernetes:\n- name: nope\n  kind: Frobnicator",
+                "",
+            ),
+        )],
+    );
+    let line = op.wait_log("Frobnicator", WAIT);
+    assert!(line.contains("u.sh") && line.contains("nope"), "{line}");
+}
