@@ -481,3 +481,63 @@ fn registration_is_retried_when_the_api_server_refuses() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `includeSnapshotsFrom` in an admission binding: the context carries the
+/// monitors' current snapshot of that kubernetes binding.
+#[test]
+fn admission_context_carries_snapshots() {
+    let pki = Pki::make();
+    let sim = kube_sim::Sim::start();
+    sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}))
+        .ok();
+    sim.create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "policy", "namespace": "default"}, "data": {"deny": "bad"}}))
+        .expect("configmap");
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n- name: policies\n  kind: ConfigMap\n  executeHookOnEvent: []\n  executeHookOnSynchronization: false\n  jqFilter: .data\nkubernetesValidating:\n- name: allow.example.com\n  includeSnapshotsFrom: [policies]\n{RULES}"
+    );
+    let op = start(
+        &[(
+            "snap.sh",
+            hook(
+                "s",
+                &config,
+                "echo '{\"allowed\":true}' > \"$VALIDATING_RESPONSE_PATH\"",
+            ),
+        )],
+        &sim,
+        &pki,
+        &[],
+    );
+    let port = op.port_from_log("admission webhook server listening");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = curl(
+            port,
+            "/hooks/allow-example-com",
+            &review("s"),
+            &pki.path("ca.crt"),
+            &[],
+        );
+        assert_eq!(a.status, 200, "{}", a.stderr);
+        let runs = op.runs();
+        let last = &runs.last().expect("a run").1[0];
+        let snap = &last["snapshots"]["policies"];
+        if snap.as_array().is_some_and(|l| !l.is_empty()) {
+            assert_eq!(snap[0]["filterResult"], json!({"deny": "bad"}));
+            assert_eq!(snap[0]["object"]["metadata"]["name"], "policy");
+            break;
+        }
+        assert_eq!(
+            snap,
+            &json!([]),
+            "the key is there before the monitor synced"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "snapshot never arrived:\n{}",
+            op.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
