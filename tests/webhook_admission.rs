@@ -218,6 +218,13 @@ fn bad_requests_and_healthz() {
     assert_eq!(a.status, 415);
     let a = curl(port, "/healthz", "", &ca, &["-X", "GET"]);
     assert_eq!((a.status, a.body.as_str()), (200, "ok\n"));
+    // A v1beta1 review is answered as v1beta1.
+    let old = review("b1").replace("admission.k8s.io/v1", "admission.k8s.io/v1beta1");
+    let a = curl(port, "/hooks/allow-example-com", &old, &ca, &[]);
+    assert_eq!(
+        a.body,
+        r#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"allowed":true,"uid":"b1"}}"#
+    );
 }
 
 /// With a client CA configured, only clients with a certificate it signed get in.
@@ -540,4 +547,66 @@ fn admission_context_carries_snapshots() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The hook's `settings.executionMinInterval` applies to webhook runs too: a
+/// request that would wait past the binding's timeout is denied at once.
+#[test]
+fn rate_limit_applies_to_webhook_runs() {
+    let pki = Pki::make();
+    let sim = kube_sim::Sim::start();
+    let config = format!(
+        "configVersion: v1\nsettings:\n  executionMinInterval: 30s\n  executionBurst: 1\nkubernetesValidating:\n- name: allow.example.com\n  timeoutSeconds: 2\n{RULES}"
+    );
+    let body = "echo '{\"allowed\":true}' > \"$VALIDATING_RESPONSE_PATH\"";
+    let op = start(&[("limited.sh", hook("l", &config, body))], &sim, &pki, &[]);
+    let port = op.port_from_log("admission webhook server listening");
+    let ca = pki.path("ca.crt");
+    let first = curl(port, "/hooks/allow-example-com", &review("1"), &ca, &[]);
+    assert_eq!(first.json()["response"]["allowed"], true);
+    let second = curl(port, "/hooks/allow-example-com", &review("2"), &ca, &[]);
+    let status = &second.json()["response"]["status"];
+    assert_eq!(status["code"], 500);
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("hook 'limited.sh' (binding 'allow.example.com') failed: rate limited by settings.executionMinInterval"),
+        "{message}"
+    );
+    assert_eq!(
+        op.runs().len(),
+        1,
+        "the second request did not run the hook"
+    );
+}
+
+/// A webhook run's `$KUBERNETES_PATCH_PATH` is applied like a queued run's.
+#[test]
+fn webhook_runs_apply_object_patches() {
+    let pki = Pki::make();
+    let sim = kube_sim::Sim::start();
+    let config =
+        format!("configVersion: v1\nkubernetesValidating:\n- name: allow.example.com\n{RULES}");
+    let body = r#"cat > "$KUBERNETES_PATCH_PATH" <<'PATCHEOF'
+{"operation":"CreateIfNotExists","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"seen","namespace":"default"},"data":{"by":"webhook"}}}
+PATCHEOF
+echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH""#;
+    let op = start(
+        &[("patching.sh", hook("p", &config, body))],
+        &sim,
+        &pki,
+        &[],
+    );
+    let port = op.port_from_log("admission webhook server listening");
+    let a = curl(
+        port,
+        "/hooks/allow-example-com",
+        &review("p"),
+        &pki.path("ca.crt"),
+        &[],
+    );
+    assert_eq!(a.json()["response"]["allowed"], true, "{}", op.logs());
+    let cm = sim
+        .get("v1", "ConfigMap", "default", "seen")
+        .expect("configmap created");
+    assert_eq!(cm["data"], json!({"by": "webhook"}));
 }

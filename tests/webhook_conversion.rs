@@ -18,7 +18,8 @@ fn conversion_hook() -> String {
     let config = format!(
         "configVersion: v1\nkubernetesCustomResourceConversion:\n- name: conversions\n  crdName: {CRD}\n  conversions:\n  - fromVersion: unstable.crontab.io/v1beta1\n    toVersion: stable.example.com/v1beta1\n  - fromVersion: stable.example.com/v1beta1\n    toVersion: stable.example.com/v1beta2\n  - fromVersion: v1beta2\n    toVersion: v1\n- name: late\n  crdName: lates.late.example.com\n  conversions:\n  - fromVersion: late.example.com/v1\n    toVersion: late.example.com/v2\n"
     );
-    let body = r#"jq -c '.[0] as $c
+    let body = r#"grep -q '"crash":true' "$BINDING_CONTEXT_PATH" && { echo 'crashed' >&2; exit 1; }
+jq -c '.[0] as $c
   | ($c.toVersion | if contains("/") then . else ($c.review.request.desiredAPIVersion | split("/")[0]) + "/" + $c.toVersion end) as $to
   | if any($c.review.request.objects[]; .spec.fail == true) then {failedMessage: "cannot convert objects with spec.fail"}
     else {convertedObjects: [$c.review.request.objects[] | .apiVersion = $to | .spec.steps += [$c.toVersion]]} end' \
@@ -199,6 +200,22 @@ fn conversion_chain_and_crd_patch() {
         format!(
             "no conversion path from stable.example.com/v0 to stable.example.com/v1 for {CRD} in the hooks' conversions"
         )
+    );
+
+    // A hook that exits non-zero.
+    let mut crash = object("f", "stable.example.com/v1beta2");
+    crash["spec"]["crash"] = true.into();
+    let a = curl(
+        port,
+        &format!("/{CRD}"),
+        &review("u-4", "stable.example.com/v1", &[crash]),
+        &pki.path("ca.crt"),
+        &[],
+    );
+    assert_eq!(
+        a.json()["response"],
+        json!({"uid": "u-4", "result": {"status": "Failure", "message":
+            "hook 'convert.sh' (binding 'conversions', v1beta2 -> v1) failed to convert to stable.example.com/v1: exit status 1"}})
     );
 
     // A CRD created after startup is waited for, then patched.
