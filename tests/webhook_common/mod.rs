@@ -4,7 +4,8 @@
 //! with every webhook flag pointing at that PKI.
 #![allow(dead_code)]
 
-use crate::common::{Operator, TempDir};
+use crate::common::{Operator, TempDir, hook};
+use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -171,4 +172,56 @@ pub fn start(hooks: &[(&str, String)], sim: &kube_sim::Sim, pki: &Pki, extra: &[
     args.extend(extra.iter().map(|s| s.to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     Operator::start(hooks, &refs, &[])
+}
+
+/// Rules matching ConfigMap creation, as YAML lines of a binding.
+pub const RULES: &str = "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [\"v1\"]\n    operations: [\"CREATE\"]\n    resources: [\"configmaps\"]\n    scope: Namespaced\n";
+
+/// A validating + mutating hook whose answer depends on the binding.
+pub fn admission_hook(validating: &[&str], mutating: &[&str]) -> String {
+    let mut config = String::from("configVersion: v1\n");
+    let mut list = |key: &str, names: &[&str]| {
+        if names.is_empty() {
+            return;
+        }
+        config.push_str(&format!("{key}:\n"));
+        for n in names {
+            config.push_str(&format!("- name: {n}\n{RULES}"));
+            if n.starts_with("slow") {
+                config.push_str("  timeoutSeconds: 1\n");
+            }
+            if n.starts_with("strict") {
+                config.push_str("  failurePolicy: Fail\n  labelSelector:\n    matchLabels:\n      checked: \"yes\"\n");
+            }
+        }
+    };
+    list("kubernetesValidating", validating);
+    list("kubernetesMutating", mutating);
+    let body = r#"R="$VALIDATING_RESPONSE_PATH"
+case "$(head -c 60 "$BINDING_CONTEXT_PATH")" in
+  *'"binding":"allow.example.com"'*|*'"binding":"strict.example.com"'*) echo '{"allowed":true}' > "$R" ;;
+  *'"binding":"deny.example.com"'*) echo '{"allowed":false,"message":"configmaps named bad are forbidden"}' > "$R" ;;
+  *'"binding":"warn.example.com"'*) echo '{"allowed":true,"warnings":["w1","w2"]}' > "$R" ;;
+  *'"binding":"invalid.example.com"'*) echo 'this is not json' > "$R" ;;
+  *'"binding":"empty.example.com"'*) : ;;
+  *'"binding":"fail.example.com"'*) echo 'boom' >&2; exit 3 ;;
+  *'"binding":"slow.example.com"'*) sleep 5; echo '{"allowed":true}' > "$R" ;;
+  *'"binding":"mutate.example.com"'*) printf '{"allowed":true,"patch":"%s"}' "$(printf '%s' '[{"op":"add","path":"/data/x","value":"y"}]' | base64 -w0)" > "$R" ;;
+esac"#;
+    hook("v", &config, body)
+}
+
+pub fn review(uid: &str) -> String {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "operation": "CREATE",
+            "namespace": "default",
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"}}
+        }
+    })
+    .to_string()
 }
