@@ -73,6 +73,9 @@ impl HookRunner {
             .map(|mut b| b.reserve(started))
             .unwrap_or_default();
         if wait >= budget {
+            if let Ok(mut b) = hook.limiter.lock() {
+                b.refund();
+            }
             return Err(RunError::RateLimited(wait));
         }
         std::thread::sleep(wait);
