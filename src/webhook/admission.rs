@@ -267,6 +267,66 @@ mod tests {
         );
     }
 
+    fn hook(name: &str, config: &str) -> Hook {
+        let config = crate::hook::config::parse(name, config).expect("config");
+        Hook {
+            name: name.into(),
+            path: name.into(),
+            limiter: std::sync::Mutex::new(crate::queue::ratelimit::TokenBucket::from_settings(
+                &config.settings,
+            )),
+            jq_filters: vec![],
+            config,
+        }
+    }
+
+    const RULE: &str = "  rules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}]\n";
+
+    #[test]
+    fn routes_by_safe_name_and_collisions_name_both_bindings() {
+        let a = hook(
+            "a.sh",
+            &format!(
+                "configVersion: v1\nkubernetesValidating:\n- name: x.example.example.com\n{RULE}kubernetesMutating:\n- name: y.example.com\n{RULE}"
+            ),
+        );
+        let table = routes(&[a]).expect("routes");
+        assert_eq!(
+            table.get("x-example-example-com"),
+            Some(&Route {
+                hook: 0,
+                binding: 0,
+                mutating: false
+            })
+        );
+        assert_eq!(
+            table.get("y-example-com"),
+            Some(&Route {
+                hook: 0,
+                binding: 0,
+                mutating: true
+            })
+        );
+        let b = hook(
+            "b.sh",
+            &format!(
+                "configVersion: v1\nkubernetesMutating:\n- name: x-example.example.com\n{RULE}"
+            ),
+        );
+        let a = hook(
+            "a.sh",
+            &format!(
+                "configVersion: v1\nkubernetesValidating:\n- name: x.example.example.com\n{RULE}"
+            ),
+        );
+        assert_eq!(
+            routes(&[a, b]).expect_err("collision"),
+            "webhook path /hooks/x-example-example-com is used by hook 'a.sh' binding \
+             'x.example.example.com' and by hook 'b.sh' binding 'x-example.example.com'; \
+             rename one binding"
+        );
+    }
+
     #[test]
     fn denials() {
         let deny = AdmissionAnswer {
