@@ -9,10 +9,10 @@
 //! webhook handler threads call [`Executor::run`]; it blocks until the hook ends.
 
 use crate::log::HookOutput;
+use crate::pipes::{self, ReadFd, Stream};
 use crate::process::{self, ExitStatus, Usage};
-use crossbeam_channel::bounded;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -70,10 +70,6 @@ impl RunResult {
 }
 
 const STDERR_KEPT: usize = 64 * 1024;
-const MAX_LINE: usize = 64 * 1024;
-/// How long to keep reading output after the hook exited (a daemonised grandchild
-/// may hold the pipes open forever).
-const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
@@ -133,38 +129,23 @@ impl Executor {
             ("task", labels.task.as_str()),
             ("event", labels.event.as_str()),
         ];
-        let (done_tx, done_rx) = bounded::<Vec<u8>>(2);
-        if let Some(pipe) = child.stdout.take() {
-            let mut out = HookOutput::new(&fields, "stdout");
-            let tx = done_tx.clone();
-            std::thread::spawn(move || {
-                read_lines(pipe, |line| out.line(line));
-                out.flush();
-                let _ = tx.send(Vec::new());
-            });
-        }
-        if let Some(pipe) = child.stderr.take() {
-            let mut out = HookOutput::new(&fields, "stderr");
-            std::thread::spawn(move || {
-                let mut kept = Vec::new();
-                read_lines(pipe, |line| {
-                    out.line(line);
-                    keep_tail(&mut kept, line);
-                });
-                out.flush();
-                let _ = done_tx.send(kept);
-            });
-        }
-        let exit = running.wait(self.timeout);
-        let duration = started.elapsed();
+        let mut stdout_log = HookOutput::new(&fields, "stdout");
+        let mut stderr_log = HookOutput::new(&fields, "stderr");
         let mut stderr = Vec::new();
-        for _ in 0..2 {
-            match done_rx.recv_timeout(OUTPUT_DRAIN) {
-                Ok(buf) if !buf.is_empty() => stderr = buf,
-                Ok(_) => {}
-                Err(_) => break,
+        let pipes: [Option<Box<dyn ReadFd>>; 2] = [
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
+            child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
+        ];
+        let exit = pipes::pump(&running, pipes, self.timeout, |stream, line| match stream {
+            Stream::Stdout => stdout_log.line(line),
+            Stream::Stderr => {
+                stderr_log.line(line);
+                keep_tail(&mut stderr, line);
             }
-        }
+        });
+        stdout_log.flush();
+        stderr_log.flush();
+        let duration = started.elapsed();
         Ok(RunResult {
             status: exit.status,
             usage: exit.usage,
@@ -223,36 +204,6 @@ fn keep_tail(kept: &mut Vec<u8>, line: &str) {
     if kept.len() > STDERR_KEPT {
         let cut = kept.len() - STDERR_KEPT;
         kept.drain(..cut);
-    }
-}
-
-/// Calls `f` for each line of `reader` (without the newline, lossy UTF-8); lines
-/// longer than 64 KiB are split.
-pub fn read_lines(mut reader: impl Read, mut f: impl FnMut(&str)) {
-    let mut buf = vec![0u8; 8192];
-    let mut line: Vec<u8> = Vec::new();
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        for &b in &buf[..n] {
-            if b == b'\n' {
-                f(&String::from_utf8_lossy(&line));
-                line.clear();
-            } else {
-                line.push(b);
-                if line.len() >= MAX_LINE {
-                    f(&String::from_utf8_lossy(&line));
-                    line.clear();
-                }
-            }
-        }
-    }
-    if !line.is_empty() {
-        f(&String::from_utf8_lossy(&line));
     }
 }
 
@@ -341,16 +292,5 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
                 .error_text(),
             "cmd run: exit status 1"
         );
-    }
-
-    #[test]
-    fn long_lines_are_split() {
-        let mut lines = Vec::new();
-        read_lines(&b"a\nbb\n"[..], |l| lines.push(l.to_string()));
-        assert_eq!(lines, ["a", "bb"]);
-        let long = vec![b'x'; MAX_LINE + 5];
-        let mut sizes = Vec::new();
-        read_lines(&long[..], |l| sizes.push(l.len()));
-        assert_eq!(sizes, [MAX_LINE, 5]);
     }
 }

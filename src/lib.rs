@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod operator;
 pub mod patch;
+pub mod pipes;
 pub mod process;
 pub mod queue;
 pub mod runner;

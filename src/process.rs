@@ -111,6 +111,11 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child
 }
 
 impl Running {
+    /// The exit, if the child has already ended.
+    pub fn try_exit(&self) -> Option<Exit> {
+        self.exit.try_recv().ok()
+    }
+
     /// Waits for the child; after `timeout` its whole group is killed with SIGKILL
     /// and the status says it timed out.
     pub fn wait(&self, timeout: Option<Duration>) -> Exit {

@@ -374,6 +374,7 @@ impl Monitor {
             }
             kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
         };
+        let obj = with_type_meta(obj, &self.watches[index].key.resource);
         let json: Arc<str> = Arc::from(obj.to_string());
         let subs = self.watches[index].subs.clone();
         for sub in &subs {
@@ -593,6 +594,18 @@ impl Monitor {
     }
 }
 
+/// Sets `apiVersion` and `kind` when missing: list items come without them from real
+/// API servers, and hooks expect them (as flant's dynamic informers provide them).
+fn with_type_meta(mut obj: Value, resource: &Resource) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::from(resource.api_version()));
+        map.entry("kind")
+            .or_insert_with(|| Value::from(resource.kind.clone()));
+    }
+    obj
+}
+
 impl Sub {
     fn wants(&self, name: &str) -> bool {
         self.names
@@ -638,4 +651,46 @@ fn selectors(b: &KubernetesBinding) -> Result<(String, String, Option<Vec<String
     let field =
         kube::selector::encode_field_selector(&reqs).map_err(|e| format!("fieldSelector: {e}"))?;
     Ok((label, field, client_side))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn list_items_get_api_version_and_kind() {
+        let deployments = Resource {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: "Deployment".into(),
+            namespaced: true,
+        };
+        let item = with_type_meta(json!({"metadata": {"name": "d"}}), &deployments);
+        assert_eq!(
+            item,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})
+        );
+        let typed = json!({"apiVersion": "apps/v1beta2", "kind": "Deployment"});
+        assert_eq!(
+            with_type_meta(typed.clone(), &deployments),
+            typed,
+            "present fields are kept"
+        );
+    }
+
+    #[test]
+    fn one_name_is_a_field_selector_several_are_filtered_here() {
+        let text = "configVersion: v1\nkubernetes:\n- kind: Pod\n  nameSelector:\n    matchNames: [a]\n  fieldSelector:\n    matchExpressions:\n    - {field: status.phase, operator: Equals, value: Running}\n- kind: Pod\n  nameSelector:\n    matchNames: [a, b]\n  labelSelector:\n    matchLabels: {app: x}";
+        let config = crate::hook::config::parse("h", text).expect("config");
+        let (label, field, names) = selectors(&config.kubernetes[0]).expect("selectors");
+        assert_eq!(
+            (label.as_str(), field.as_str(), names),
+            ("", "status.phase=Running,metadata.name=a", None)
+        );
+        let (label, field, names) = selectors(&config.kubernetes[1]).expect("selectors");
+        assert_eq!((label.as_str(), field.as_str()), ("app=x", ""));
+        assert_eq!(names, Some(vec!["a".to_string(), "b".to_string()]));
+    }
 }

@@ -7,6 +7,7 @@
 
 use crate::http::{Request, Response};
 use crate::registry::ResourceType;
+use crate::scale::{from_scale, to_scale};
 use crate::selector::{FieldSelector, Filter, LabelSelector};
 use crate::server::Shared;
 use crate::status::{self, ApiError};
@@ -42,7 +43,7 @@ pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
     let labels = LabelSelector::parse(req.param("labelSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(e))?;
+        .map_err(ApiError::bad_request)?;
     let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
     Ok(Filter {
         namespace,
@@ -72,19 +73,17 @@ pub fn decode_body(req: &Request) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))
 }
 
+/// What a continue token carries: the snapshot RV and the last (namespace, name) sent.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     rv: u64,
-    start: String,
+    ns: String,
+    name: String,
 }
 
 fn encode_continue(rv: u64, after: &Value) -> String {
-    let key = format!(
-        "{}/{}",
-        after["metadata"]["namespace"].as_str().unwrap_or(""),
-        after["metadata"]["name"].as_str().unwrap_or("")
-    );
-    let raw = serde_json::to_vec(&ContinueToken { rv, start: key }).unwrap_or_default();
+    let (ns, name) = obj_key(after);
+    let raw = serde_json::to_vec(&ContinueToken { rv, ns, name }).unwrap_or_default();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
@@ -95,16 +94,16 @@ fn decode_continue(tok: &str) -> Result<ContinueToken, ApiError> {
     serde_json::from_slice(&raw).map_err(|_| ApiError::bad_request("continue key is not valid"))
 }
 
-fn obj_key(o: &Value) -> String {
-    format!(
-        "{}/{}",
-        o["metadata"]["namespace"].as_str().unwrap_or(""),
-        o["metadata"]["name"].as_str().unwrap_or("")
-    )
+/// (namespace, name): the order the store keeps objects in.
+fn obj_key(o: &Value) -> (String, String) {
+    let m = &o["metadata"];
+    let s = |f: &str| m[f].as_str().unwrap_or("").to_string();
+    (s("namespace"), s("name"))
 }
 
 /// GET on a collection.
 pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
+    crate::listopts::validate(req, false)?;
     let f = filter(req, t)?;
     let limit = req
         .param("limit")
@@ -118,7 +117,7 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
                 let items: Vec<Value> = st
                     .list_at(&t.rt, c.rv)?
                     .into_iter()
-                    .filter(|o| obj_key(o) > c.start)
+                    .filter(|o| obj_key(o) > (c.ns.clone(), c.name.clone()))
                     .collect();
                 (c.rv, items)
             }
@@ -172,13 +171,16 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
 
 /// The watch request's plan (validated before streaming starts).
 pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
-    let start = if req.flag("sendInitialEvents") {
-        Start::InitialEvents
-    } else {
-        match req.param("resourceVersion") {
-            None | Some("") | Some("0") => Start::State,
-            Some(rv) => Start::After(parse_rv(rv)?),
-        }
+    crate::listopts::validate(req, true)?;
+    let rv = match req.param("resourceVersion") {
+        None | Some("") | Some("0") => None,
+        Some(rv) => Some(parse_rv(rv)?),
+    };
+    let start = match (req.param("sendInitialEvents"), rv) {
+        (Some(_), _) if req.flag("sendInitialEvents") => Start::InitialEvents,
+        (_, Some(rv)) => Start::After(rv),
+        (Some(_), None) => Start::Now,
+        (None, None) => Start::State,
     };
     let secs = req
         .param("timeoutSeconds")
@@ -254,24 +256,17 @@ pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     ok(200, &present(&t.rt, &t.version, new))
 }
 
-/// PATCH on an object; `application/apply-patch+yaml` creates when absent.
+/// PATCH on an object (or its status / scale).
 pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let ct = req
         .header("content-type")
         .unwrap_or("")
         .to_ascii_lowercase();
-    let apply = ct.starts_with("application/apply-patch");
+    if ct.starts_with("application/apply-patch") && t.sub.is_none() {
+        return server_side_apply(shared, req, t, name);
+    }
     let mut st = shared.store();
-    let current = match st.get(&t.rt, &t.ns, name) {
-        Ok(c) => c,
-        Err(e) if apply && e.code == 404 && t.sub.is_none() => {
-            let mut body = decode_apply(req)?;
-            body["metadata"]["name"] = json!(name);
-            let created = st.create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
-            return ok(201, &present(&t.rt, &t.version, created));
-        }
-        Err(e) => return Err(e),
-    };
+    let current = st.get(&t.rt, &t.ns, name)?;
     if t.sub.as_deref() == Some("scale") {
         let scale = crate::patch::apply(&ct, &to_scale(&t.rt, &current)?, &req.body)?;
         let updated = from_scale(&t.rt, current, &scale)?;
@@ -283,13 +278,38 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     ok(200, &present(&t.rt, &t.version, saved))
 }
 
-fn decode_apply(req: &Request) -> Result<Value, ApiError> {
-    let v: Value = serde_yaml::from_slice(&req.body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("apply patch must be an object"));
+/// `application/apply-patch+yaml`: create when absent, else merge, removing
+/// what this field manager applied before and no longer applies.
+fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
+    let manager = req.param("fieldManager").unwrap_or("");
+    if manager.is_empty() {
+        return Err(ApiError::invalid(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        ));
     }
-    Ok(v)
+    let mut body = crate::patch::parse_apply(&req.body)?;
+    body["metadata"]["name"] = json!(name);
+    let dry = dry_run(req);
+    let mut st = shared.store();
+    let (code, saved) = match st.get(&t.rt, &t.ns, name) {
+        Ok(current) => {
+            let prev = st.last_applied(&t.rt, &t.ns, name, manager);
+            let merged = crate::patch::apply_config(&current, prev.as_ref(), &body);
+            (
+                200,
+                st.update(&t.rt, &t.ns, name, merged, WriteMode::Main, dry)?,
+            )
+        }
+        Err(e) if e.code == 404 => (
+            201,
+            st.create(&t.rt, &t.ns, body.clone(), WriteMode::Main, dry)?,
+        ),
+        Err(e) => return Err(e),
+    };
+    if !dry {
+        st.record_applied(&t.rt, &saved, manager, body);
+    }
+    ok(code, &present(&t.rt, &t.version, saved))
 }
 
 /// DeleteOptions from the body (JSON or protobuf) and query.
@@ -351,56 +371,4 @@ pub fn delete_collection(shared: &Shared, req: &Request, t: &Target) -> Reply {
         200,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
     )
-}
-
-fn path_parts(p: &str) -> Vec<&str> {
-    p.trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
-    path_parts(path).into_iter().fold(v, |cur, k| &cur[k])
-}
-
-/// The autoscaling/v1 Scale view of an object.
-fn to_scale(rt: &ResourceType, obj: &Value) -> Result<Value, ApiError> {
-    let paths = rt
-        .scale
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found(&rt.group, &format!("{}/scale", rt.plural), ""))?;
-    let m = &obj["metadata"];
-    let mut status = json!({"replicas": at(obj, &paths.status).as_i64().unwrap_or(0)});
-    if let Some(sel) = &paths.selector {
-        status["selector"] = at(obj, sel).clone();
-    }
-    Ok(json!({
-        "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
-                     "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
-        "spec": {"replicas": at(obj, &paths.spec).as_i64().unwrap_or(0)},
-        "status": status,
-    }))
-}
-
-/// Writes a Scale's spec.replicas back into the object.
-fn from_scale(rt: &ResourceType, mut obj: Value, scale: &Value) -> Result<Value, ApiError> {
-    let paths = rt
-        .scale
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, ""))?;
-    let replicas = scale["spec"]["replicas"]
-        .as_i64()
-        .ok_or_else(|| ApiError::invalid("spec.replicas: Required value"))?;
-    let parts = path_parts(&paths.spec);
-    let mut cur = &mut obj;
-    for k in &parts {
-        if !cur[*k].is_object() && Some(k) != parts.last() {
-            cur[*k] = json!({});
-        }
-        cur = &mut cur[*k];
-    }
-    *cur = json!(replicas);
-    Ok(obj)
 }

@@ -87,8 +87,21 @@ fn read_line<R: BufRead>(r: &mut R, budget: &mut usize) -> io::Result<Option<Str
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-/// Reads the next request; `Ok(None)` on a clean end of stream.
+/// Reads the next request; `Ok(None)` on a clean end of stream (tests use this;
+/// the server reads head and body separately to honour `Expect`).
+#[cfg(test)]
 pub fn read_request<R: BufRead>(r: &mut R) -> io::Result<Option<Request>> {
+    match read_head(r)? {
+        Some(mut req) => {
+            req.body = read_body(r, &req)?;
+            Ok(Some(req))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Reads the request line and headers (body left unread).
+pub fn read_head<R: BufRead>(r: &mut R) -> io::Result<Option<Request>> {
     let mut budget = MAX_HEADERS;
     let line = loop {
         match read_line(r, &mut budget)? {
@@ -117,19 +130,24 @@ pub fn read_request<R: BufRead>(r: &mut R) -> io::Result<Option<Request>> {
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (target.clone(), String::new()),
     };
-    let mut req = Request {
+    Ok(Some(Request {
         method,
         path: url_decode(&path),
         query: parse_query(&raw_query),
         raw_query,
         headers,
         body: Vec::new(),
-    };
-    req.body = read_body(r, &req)?;
-    Ok(Some(req))
+    }))
 }
 
-fn read_body<R: BufRead>(r: &mut R, req: &Request) -> io::Result<Vec<u8>> {
+/// Whether the client waits for `100 Continue` before sending the body (curl does).
+pub fn expects_continue(req: &Request) -> bool {
+    req.header("expect")
+        .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+}
+
+/// Reads the body announced by the headers (Content-Length or chunked).
+pub fn read_body<R: BufRead>(r: &mut R, req: &Request) -> io::Result<Vec<u8>> {
     if req
         .header("transfer-encoding")
         .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"))
@@ -159,7 +177,7 @@ fn read_chunked<R: BufRead>(r: &mut R) -> io::Result<Vec<u8>> {
             while read_line(r, &mut budget)?.is_some_and(|l| !l.is_empty()) {}
             return Ok(body);
         }
-        if body.len() + size > MAX_BODY {
+        if size > MAX_BODY.saturating_sub(body.len()) {
             return Err(bad("body too large"));
         }
         let start = body.len();

@@ -5,23 +5,35 @@
 //! # Layout
 //! - [`Sim`] (this file): start/stop, direct store access, fault injection.
 //! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1.
-//! - `router` → `handlers` (CRUD, patch, list) / `watch` (streams) / `discovery`.
-//! - `store`: objects, the resourceVersion counter, history, subscriptions.
-//! - `registry`: built-in kinds and CRD-defined resources.
-//! - `selector`, `patch`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
+//! - `router` → `handlers` (CRUD, patch, list; `scale`) / `watch` (streams) / `discovery`.
+//! - `store`: objects, the resourceVersion counter, history, subscriptions;
+//!   `objmeta`: the metadata rules it applies on writes.
+//! - `registry`: built-in kinds and CRD-defined resources; `crd`: CRD write rules.
+//! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
+//!   opt-in instant readiness for workloads.
+//! - `listopts`: list/watch option validation.
+//! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
+pub mod certs;
+mod controllers;
+mod crd;
+mod defaults;
 mod discovery;
 mod handlers;
 mod http;
+mod listopts;
+mod objmeta;
 mod patch;
 pub mod protobuf;
 mod registry;
 mod router;
+mod scale;
 mod seed;
 pub mod selector;
 mod server;
 mod status;
 mod store;
+mod strategic;
 mod table;
 mod tls;
 mod util;
@@ -31,7 +43,7 @@ pub use seed::parse_docs;
 pub use status::ApiError;
 
 use serde_json::Value;
-use server::{Faults, Shared, lock};
+use server::{FailRule, Faults, Shared, lock};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,10 +71,6 @@ pub struct SimOptions {
     pub history_limit: usize,
     /// Require `Authorization: Bearer <token>` (or a verified client cert).
     pub require_token: Option<String>,
-    /// How often an idle watch with `allowWatchBookmarks` gets a BOOKMARK.
-    pub bookmark_interval: Duration,
-    /// Port to bind on 127.0.0.1 (0 = any free port).
-    pub port: u16,
 }
 
 impl Default for SimOptions {
@@ -72,8 +80,6 @@ impl Default for SimOptions {
             tls: None,
             history_limit: 10_000,
             require_token: None,
-            bookmark_interval: Duration::from_secs(1),
-            port: 0,
         }
     }
 }
@@ -94,10 +100,15 @@ impl Sim {
         }
     }
 
-    /// Starts with options.
+    /// Starts with options on a random loopback port.
     pub fn start_with(opts: SimOptions) -> std::io::Result<Sim> {
+        Sim::start_on(0, opts)
+    }
+
+    /// Starts with options on a given loopback port (0 = any free port).
+    pub fn start_on(port: u16, opts: SimOptions) -> std::io::Result<Sim> {
         let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
-        let listener = TcpListener::bind(("127.0.0.1", opts.port))?;
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let shared = Arc::new(Shared {
@@ -109,7 +120,8 @@ impl Sim {
             conns: Mutex::new(Default::default()),
             next_conn: AtomicU64::new(1),
             require_token: opts.require_token.clone(),
-            bookmark_interval: opts.bookmark_interval.max(Duration::from_millis(10)),
+            bookmark_ms: AtomicU64::new(1000),
+            trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
             url: format!("{scheme}://{addr}"),
         });
         let sim = Sim {
@@ -254,6 +266,26 @@ impl Sim {
         self.shared.store().rv().to_string()
     }
 
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK (default 1 s, minimum 10 ms).
+    pub fn set_bookmark_interval(&self, d: Duration) {
+        let ms = d.as_millis().clamp(10, u128::from(u32::MAX)) as u64;
+        self.shared.bookmark_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// When on, workloads (Deployments, StatefulSets, ReplicaSets, DaemonSets,
+    /// Jobs, Pods) get a ready/complete status right after each write, as a
+    /// separate MODIFIED event, so rollout waits finish. Off by default.
+    pub fn set_auto_ready(&self, on: bool) {
+        self.shared.store().auto_ready = on;
+    }
+
+    /// When on, creating a namespaced object in a namespace that does not exist
+    /// fails with 404 `namespaces "x" not found`, as on a real server. Off by
+    /// default, so tests may use any namespace without creating it.
+    pub fn set_strict_namespaces(&self, on: bool) {
+        self.shared.store().strict_namespaces = on;
+    }
+
     /// Ends every open watch stream now.
     pub fn drop_watches(&self) {
         self.shared.store().drop_watches();
@@ -274,6 +306,17 @@ impl Sim {
         let mut f = lock(&self.shared.faults);
         f.fail_left = n;
         f.fail_code = code;
+    }
+
+    /// The next `n` requests whose `VERB /path?query` line (as in `requests()`)
+    /// contains `pattern` answer `code` with a Status; other requests are served
+    /// normally. Example: `sim.fail_matching("PUT /api/v1/namespaces/a/configmaps/x", 2, 409)`.
+    pub fn fail_matching(&self, pattern: &str, n: usize, code: u16) {
+        lock(&self.shared.faults).rules.push(FailRule {
+            pattern: pattern.to_string(),
+            left: n,
+            code,
+        });
     }
 
     /// Delays every response by `d` (zero to stop).

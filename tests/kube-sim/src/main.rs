@@ -1,8 +1,12 @@
 //! The `kube-sim` binary: serves the in-memory API server for demos and manual
-//! tests. `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F
-//! [--client-ca F]] [--token T] [--kubeconfig-out FILE]`. The first stdout line
-//! is `listening on http://127.0.0.1:PORT` (https with TLS); it then serves
-//! until killed.
+//! tests.
+//!
+//! `kube-sim --port 0 --seed DIR [--tls-cert F --tls-key F [--client-ca F]]
+//! [--token T] [--history N] [--kubeconfig-out FILE] [--auto-ready]
+//! [--strict-namespaces]`
+//!
+//! The first stdout line is `listening on http://127.0.0.1:PORT` (https with
+//! TLS); it then serves until killed.
 
 use kube_sim::{Sim, SimOptions, TlsFiles};
 use std::io::Write;
@@ -10,16 +14,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: kube-sim [--port N] [--seed DIR] [--tls-cert FILE --tls-key FILE [--client-ca FILE]] \
-                     [--token TOKEN] [--history N] [--kubeconfig-out FILE]";
+                     [--token TOKEN] [--history N] [--kubeconfig-out FILE] [--auto-ready] [--strict-namespaces]";
 
 /// Parsed command line.
 #[derive(Default)]
 struct Args {
     opts: SimOptions,
+    port: u16,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     client_ca: Option<PathBuf>,
     kubeconfig_out: Option<PathBuf>,
+    auto_ready: bool,
+    strict_namespaces: bool,
 }
 
 fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -40,7 +47,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
         };
         match name.as_str() {
             "--port" => {
-                a.opts.port = value()?
+                a.port = value()?
                     .parse()
                     .map_err(|_| "--port: not a port number".to_string())?
             }
@@ -55,6 +62,8 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
                     .map_err(|_| "--history: not a number".to_string())?
             }
             "--kubeconfig-out" => a.kubeconfig_out = Some(value()?.into()),
+            "--auto-ready" => a.auto_ready = true,
+            "--strict-namespaces" => a.strict_namespaces = true,
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
@@ -78,13 +87,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let sim = match Sim::start_with(args.opts) {
+    let sim = match Sim::start_on(args.port, args.opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("kube-sim: {e}");
             return ExitCode::from(1);
         }
     };
+    sim.set_auto_ready(args.auto_ready);
+    sim.set_strict_namespaces(args.strict_namespaces);
     if let Some(path) = &args.kubeconfig_out {
         if let Err(e) = sim.write_kubeconfig(path) {
             eprintln!("kube-sim: writing {}: {e}", path.display());

@@ -78,181 +78,94 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
-/// Compact table row for a built-in kind.
-struct Builtin {
-    gv: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    short: &'static [&'static str],
-    namespaced: bool,
-    status: bool,
-    scale: bool,
-    all: bool,
-}
+/// Flags of a built-in kind.
+const NS: u8 = 1;
+const STATUS: u8 = 2;
+const SCALE: u8 = 4;
+/// In the `all` category.
+const ALL: u8 = 8;
 
-const fn b(
-    gv: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    short: &'static [&'static str],
-    namespaced: bool,
-    status: bool,
-    scale: bool,
-    all: bool,
-) -> Builtin {
-    Builtin {
-        gv,
-        kind,
-        plural,
-        short,
-        namespaced,
-        status,
-        scale,
-        all,
-    }
-}
+/// Compact table row for a built-in kind: (apiVersion, kind, plural, short names, flags).
+type Builtin = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    u8,
+);
 
 const BUILTINS: &[Builtin] = &[
-    b("v1", "Pod", "pods", &["po"], true, true, false, true),
-    b(
-        "v1",
-        "ConfigMap",
-        "configmaps",
-        &["cm"],
-        true,
-        false,
-        false,
-        false,
-    ),
-    b("v1", "Secret", "secrets", &[], true, false, false, false),
-    b(
-        "v1",
-        "Namespace",
-        "namespaces",
-        &["ns"],
-        false,
-        true,
-        false,
-        false,
-    ),
-    b(
-        "v1",
-        "Service",
-        "services",
-        &["svc"],
-        true,
-        true,
-        false,
-        true,
-    ),
-    b("v1", "Event", "events", &["ev"], true, false, false, false),
-    b("v1", "Node", "nodes", &["no"], false, true, false, false),
-    b(
-        "v1",
-        "ServiceAccount",
-        "serviceaccounts",
-        &["sa"],
-        true,
-        false,
-        false,
-        false,
-    ),
-    b(
+    ("v1", "Pod", "pods", &["po"], NS | STATUS | ALL),
+    ("v1", "ConfigMap", "configmaps", &["cm"], NS),
+    ("v1", "Secret", "secrets", &[], NS),
+    ("v1", "Namespace", "namespaces", &["ns"], STATUS),
+    ("v1", "Service", "services", &["svc"], NS | STATUS | ALL),
+    ("v1", "Event", "events", &["ev"], NS),
+    ("v1", "Node", "nodes", &["no"], STATUS),
+    ("v1", "ServiceAccount", "serviceaccounts", &["sa"], NS),
+    (
         "apps/v1",
         "Deployment",
         "deployments",
         &["deploy"],
-        true,
-        true,
-        true,
-        true,
+        NS | STATUS | SCALE | ALL,
     ),
-    b(
+    (
         "apps/v1",
         "DaemonSet",
         "daemonsets",
         &["ds"],
-        true,
-        true,
-        false,
-        true,
+        NS | STATUS | ALL,
     ),
-    b(
+    (
         "apps/v1",
         "StatefulSet",
         "statefulsets",
         &["sts"],
-        true,
-        true,
-        true,
-        true,
+        NS | STATUS | SCALE | ALL,
     ),
-    b(
+    (
         "apps/v1",
         "ReplicaSet",
         "replicasets",
         &["rs"],
-        true,
-        true,
-        true,
-        true,
+        NS | STATUS | SCALE | ALL,
     ),
-    b("batch/v1", "Job", "jobs", &[], true, true, false, true),
-    b(
+    ("batch/v1", "Job", "jobs", &[], NS | STATUS | ALL),
+    (
         "batch/v1",
         "CronJob",
         "cronjobs",
         &["cj"],
-        true,
-        true,
-        false,
-        true,
+        NS | STATUS | ALL,
     ),
-    b(
+    (
         "apiextensions.k8s.io/v1",
         "CustomResourceDefinition",
         "customresourcedefinitions",
         &["crd", "crds"],
-        false,
-        true,
-        false,
-        false,
+        STATUS,
     ),
-    b(
+    (
         "admissionregistration.k8s.io/v1",
         "ValidatingWebhookConfiguration",
         "validatingwebhookconfigurations",
         &[],
-        false,
-        false,
-        false,
-        false,
+        0,
     ),
-    b(
+    (
         "admissionregistration.k8s.io/v1",
         "MutatingWebhookConfiguration",
         "mutatingwebhookconfigurations",
         &[],
-        false,
-        false,
-        false,
-        false,
+        0,
     ),
-    b(
-        "coordination.k8s.io/v1",
-        "Lease",
-        "leases",
-        &[],
-        true,
-        false,
-        false,
-        false,
-    ),
+    ("coordination.k8s.io/v1", "Lease", "leases", &[], NS),
 ];
 
-fn from_builtin(x: &Builtin) -> ResourceType {
-    let (group, version) = split_api_version(x.gv);
-    let verbs = if x.plural == "namespaces" {
+fn from_builtin(&(gv, kind, plural, short, flags): &Builtin) -> ResourceType {
+    let (group, version) = split_api_version(gv);
+    let verbs = if plural == "namespaces" {
         NO_COLLECTION
     } else {
         FULL
@@ -260,20 +173,20 @@ fn from_builtin(x: &Builtin) -> ResourceType {
     ResourceType {
         group: group.to_string(),
         versions: vec![version.to_string()],
-        kind: x.kind.to_string(),
-        list_kind: format!("{}List", x.kind),
-        plural: x.plural.to_string(),
-        singular: x.kind.to_lowercase(),
-        short_names: x.short.iter().map(|s| s.to_string()).collect(),
-        categories: if x.all {
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        plural: plural.to_string(),
+        singular: kind.to_lowercase(),
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: if flags & ALL != 0 {
             vec!["all".to_string()]
         } else {
             vec![]
         },
-        namespaced: x.namespaced,
+        namespaced: flags & NS != 0,
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
-        status: x.status,
-        scale: x.scale.then(|| ScalePaths {
+        status: flags & STATUS != 0,
+        scale: (flags & SCALE != 0).then(|| ScalePaths {
             spec: ".spec.replicas".into(),
             status: ".status.replicas".into(),
             selector: None,

@@ -15,7 +15,7 @@ pub enum Reply {
     /// Send this response.
     Full(Response),
     /// Hand the connection to a watch stream.
-    Watch(WatchPlan),
+    Watch(Box<WatchPlan>),
 }
 
 fn json(v: serde_json::Value) -> Reply {
@@ -114,6 +114,26 @@ fn resolve(shared: &Shared, group: &str, version: &str, rest: &[&str]) -> Result
     })
 }
 
+/// Whether discovery lists the verb this method means on this target.
+fn verb_allowed(t: &Target, method: &str, watching: bool) -> bool {
+    let named = t.name.is_some();
+    let verb = match (method, named, watching) {
+        ("GET", _, true) => "watch",
+        ("GET", true, _) => "get",
+        ("GET", false, _) => "list",
+        ("POST", false, _) => "create",
+        ("PUT", true, _) => "update",
+        ("PATCH", true, _) => "patch",
+        ("DELETE", true, _) => "delete",
+        ("DELETE", false, _) => "deletecollection",
+        _ => return false,
+    };
+    match t.sub {
+        Some(_) => matches!(verb, "get" | "update" | "patch"),
+        None => t.rt.verbs.iter().any(|v| v == verb),
+    }
+}
+
 /// Dispatches a resource request by method.
 fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[&str]) -> Reply {
     let (legacy_watch, rest) = match rest {
@@ -124,10 +144,18 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
         Ok(t) => t,
         Err(e) => return error(e),
     };
+    let watching = legacy_watch || req.flag("watch");
+    if !verb_allowed(&t, &req.method, watching) {
+        return error(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     let result = match (req.method.as_str(), t.name.clone()) {
         ("GET", None) if legacy_watch || req.flag("watch") => {
             return match handlers::watch_plan(req, &t) {
-                Ok(plan) => Reply::Watch(plan),
+                Ok(plan) => Reply::Watch(Box::new(plan)),
                 Err(e) => error(e),
             };
         }
@@ -138,7 +166,7 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
             r.query
                 .push(("fieldSelector".into(), format!("metadata.name={n}")));
             return match handlers::watch_plan(&r, &t) {
-                Ok(plan) => Reply::Watch(plan),
+                Ok(plan) => Reply::Watch(Box::new(plan)),
                 Err(e) => error(e),
             };
         }

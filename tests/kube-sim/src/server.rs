@@ -16,12 +16,26 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
+/// The request log keeps at most this many lines (the oldest half is dropped).
+const LOG_CAP: usize = 200_000;
+
 /// Pending fault injection.
 #[derive(Debug, Default)]
 pub struct Faults {
+    /// Requests of any kind still to fail, and with which code.
     pub fail_left: usize,
     pub fail_code: u16,
+    /// Failures for requests whose `VERB /path?query` contains a pattern.
+    pub rules: Vec<FailRule>,
     pub delay: Duration,
+}
+
+/// `fail_matching`: fail `left` more requests containing `pattern` with `code`.
+#[derive(Debug)]
+pub struct FailRule {
+    pub pattern: String,
+    pub left: usize,
+    pub code: u16,
 }
 
 /// State shared by the accept thread, connection threads and the `Sim` handle.
@@ -36,7 +50,10 @@ pub struct Shared {
     pub conns: Mutex<HashMap<u64, TcpStream>>,
     pub next_conn: AtomicU64,
     pub require_token: Option<String>,
-    pub bookmark_interval: Duration,
+    /// Interval between BOOKMARKs on idle watches, in milliseconds.
+    pub bookmark_ms: AtomicU64,
+    /// Log every request to stderr (env `KUBE_SIM_TRACE`).
+    pub trace: bool,
     /// Base URL, e.g. `http://127.0.0.1:4321`.
     pub url: String,
 }
@@ -47,6 +64,11 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Current bookmark interval.
+    pub fn bookmark_interval(&self) -> Duration {
+        Duration::from_millis(self.bookmark_ms.load(Ordering::SeqCst))
+    }
+
     /// The store, locked.
     pub fn store(&self) -> MutexGuard<'_, Store> {
         lock(&self.store)
@@ -138,7 +160,7 @@ fn request_loop(
             return Ok(());
         }
         probe.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let req = match http::read_request(&mut reader) {
+        let req = match read_full_request(&mut reader) {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
@@ -148,10 +170,14 @@ fn request_loop(
             Err(e) => return Err(e),
         };
         let verified = reader.get_ref().client_verified();
-        match handle(shared, &req, verified) {
+        let reply = handle(shared, &req, verified);
+        if shared.trace {
+            trace(&req, &reply);
+        }
+        match reply {
             Reply::Full(resp) => http::write_response(reader.get_mut(), &resp)?,
             Reply::Watch(plan) => {
-                if !crate::watch::stream(shared, plan, reader.get_mut(), probe)? {
+                if !crate::watch::stream(shared, *plan, reader.get_mut(), probe)? {
                     return Ok(());
                 }
             }
@@ -160,6 +186,35 @@ fn request_loop(
             return Ok(());
         }
     }
+}
+
+/// One stderr line per request (`KUBE_SIM_TRACE=1`), for debugging clients.
+fn trace(req: &Request, reply: &Reply) {
+    let code = match reply {
+        Reply::Full(r) => r.code,
+        Reply::Watch(_) => 200,
+    };
+    let ct = req.header("content-type").unwrap_or("-");
+    eprintln!(
+        "kube-sim: {code} {} [{ct}] accept={}",
+        req.log_line(),
+        req.header("accept").unwrap_or("-")
+    );
+}
+
+/// Reads one request, answering `Expect: 100-continue` before the body.
+fn read_full_request(reader: &mut BufReader<Stream>) -> io::Result<Option<Request>> {
+    let Some(mut req) = http::read_head(reader)? else {
+        return Ok(None);
+    };
+    if http::expects_continue(&req) {
+        reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        reader.get_mut().flush()?;
+    }
+    req.body = http::read_body(reader, &req)?;
+    Ok(Some(req))
 }
 
 /// Waits for the next request's first byte, checking for shutdown meanwhile.
@@ -191,13 +246,19 @@ fn wait_readable(shared: &Shared, probe: &TcpStream) -> bool {
     }
 }
 
-/// Whether the peer has closed its side (a zero-byte peek), without blocking.
+/// Whether a watch's peer has gone, checked without blocking: end of stream,
+/// a socket error, or any bytes at all. A client never sends anything while a
+/// watch response streams (HTTP/1.1 clients do not pipeline), so bytes mean a
+/// TLS close_notify or a confused peer; either way the stream should end.
 pub fn peer_closed(probe: &TcpStream) -> bool {
     if probe.set_nonblocking(true).is_err() {
         return false;
     }
     let mut b = [0u8; 1];
-    let gone = matches!(probe.peek(&mut b), Ok(0));
+    let gone = match probe.peek(&mut b) {
+        Ok(_) => true,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    };
     let _ = probe.set_nonblocking(false);
     gone
 }
@@ -205,8 +266,14 @@ pub fn peer_closed(probe: &TcpStream) -> bool {
 /// Steps every request takes: count, log, delay, injected failure, auth, route.
 fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
     shared.count.fetch_add(1, Ordering::SeqCst);
-    lock(&shared.log).push(req.log_line());
-    let (delay, fail) = take_faults(shared);
+    {
+        let mut log = lock(&shared.log);
+        if log.len() >= LOG_CAP {
+            log.drain(..LOG_CAP / 2);
+        }
+        log.push(req.log_line());
+    }
+    let (delay, fail) = take_faults(shared, &req.log_line());
     if !delay.is_zero() {
         thread::sleep(delay);
     }
@@ -229,11 +296,22 @@ fn handle(shared: &Arc<Shared>, req: &Request, verified: bool) -> Reply {
     router::route(shared, req)
 }
 
-fn take_faults(shared: &Shared) -> (Duration, Option<u16>) {
+/// The delay to apply and the failure code (if any) for this request; consumes
+/// one unit of the global `fail_next` or else of the first matching rule.
+fn take_faults(shared: &Shared, line: &str) -> (Duration, Option<u16>) {
     let mut f = lock(&shared.faults);
-    let fail = (f.fail_left > 0).then(|| {
+    if f.fail_left > 0 {
         f.fail_left -= 1;
-        f.fail_code
+        return (f.delay, Some(f.fail_code));
+    }
+    let rule = f
+        .rules
+        .iter_mut()
+        .find(|r| r.left > 0 && line.contains(&r.pattern));
+    let fail = rule.map(|r| {
+        r.left -= 1;
+        r.code
     });
+    f.rules.retain(|r| r.left > 0);
     (f.delay, fail)
 }

@@ -3,12 +3,15 @@
 //! paged lists) and the set of open watch subscriptions. All access goes through
 //! one `Mutex<Store>` in the server; methods here are plain and synchronous.
 
+use crate::objmeta::{
+    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv, validate,
+};
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
-use crate::util::{fmt_time, name_suffix, new_uid, now_secs};
+use crate::util::{fmt_time, new_uid, now_secs};
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, VecDeque};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 /// What happened to an object.
@@ -20,13 +23,14 @@ pub enum EventType {
 }
 
 /// One committed change. `old` is the state before it (None for ADDED).
+/// Objects are shared with the object map, so history costs no copies.
 #[derive(Debug)]
 pub struct Event {
     pub rv: u64,
     pub etype: EventType,
     pub res: String,
-    pub obj: Value,
-    pub old: Option<Value>,
+    pub obj: Arc<Value>,
+    pub old: Option<Arc<Value>>,
 }
 
 /// What a watch subscription receives.
@@ -58,6 +62,13 @@ pub enum Deleted {
     Marked(Value),
 }
 
+/// An open watch subscription: its id, the history to replay, and the live feed.
+pub struct Subscription {
+    pub id: u64,
+    pub replay: Vec<Arc<Event>>,
+    pub rx: Receiver<WatchMsg>,
+}
+
 type Key = (String, String, String);
 
 struct Subscriber {
@@ -70,13 +81,19 @@ struct Subscriber {
 pub struct Store {
     pub registry: Registry,
     rv: u64,
-    objects: BTreeMap<Key, Value>,
+    objects: BTreeMap<Key, Arc<Value>>,
     history: VecDeque<Arc<Event>>,
     /// Watches and snapshots from an RV below this get 410 Expired.
     floor: u64,
     limit: usize,
     subscribers: Vec<Subscriber>,
     next_id: u64,
+    /// Last server-side-apply configuration per (object key, field manager).
+    applied: HashMap<(Key, String), Value>,
+    /// Stand in for workload controllers (see `controllers`).
+    pub auto_ready: bool,
+    /// Refuse to create namespaced objects in a namespace that does not exist.
+    pub strict_namespaces: bool,
 }
 
 const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
@@ -104,6 +121,9 @@ impl Store {
             limit: history_limit,
             subscribers: Vec::new(),
             next_id: 1,
+            applied: HashMap::new(),
+            auto_ready: false,
+            strict_namespaces: false,
         };
         let ns = s.registry.by_key(NS_KEY).cloned();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -122,7 +142,7 @@ impl Store {
     }
 
     /// Bumps the counter, records the event, updates the map, notifies watches.
-    fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value, old: Option<Value>) -> Value {
+    fn commit(&mut self, etype: EventType, rt: &str, mut obj: Value) -> Value {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let key = (
@@ -130,11 +150,13 @@ impl Store {
             meta_str(&obj, "namespace").into(),
             meta_str(&obj, "name").into(),
         );
-        if etype == EventType::Deleted {
-            self.objects.remove(&key);
+        let obj = Arc::new(obj);
+        let old = if etype == EventType::Deleted {
+            self.applied.retain(|(k, _), _| *k != key);
+            self.objects.remove(&key)
         } else {
-            self.objects.insert(key, obj.clone());
-        }
+            self.objects.insert(key, obj.clone())
+        };
         let ev = Arc::new(Event {
             rv: self.rv,
             etype,
@@ -153,7 +175,7 @@ impl Store {
         }
         self.subscribers
             .retain(|s| s.res != rt || s.tx.send(WatchMsg::Event(ev.clone())).is_ok());
-        obj
+        Value::clone(&obj)
     }
 
     /// The stored object, if any.
@@ -161,7 +183,7 @@ impl Store {
         let ns = if rt.namespaced { ns } else { "" };
         self.objects
             .get(&(rt.key(), ns.to_string(), name.to_string()))
-            .cloned()
+            .map(|o| Value::clone(o))
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
 
@@ -171,7 +193,7 @@ impl Store {
         self.objects
             .range((key.clone(), String::new(), String::new())..)
             .take_while(|((r, _, _), _)| *r == key)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Value::clone(v))
             .collect()
     }
 
@@ -209,7 +231,7 @@ impl Store {
                     state.remove(&id(&e.obj));
                 }
                 (_, Some(old)) => {
-                    state.insert(id(old), old.clone());
+                    state.insert(id(old), Value::clone(old));
                 }
                 (_, None) => {}
             }
@@ -241,10 +263,16 @@ impl Store {
         if self.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
+        if rt.namespaced && self.strict_namespaces && !self.namespace_exists(&key.1) {
+            return Err(ApiError::not_found("", "namespaces", &key.1));
+        }
+        let obj_has_spec = obj.get("spec").is_some() || rt.key() == CRD_KEY;
         let meta = &mut obj["metadata"];
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(fmt_time(now_secs()));
-        meta["generation"] = json!(1);
+        if rt.crd || obj_has_spec {
+            meta["generation"] = json!(1);
+        }
         if let Some(m) = meta.as_object_mut() {
             m.remove("deletionTimestamp");
             m.remove("resourceVersion");
@@ -254,48 +282,26 @@ impl Store {
                 m.remove("status");
             }
         }
+        crate::defaults::apply(rt, &mut obj);
+        validate(rt, &obj)?;
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
         if dry_run {
             return Ok(obj);
         }
-        Ok(self.commit(EventType::Added, &rt.key(), obj, None))
+        let saved = self.commit(EventType::Added, &rt.key(), obj);
+        self.after_write(rt, &saved);
+        Ok(saved)
     }
 
     /// Validates a CRD, registers its resource and marks it Established.
     fn accept_crd(&mut self, crd: &mut Value, dry_run: bool) -> Result<(), ApiError> {
-        let t = crate::registry::crd_resource(crd).map_err(ApiError::invalid)?;
-        let want = format!("{}.{}", t.plural, t.group);
-        if meta_str(crd, "name") != want {
-            return Err(ApiError::invalid(format!(
-                "CustomResourceDefinition.apiextensions.k8s.io {:?} is invalid: metadata.name: \
-                 Invalid value: must be spec.names.plural+\".\"+spec.group ({want:?})",
-                meta_str(crd, "name")
-            )));
-        }
+        crate::crd::validate(crd)?;
         if !dry_run {
             self.registry.register_crd(crd).map_err(ApiError::invalid)?;
         }
-        let now = fmt_time(now_secs());
-        let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
-        let storage: Vec<Value> = crd["spec"]["versions"]
-            .as_array()
-            .map(|vs| {
-                vs.iter()
-                    .filter(|v| v["storage"].as_bool() == Some(true))
-                    .map(|v| v["name"].clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        crd["status"] = json!({
-            "conditions": [
-                cond("NamesAccepted", "NoConflicts", "no conflicts found"),
-                cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-            ],
-            "acceptedNames": crd["spec"]["names"].clone(),
-            "storedVersions": storage,
-        });
+        crate::crd::establish(crd);
         Ok(())
     }
 
@@ -327,6 +333,8 @@ impl Store {
         }
         obj = merge_for_mode(rt, &old, obj, mode);
         carry_identity(rt, &old, &mut obj);
+        crate::defaults::apply(rt, &mut obj);
+        validate(rt, &obj)?;
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
@@ -338,9 +346,23 @@ impl Store {
         }
         let finalized = !obj["metadata"]["deletionTimestamp"].is_null() && no_finalizers(&obj);
         if finalized {
-            return Ok(self.remove(rt, obj, old));
+            return Ok(self.remove(rt, obj));
         }
-        Ok(self.commit(EventType::Modified, &rt.key(), obj, Some(old)))
+        let saved = self.commit(EventType::Modified, &rt.key(), obj);
+        self.after_write(rt, &saved);
+        Ok(saved)
+    }
+
+    /// With auto-ready on, writes the status a controller would report (a second event).
+    fn after_write(&mut self, rt: &ResourceType, saved: &Value) {
+        if !self.auto_ready {
+            return;
+        }
+        if let Some(status) = crate::controllers::ready_status(rt, saved) {
+            let mut next = saved.clone();
+            next["status"] = status;
+            self.commit(EventType::Modified, &rt.key(), next);
+        }
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
@@ -373,16 +395,15 @@ impl Store {
                 EventType::Modified,
                 &rt.key(),
                 marked,
-                Some(old),
             )));
         }
         let last = old.clone();
-        Ok(Deleted::Gone(self.remove(rt, last, old)))
+        Ok(Deleted::Gone(self.remove(rt, last)))
     }
 
     /// Commits the DELETED event and cascades (CRD instances, namespace contents).
-    fn remove(&mut self, rt: &ResourceType, last: Value, old: Value) -> Value {
-        let gone = self.commit(EventType::Deleted, &rt.key(), last, Some(old));
+    fn remove(&mut self, rt: &ResourceType, last: Value) -> Value {
+        let gone = self.commit(EventType::Deleted, &rt.key(), last);
         if rt.key() == CRD_KEY {
             if let Some(key) = self.registry.unregister_crd(&gone) {
                 self.drop_all(|k| k.0 == key);
@@ -399,19 +420,50 @@ impl Store {
     fn drop_all(&mut self, pred: impl Fn(&Key) -> bool) {
         let doomed: Vec<Key> = self.objects.keys().filter(|k| pred(k)).cloned().collect();
         for k in doomed {
-            if let Some(obj) = self.objects.get(&k).cloned() {
-                self.commit(EventType::Deleted, &k.0, obj.clone(), Some(obj));
+            if let Some(obj) = self.objects.get(&k) {
+                let last = Value::clone(obj);
+                self.commit(EventType::Deleted, &k.0, last);
             }
         }
     }
 
+    fn namespace_exists(&self, ns: &str) -> bool {
+        self.objects
+            .contains_key(&(NS_KEY.to_string(), String::new(), ns.to_string()))
+    }
+
+    /// The configuration `manager` last applied to an object (server-side apply).
+    pub fn last_applied(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        manager: &str,
+    ) -> Option<Value> {
+        let ns = if rt.namespaced { ns } else { "" };
+        let key = (rt.key(), ns.to_string(), name.to_string());
+        self.applied.get(&(key, manager.to_string())).cloned()
+    }
+
+    /// Remembers what `manager` applied to the (stored) object `obj`.
+    pub fn record_applied(
+        &mut self,
+        rt: &ResourceType,
+        obj: &Value,
+        manager: &str,
+        applied: Value,
+    ) {
+        let key = (
+            rt.key(),
+            meta_str(obj, "namespace").to_string(),
+            meta_str(obj, "name").to_string(),
+        );
+        self.applied.insert((key, manager.to_string()), applied);
+    }
+
     /// Opens a subscription for a resource. With `from`, returns the history
     /// events after it for replay, or 410 Expired when it is older than history.
-    pub fn subscribe(
-        &mut self,
-        res: &str,
-        from: Option<u64>,
-    ) -> Result<(u64, Vec<Arc<Event>>, Receiver<WatchMsg>), ApiError> {
+    pub fn subscribe(&mut self, res: &str, from: Option<u64>) -> Result<Subscription, ApiError> {
         let replay = match from {
             Some(rv) if rv < self.floor => {
                 return Err(ApiError::expired(format!(
@@ -435,7 +487,7 @@ impl Store {
             res: res.to_string(),
             tx,
         });
-        Ok((id, replay, rx))
+        Ok(Subscription { id, replay, rx })
     }
 
     /// Closes one subscription (the watch ended on its own).
@@ -460,146 +512,4 @@ impl Store {
     pub fn watch_count(&self) -> usize {
         self.subscribers.len()
     }
-}
-
-/// Fills kind/apiVersion, resolves namespace and generateName on a new object.
-fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if obj
-        .get("apiVersion")
-        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
-    {
-        obj["apiVersion"] = json!(rt.api_version(rt.preferred()));
-    }
-    if obj
-        .get("kind")
-        .is_none_or(|v| v.as_str().unwrap_or("").is_empty())
-    {
-        obj["kind"] = json!(rt.kind);
-    }
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = Value::Object(Map::new());
-    }
-    let body_ns = meta_str(obj, "namespace").to_string();
-    if rt.namespaced {
-        if !ns.is_empty() && !body_ns.is_empty() && ns != body_ns {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let chosen = if !ns.is_empty() {
-            ns.to_string()
-        } else if !body_ns.is_empty() {
-            body_ns
-        } else {
-            "default".into()
-        };
-        obj["metadata"]["namespace"] = json!(chosen);
-    } else if let Some(m) = obj["metadata"].as_object_mut() {
-        m.remove("namespace");
-    }
-    if meta_str(obj, "name").is_empty() {
-        let prefix = meta_str(obj, "generateName").to_string();
-        if prefix.is_empty() {
-            return Err(ApiError::invalid(format!(
-                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                rt.kind
-            )));
-        }
-        obj["metadata"]["name"] = json!(format!("{prefix}{}", name_suffix()));
-    }
-    Ok(())
-}
-
-/// Applies the status-subresource rule for a write mode.
-fn merge_for_mode(rt: &ResourceType, old: &Value, obj: Value, mode: WriteMode) -> Value {
-    match mode {
-        WriteMode::Whole => obj,
-        WriteMode::Status => {
-            let mut out = old.clone();
-            out["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-            if out["status"].is_null() {
-                if let Some(m) = out.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            out
-        }
-        WriteMode::Main if rt.status => {
-            let mut out = obj;
-            match old.get("status") {
-                Some(s) => out["status"] = s.clone(),
-                None => {
-                    if let Some(m) = out.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            out
-        }
-        WriteMode::Main => obj,
-    }
-}
-
-/// Keeps server-owned metadata from the stored object; bumps generation on spec changes.
-fn carry_identity(rt: &ResourceType, old: &Value, obj: &mut Value) {
-    if obj.get("apiVersion").is_none_or(Value::is_null) {
-        obj["apiVersion"] = old["apiVersion"].clone();
-    }
-    if obj.get("kind").is_none_or(Value::is_null) {
-        obj["kind"] = json!(rt.kind);
-    }
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = Value::Object(Map::new());
-    }
-    for f in [
-        "name",
-        "namespace",
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-    ] {
-        match old["metadata"].get(f) {
-            Some(v) => obj["metadata"][f] = v.clone(),
-            None => {
-                if let Some(m) = obj["metadata"].as_object_mut() {
-                    m.remove(f);
-                }
-            }
-        }
-    }
-    let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
-    let spec_changed =
-        without(old, &["metadata", "status"]) != without(obj, &["metadata", "status"]);
-    obj["metadata"]["generation"] = json!(if spec_changed {
-        generation + 1
-    } else {
-        generation
-    });
-}
-
-fn without(v: &Value, fields: &[&str]) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        for f in fields {
-            m.remove(*f);
-        }
-    }
-    v
-}
-
-fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v["metadata"].as_object_mut() {
-            m.remove("resourceVersion");
-        }
-        v
-    };
-    strip(a) == strip(b)
-}
-
-fn no_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"]
-        .as_array()
-        .is_none_or(|a| a.is_empty())
 }

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 pub enum Start {
     /// RV unset or "0": synthetic ADDED for current state, then changes.
     State,
+    /// `sendInitialEvents=false` without an RV: only changes from now on.
+    Now,
     /// `sendInitialEvents=true`: current state, then the initial-events-end bookmark.
     InitialEvents,
     /// Right after this resourceVersion (replayed from history).
@@ -51,28 +53,64 @@ pub fn present(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
     obj
 }
 
-/// Per-stream state: the plan plus what has been sent.
+/// Lines buffered beyond this are written out even if more events are queued.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// One NDJSON line of a watch stream.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    etype: &'a str,
+    object: &'a Value,
+}
+
+/// Per-stream state: the plan, the output, events not yet written, what was sent.
+/// Events queued together are written as one chunk (one syscall), which keeps
+/// replay of long histories fast.
 struct Watcher<'a, W: Write> {
     plan: &'a WatchPlan,
     out: &'a mut W,
+    buf: Vec<u8>,
     last_rv: u64,
 }
 
 impl<W: Write> Watcher<'_, W> {
-    fn send(&mut self, etype: &str, obj: Value) -> io::Result<()> {
+    /// Buffers one event line. The stored object is serialized in place when it
+    /// already carries the requested apiVersion and kind (the common case).
+    fn send(&mut self, etype: &str, obj: &Value) -> io::Result<()> {
+        let (rt, version) = (&self.plan.rt, &self.plan.version);
+        let owned;
         let object = match (&self.plan.table, etype) {
             (Some(inc), "ADDED" | "MODIFIED" | "DELETED") => {
-                let obj = present(&self.plan.rt, &self.plan.version, obj);
+                let obj = present(rt, version, obj.clone());
                 let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
-                crate::table::table(&self.plan.rt, &[obj], meta, inc)
+                owned = crate::table::table(rt, &[obj], meta, inc);
+                &owned
             }
             (_, "ERROR") => obj,
-            _ => present(&self.plan.rt, &self.plan.version, obj),
+            _ if obj["apiVersion"] == rt.api_version(version).as_str()
+                && obj["kind"] == rt.kind.as_str() =>
+            {
+                obj
+            }
+            _ => {
+                owned = present(rt, version, obj.clone());
+                &owned
+            }
         };
-        let mut line =
-            serde_json::to_vec(&json!({"type": etype, "object": object})).unwrap_or_default();
-        line.push(b'\n');
-        http::write_chunk(self.out, &line)
+        serde_json::to_writer(&mut self.buf, &Line { etype, object }).map_err(io::Error::other)?;
+        self.buf.push(b'\n');
+        if self.buf.len() >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes buffered events as one chunk.
+    fn flush(&mut self) -> io::Result<()> {
+        let r = http::write_chunk(self.out, &self.buf);
+        self.buf.clear();
+        r
     }
 
     /// Sends an event after applying the filter with transitions.
@@ -89,7 +127,7 @@ impl<W: Write> Watcher<'_, W> {
             EventType::Deleted if now => "DELETED",
             _ => return Ok(()),
         };
-        self.send(etype, ev.obj.clone())
+        self.send(etype, &ev.obj)
     }
 
     fn bookmark(&mut self, rv: u64, initial_end: bool) -> io::Result<()> {
@@ -97,7 +135,7 @@ impl<W: Write> Watcher<'_, W> {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        self.send("BOOKMARK", json!({"metadata": meta}))
+        self.send("BOOKMARK", &json!({"metadata": meta}))
     }
 }
 
@@ -115,13 +153,13 @@ pub fn stream<W: Write>(
             Start::After(rv) => Some(rv),
             _ => None,
         };
-        st.subscribe(&key, from).map(|(id, replay, rx)| {
-            let initial = if from.is_none() {
+        st.subscribe(&key, from).map(|sub| {
+            let initial = if matches!(plan.start, Start::State | Start::InitialEvents) {
                 st.list(&plan.rt)
             } else {
                 Vec::new()
             };
-            (id, replay, rx, initial, st.rv())
+            (sub.id, sub.replay, sub.rx, initial, st.rv())
         })
     };
     http::start_chunked(out, "application/json")?;
@@ -132,13 +170,15 @@ pub fn stream<W: Write>(
     let mut w = Watcher {
         plan: &plan,
         out,
+        buf: Vec::new(),
         last_rv: rv_now,
     };
     let result = run(shared, &mut w, replay, initial, &rx, rv_now, probe);
     shared.store().unsubscribe(id);
     match result {
         Ok(reuse) => {
-            if http::end_chunked(w.out).is_err() {
+            // Events still buffered (e.g. queued just before a Close) go out first.
+            if w.flush().is_err() || http::end_chunked(w.out).is_err() {
                 return Ok(false);
             }
             Ok(reuse)
@@ -151,9 +191,11 @@ fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<b
     let mut w = Watcher {
         plan,
         out,
+        buf: Vec::new(),
         last_rv: 0,
     };
-    w.send("ERROR", e.to_status())?;
+    w.send("ERROR", &e.to_status())?;
+    w.flush()?;
     http::end_chunked(out)?;
     Ok(true)
 }
@@ -169,7 +211,7 @@ fn run<W: Write>(
     probe: &TcpStream,
 ) -> io::Result<bool> {
     for obj in initial.into_iter().filter(|o| w.plan.filter.matches(o)) {
-        w.send("ADDED", obj)?;
+        w.send("ADDED", &obj)?;
     }
     if w.plan.start == Start::InitialEvents {
         w.bookmark(rv_now, true)?;
@@ -177,8 +219,9 @@ fn run<W: Write>(
     for ev in replay {
         w.deliver(&ev)?;
     }
+    w.flush()?;
     let deadline = Instant::now() + w.plan.timeout;
-    let tick = shared.bookmark_interval.min(Duration::from_millis(500));
+    let tick = shared.bookmark_interval().min(Duration::from_millis(500));
     let mut last_bookmark = Instant::now();
     loop {
         if shared.shutdown.load(Ordering::SeqCst) {
@@ -189,19 +232,29 @@ fn run<W: Write>(
             if w.plan.bookmarks {
                 let rv = safe_bookmark_rv(shared, rx, w.last_rv);
                 w.bookmark(rv, false)?;
+                w.flush()?;
             }
             return Ok(true);
         }
         match rx.recv_timeout(tick.min(deadline - now)) {
-            Ok(WatchMsg::Event(ev)) => w.deliver(&ev)?,
-            Ok(WatchMsg::Close) | Err(RecvTimeoutError::Disconnected) => return Ok(false),
+            Ok(WatchMsg::Event(ev)) => {
+                w.deliver(&ev)?;
+                if rx.is_empty() {
+                    w.flush()?;
+                }
+            }
+            // A cleanly ended chunked stream leaves the connection reusable,
+            // as clients (Go, ureq) assume; only shutdown closes it.
+            Ok(WatchMsg::Close) => return Ok(!shared.shutdown.load(Ordering::SeqCst)),
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
             Err(RecvTimeoutError::Timeout) => {
                 if peer_closed(probe) {
                     return Ok(false);
                 }
-                if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval {
+                if w.plan.bookmarks && last_bookmark.elapsed() >= shared.bookmark_interval() {
                     let rv = safe_bookmark_rv(shared, rx, w.last_rv);
                     w.bookmark(rv, false)?;
+                    w.flush()?;
                     last_bookmark = Instant::now();
                 }
             }
