@@ -103,6 +103,8 @@ fn start(mut config: Config) -> Result<(), String> {
     let http_stopper = http.stopper();
     let kube = KubeParts::new(&config, &hooks, &metrics)?;
 
+    let patcher = patcher_client(&config);
+
     // Webhook servers (admission, conversion) and their registration; before any
     // queue starts, as in flant. Snapshots come from the monitors' store.
     let webhooks = crate::webhook::start(crate::webhook::Setup {
@@ -115,7 +117,7 @@ fn start(mut config: Config) -> Result<(), String> {
             Some(k) => webhook_snapshots(k.runtime(&hooks)),
             None => Arc::new(|_hook: &str, _names: &[String]| Default::default()),
         },
-        patcher: patcher_client(&config).ok(),
+        patcher: patcher.clone().ok(),
     })?;
 
     // Channels. Dropping `stop_tx` stops the scheduler, the router and every queue.
@@ -142,7 +144,7 @@ fn start(mut config: Config) -> Result<(), String> {
         startup_left: AtomicUsize::new(startup.len()),
         ready: Arc::clone(&ready),
         kube: kube.as_ref().map(|k| k.runtime(&hooks)),
-        patcher: patcher_client(&config),
+        patcher,
         jq_library: config.jq_library_path.clone(),
     });
     if startup.is_empty() {
