@@ -247,7 +247,7 @@ fn send(w: &mut impl Write, reply: &Reply, keep_alive: bool) -> io::Result<()> {
 /// `/healthz`, method and content-type checks, then the handler.
 fn route(handler: &dyn Handler, head: &http1::Head, body: &[u8]) -> Reply {
     match (head.method.as_str(), head.path.as_str()) {
-        ("GET" | "HEAD", "/healthz") => Reply::text(200, "ok\n"),
+        ("GET", "/healthz") => Reply::text(200, "ok\n"),
         (_, "/healthz") => Reply::text(405, "method not allowed\n"),
         ("POST", path) => {
             let media = head
