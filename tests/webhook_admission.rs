@@ -297,3 +297,41 @@ echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH""#;
         .expect("configmap created");
     assert_eq!(cm["data"], json!({"by": "webhook"}));
 }
+
+/// Startup stops with exit code 1 and a message naming the flag or the bindings.
+#[test]
+fn startup_fails_clearly_on_bad_certificates_and_colliding_paths() {
+    let pki = Pki::make();
+    let sim = kube_sim::Sim::start();
+    let hooks = [("validate.sh", admission_hook(&["allow.example.com"], &[]))];
+    let missing = pki.arg("missing.crt");
+    let mut op = start(&hooks, &sim, &pki, &["--validating-webhook-ca", &missing]);
+    assert_eq!(op.wait_exit(Duration::from_secs(20)), Some(1));
+    let line = op.wait_log("startup failed", Duration::from_secs(1));
+    assert!(
+        line.contains("--validating-webhook-ca") && line.contains("missing.crt"),
+        "{line}"
+    );
+
+    let mut op = start(
+        &hooks,
+        &sim,
+        &pki,
+        &["--validating-webhook-server-key", &pki.arg("client.key")],
+    );
+    assert_eq!(op.wait_exit(Duration::from_secs(20)), Some(1));
+    let line = op.wait_log("startup failed", Duration::from_secs(1));
+    assert!(line.contains("is not the key of"), "{line}");
+
+    let colliding = [
+        ("a.sh", admission_hook(&["allow.example.com"], &[])),
+        ("b.sh", admission_hook(&[], &["allow.example.com"])),
+    ];
+    let mut op = start(&colliding, &sim, &pki, &[]);
+    assert_eq!(op.wait_exit(Duration::from_secs(20)), Some(1));
+    let line = op.wait_log("startup failed", Duration::from_secs(1));
+    assert!(
+        line.contains("webhook path /hooks/allow-example-com is used by hook 'a.sh' binding 'allow.example.com' and by hook 'b.sh' binding 'allow.example.com'"),
+        "{line}"
+    );
+}
