@@ -239,3 +239,98 @@ fn stop_is_prompt() {
     h.join();
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 }
+
+/// Stopping a streaming reflector: nothing is delivered after stop(), and the
+/// thread ends by the next bookmark (kube-sim sends one per second).
+#[test]
+fn stop_while_streaming_delivers_nothing_more() {
+    let sim = Sim::start();
+    sim.create(cm("q", "a", "1", &[])).unwrap();
+    let c = client_for(&sim);
+    let r = c.resolve("", "ConfigMap", "test").unwrap();
+    let (h, rx) = c.watch(&r, fast_params("q"));
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[a]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    sim.create(cm("q", "b", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+b"]);
+    h.stop();
+    for i in 0..5 {
+        sim.create(cm("q", &format!("late{i}"), "1", &[])).unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    h.join();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(
+        show(&drain(&rx, Duration::from_millis(300))),
+        Vec::<String>::new()
+    );
+    // Dropping a handle stops its reflector as well.
+    let (h2, rx2) = c.watch(&r, fast_params("q"));
+    assert_eq!(take(&rx2, 1, T).len(), 1);
+    drop(h2);
+    // The thread ends and drops its sender.
+    eventually(T, "reflector thread ended", || {
+        matches!(
+            rx2.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        )
+    });
+}
+
+/// An HTTP 410 when (re)opening the watch also leads to a relist with a diff, and a
+/// 410 on a LIST continue token restarts the paged list from the beginning.
+#[test]
+fn http_410_on_watch_open_and_on_continue_token() {
+    let sim = Sim::start();
+    for i in 0..6 {
+        sim.create(cm("g", &format!("o{i}"), "1", &[])).unwrap();
+    }
+    let c = client_for(&sim);
+    let r = c.resolve("v1", "ConfigMap", "test").unwrap();
+    // The second page's continue token has expired once.
+    sim.fail_matching("continue=", 1, 410);
+    let mut p = fast_params("g");
+    p.page_size = 4;
+    let (h, rx) = c.watch(&r, p);
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[o0,o1,o2,o3,o4,o5]"]);
+    let first_pages = sim
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.contains("/namespaces/g/configmaps?")
+                && !r.contains("continue=")
+                && !r.contains("watch=")
+        })
+        .count();
+    assert_eq!(
+        first_pages,
+        2,
+        "the list restarted once: {:#?}",
+        sim.requests()
+    );
+    eventually(T, "watch open", || sim.watch_count() == 1);
+
+    // Next watch open answers 410 as an HTTP status.
+    sim.fail_matching("watch=1", 1, 410);
+    sim.drop_watches();
+    sim.delete("v1", "ConfigMap", "g", "o0").unwrap();
+    let got = take(&rx, 1, T);
+    assert!(
+        got.iter().any(|e| matches!(
+            e,
+            Event::WatchError {
+                kind: WatchErrorKind::Expired,
+                ..
+            }
+        )),
+        "{got:?}"
+    );
+    assert_eq!(show(&got), ["-o0"]);
+    sim.create(cm("g", "after", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+after"]);
+    assert_eq!(
+        show(&drain(&rx, Duration::from_millis(300))),
+        Vec::<String>::new()
+    );
+    h.join();
+}

@@ -15,6 +15,9 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 use vendor_k8s_types::{ExecCluster, ExecConfig, ExecCredential, ExecCredentialSpec};
 
+/// An exec plugin that has not answered by then is killed.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Credentials are refreshed this long before they expire.
 const EXPIRY_SKEW: Duration = Duration::from_secs(10);
 
@@ -31,7 +34,7 @@ enum Kind {
         path: PathBuf,
         cache: Mutex<Option<FileToken>>,
     },
-    Exec(ExecPlugin),
+    Exec(Box<ExecPlugin>),
 }
 
 struct FileToken {
@@ -42,6 +45,8 @@ struct FileToken {
 
 struct ExecPlugin {
     config: ExecConfig,
+    /// How long one run may take.
+    timeout: Duration,
     dir: PathBuf,
     cluster: ExecCluster,
     cache: Mutex<Option<ExecToken>>,
@@ -73,12 +78,13 @@ impl Auth {
                 config,
                 dir,
                 cluster,
-            } => Kind::Exec(ExecPlugin {
+            } => Kind::Exec(Box::new(ExecPlugin {
                 config: config.clone(),
+                timeout: EXEC_TIMEOUT,
                 dir: dir.clone(),
                 cluster: cluster.clone(),
                 cache: Mutex::new(None),
-            }),
+            })),
         };
         Auth { kind }
     }
@@ -205,7 +211,7 @@ impl ExecPlugin {
         for e in &self.config.env {
             cmd.env(&e.name, &e.value);
         }
-        let out = cmd.output().map_err(|e| {
+        let out = run_plugin(&mut cmd, self.timeout).map_err(|e| {
             let hint = self
                 .config
                 .install_hint
@@ -223,6 +229,65 @@ impl ExecPlugin {
         }
         parse_credential(&out.stdout, &self.config.api_version).map_err(err)
     }
+}
+
+/// Runs `cmd` to completion, killing it after `timeout` (a plugin waiting for a
+/// browser login would otherwise block every request). Spawning is retried briefly on
+/// ETXTBSY: a plugin script just rewritten may still be open for writing in a child
+/// that another thread forked and has not yet exec'd.
+fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r?,
+        }
+    };
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {timeout:?}; killed"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
 }
 
 /// Decodes and checks a plugin's stdout.
@@ -348,6 +413,27 @@ echo "{\"apiVersion\":\"client.authentication.k8s.io/$API\",\"kind\":\"ExecCrede
             .unwrap_err()
             .to_string();
         assert!(e.contains("apiVersion"), "{e}");
+    }
+
+    #[test]
+    fn exec_plugin_that_hangs_is_killed() {
+        let d = tempdir("exec-hang");
+        plugin(&d, "sleep 30");
+        let p = ExecPlugin {
+            config: ExecConfig {
+                command: "./plugin.sh".into(),
+                api_version: "client.authentication.k8s.io/v1".into(),
+                ..Default::default()
+            },
+            timeout: Duration::from_millis(300),
+            dir: d.clone(),
+            cluster: ExecCluster::default(),
+            cache: Mutex::new(None),
+        };
+        let t0 = std::time::Instant::now();
+        let e = p.token().unwrap_err().to_string();
+        assert!(e.contains("killed"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     #[test]

@@ -76,6 +76,20 @@ impl Transport {
         timeout: Duration,
         metrics: ClientMetrics,
     ) -> Result<Transport, KubeError> {
+        if let Some(name) = &cfg.tls.server_name {
+            // ureq cannot verify against a name other than the URL's host; refuse
+            // rather than silently verify something else.
+            if host_of(&cfg.server) != name.as_str() {
+                return Err(KubeError::config(
+                    &cfg.origin,
+                    "",
+                    "tls-server-name",
+                    format!(
+                        "'{name}' differs from the server's host; this client cannot override the verified name"
+                    ),
+                ));
+            }
+        }
         let tls = super::tls::tls_config(&cfg.tls)?;
         let agent = ureq::Agent::config_builder()
             .tls_config(tls)
@@ -87,7 +101,7 @@ impl Transport {
             .build()
             .new_agent();
         let (qps, burst) = match (qps, burst) {
-            (q, b) if q == 0.0 => (5.0, if b == 0 { 10 } else { b }),
+            (0.0, b) => (5.0, if b == 0 { 10 } else { b }),
             (q, 0) => (q, 10),
             qb => qb,
         };
@@ -264,6 +278,16 @@ impl Transport {
     }
 }
 
+/// The host part of `https://host:port/...` (brackets kept off IPv6 literals).
+fn host_of(server: &str) -> &str {
+    let rest = server.split_once("://").map_or(server, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if let Some(v6) = authority.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or(v6);
+    }
+    authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+}
+
 /// The path without its query (selectors and tokens of `continue` stay out of errors).
 pub(crate) fn strip_query(path: &str) -> &str {
     path.split('?').next().unwrap_or(path)
@@ -305,5 +329,26 @@ impl Response {
             what: format!("{verb} {}", strip_query(path)),
             message: e.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_errors() {
+        assert_eq!(host_of("https://api.example.com:6443"), "api.example.com");
+        assert_eq!(host_of("https://[fd00::1]:443/x"), "fd00::1");
+        assert_eq!(host_of("http://127.0.0.1"), "127.0.0.1");
+        let e = api_error(
+            "GET",
+            "/api/v1/x?token=abc",
+            404,
+            br#"{"kind":"Status","reason":"NotFound","message":"x not found","code":404}"#,
+        );
+        assert_eq!(e.to_string(), "GET /api/v1/x: 404 NotFound: x not found");
+        let e = api_error("GET", "/p", 502, b"bad gateway");
+        assert_eq!(e.to_string(), "GET /p: 502: bad gateway");
     }
 }

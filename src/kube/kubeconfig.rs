@@ -398,7 +398,9 @@ users:
     #[test]
     fn errors_name_file_context_and_field() {
         let (a, b) = setup("kc2");
-        let e = load(&[a.clone()], "nope").unwrap_err().to_string();
+        let e = load(std::slice::from_ref(&a), "nope")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a.yaml") && e.contains("'nope'"), "{e}");
         let d = a.parent().unwrap();
         std::fs::write(d.join("bad.yaml"), A.replace("Q0EtT05F", "not%base64")).unwrap();

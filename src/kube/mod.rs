@@ -18,6 +18,7 @@ mod auth;
 mod backoff;
 mod cache;
 mod config;
+pub mod decode;
 mod discovery;
 mod error;
 mod http;

@@ -104,7 +104,8 @@ mod tests {
         }
         // 40 tokens, 5 free, 35 at 50/s = 0.7 s.
         let el = t0.elapsed().as_secs_f64();
-        assert!((0.65..1.5).contains(&el), "{el}");
+        // The upper bound is loose: a loaded CI machine delays threads.
+        assert!((0.65..3.0).contains(&el), "{el}");
     }
 
     #[test]

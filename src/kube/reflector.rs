@@ -17,7 +17,8 @@
 
 use super::Client;
 use super::backoff::Backoff;
-use super::cache::{Change, Item, Store, Stored};
+use super::cache::{Change, Item, Store};
+use super::decode::{self, Applied, item_of};
 use super::discovery::Resource;
 use super::error::KubeError;
 use super::http::{Request, Stream};
@@ -29,7 +30,7 @@ use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::Method;
-use vendor_k8s_types::{EventType, ObjectList, Status};
+use vendor_k8s_types::ObjectList;
 
 /// What a reflector tells its consumer.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +111,8 @@ impl Default for WatchParams {
 
 /// The running reflector: stop it, join it, look at its cache.
 pub struct ReflectorHandle {
-    stop: Sender<()>,
+    /// Dropped to stop: the thread sees the channel disconnected, and keeps seeing it.
+    stop: Mutex<Option<Sender<()>>>,
     thread: Option<std::thread::JoinHandle<()>>,
     store: Arc<Mutex<Store>>,
 }
@@ -118,8 +120,9 @@ pub struct ReflectorHandle {
 impl ReflectorHandle {
     /// Asks the thread to stop. It stops at once when idle or backing off, otherwise
     /// after the next event or read timeout; it never sends after seeing the request.
+    /// Dropping the handle stops the thread too.
     pub fn stop(&self) {
-        let _ = self.stop.try_send(());
+        *self.stop.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Stops and waits for the thread to end.
@@ -208,7 +211,7 @@ pub fn spawn(
         .spawn(move || r.run(initial))
         .ok();
     ReflectorHandle {
-        stop: stop_tx,
+        stop: Mutex::new(Some(stop_tx)),
         thread,
         store,
     }
@@ -305,7 +308,7 @@ impl Reflector {
         };
         for raw in page.items {
             match item_of(raw) {
-                Ok((i, _)) => items.push(i),
+                Ok(i) => items.push(i),
                 Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
             }
         }
@@ -353,7 +356,9 @@ impl Reflector {
     }
 
     fn open_watch(&mut self, rv: String) -> State {
-        let secs = self.params.watch_timeout.as_secs().max(1);
+        // Up to 20% jitter so many reflectors do not reconnect in lockstep.
+        let base = self.params.watch_timeout.as_secs().max(1);
+        let secs = base + (base as f64 * 0.2 * super::backoff::random_unit()) as u64;
         let path = format!(
             "{}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={secs}{}",
             self.path(),
@@ -396,63 +401,12 @@ impl Reflector {
     }
 
     fn apply_line(&mut self, line: &[u8], rv: String, stream: Stream) -> State {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return State::Watching { rv, stream };
-        }
-        #[derive(serde::Deserialize)]
-        struct Raw<'a> {
-            #[serde(rename = "type")]
-            t: EventType,
-            #[serde(borrow)]
-            object: &'a RawValue,
-        }
-        let raw: Raw<'_> = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                return self.fail(
-                    WatchErrorKind::Fail,
-                    &format!("bad watch event: {e}"),
-                    State::Listed { rv },
-                );
-            }
-        };
-        let json: Box<str> = raw.object.get().into();
-        match raw.t {
-            EventType::Error => {
-                let st: Status = serde_json::from_str(&json).unwrap_or_default();
-                if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
-                    return self.desync(&st.message);
-                }
-                self.fail(
-                    WatchErrorKind::Fail,
-                    &format!("watch ERROR {} {}: {}", st.code, st.reason, st.message),
-                    State::Listed { rv },
-                )
-            }
-            EventType::Bookmark => match resource_version(&json) {
-                Some(new_rv) => State::Watching { rv: new_rv, stream },
-                None => State::Watching { rv, stream },
-            },
-            t => {
-                let (item, value) = match item_of_str(json) {
-                    Ok(x) => x,
-                    Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
-                };
+        let applied = decode::apply_line(&mut self.lock(), line);
+        match applied {
+            Applied::Blank | Applied::Bookmark(None) => State::Watching { rv, stream },
+            Applied::Bookmark(Some(new_rv)) => State::Watching { rv: new_rv, stream },
+            Applied::Object { event, rv: new_rv } => {
                 self.backoff.reset();
-                let new_rv = item.rv.clone();
-                let event = {
-                    let mut store = self.lock();
-                    if t == EventType::Deleted {
-                        store.remove(&item.key);
-                        Some(Event::Deleted(value))
-                    } else {
-                        match store.put(item.key, &item.rv, item.json) {
-                            Stored::Same => None,
-                            Stored::New if t == EventType::Added => Some(Event::Added(value)),
-                            _ => Some(Event::Modified(value)),
-                        }
-                    }
-                };
                 if let Some(e) = event {
                     if !self.send(e) {
                         return State::Stopped;
@@ -460,6 +414,8 @@ impl Reflector {
                 }
                 State::Watching { rv: new_rv, stream }
             }
+            Applied::Expired(m) => self.desync(&m),
+            Applied::Failed(m) => self.fail(WatchErrorKind::Fail, &m, State::Listed { rv }),
         }
     }
 
@@ -499,50 +455,6 @@ impl Reflector {
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// Turns a raw list item into a cache item.
-fn item_of(raw: Box<RawValue>) -> Result<(Item, ()), String> {
-    let json: Box<str> = raw.into();
-    #[derive(serde::Deserialize)]
-    struct Obj {
-        #[serde(default)]
-        metadata: vendor_k8s_types::ObjectMeta,
-    }
-    let o: Obj = serde_json::from_str(&json).map_err(|e| format!("bad list item: {e}"))?;
-    let key = format!("{}/{}", o.metadata.namespace, o.metadata.name);
-    Ok((
-        Item {
-            key,
-            rv: o.metadata.resource_version,
-            json,
-        },
-        (),
-    ))
-}
-
-/// Decodes a watched object once: the cache item and the Value for the consumer.
-fn item_of_str(json: Box<str>) -> Result<(Item, Value), String> {
-    let v: Value = serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?;
-    let meta = &v["metadata"];
-    let s = |f: &str| meta[f].as_str().unwrap_or_default().to_string();
-    let key = format!("{}/{}", s("namespace"), s("name"));
-    Ok((
-        Item {
-            key,
-            rv: s("resourceVersion"),
-            json,
-        },
-        v,
-    ))
-}
-
-fn resource_version(json: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(json).ok()?;
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(String::from)
 }
 
 /// Reads the consumer channel until `pred` holds or `timeout` passes (test helper).
