@@ -275,7 +275,11 @@ fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -
         .spawn()
         .expect("start operator");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !get(port, "/ready").split_whitespace().nth(1).is_some_and(|c| c == "200") {
+    while !get(port, "/ready")
+        .split_whitespace()
+        .nth(1)
+        .is_some_and(|c| c == "200")
+    {
         assert!(Instant::now() < deadline, "operator never ready");
         std::thread::sleep(Duration::from_millis(50));
     }
