@@ -22,11 +22,13 @@ static:
 # Benchmarks: ratios measured in one run; figures go to BENCHMARKS.md by hand.
 bench: build static
 	$(CARGO) bench --bench dispatch -- --operator target/release/shell-operator --static $(STATIC_BIN)
+	$(CARGO) bench --bench observability -- --static $(STATIC_BIN)
 	$(CARGO) bench --bench webhook
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:
-	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115
+	$(CARGO) run --release -- start --hooks-dir examples/hooks --tmp-dir /tmp/shell-operator-examples --listen-port 9115 \
+		--debug-unix-socket /tmp/shell-operator-examples/debug.socket
 
 # The secret-copier example against kube-sim (scripts/demo.sh; DEMO_SECONDS=15).
 demo:

@@ -273,6 +273,8 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
         .arg(dir.join("hooks"))
         .arg("--tmp-dir")
         .arg(dir.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.join("debug.socket"))
         .stdout(Stdio::null())
         .spawn()
         .map_err(|e| format!("start {}: {e}", bin.display()))?;

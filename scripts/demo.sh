@@ -51,6 +51,7 @@ target/debug/shell-operator start \
     --hooks-dir examples/secret-copier/hooks \
     --tmp-dir "$tmp/run" \
     --kube-config "$tmp/kubeconfig" \
+    --debug-unix-socket "$tmp/debug.socket" \
     --listen-port "$port" >"$tmp/operator.log" 2>&1 &
 op_pid=$!
 

@@ -3,7 +3,9 @@
 //! by `operator::run` once a typed `Config` exists.
 //!
 //! Commands: `start` (also the bare command, flags included), `version`, `help` and
-//! `debug-options`; `--help` works on every level.
+//! `debug-options`; `--help` works on every level. The debug client commands
+//! (`queue`, `hook`, `config`, `raw`) go to `debug::client`, and `jq` (or running
+//! the binary as `jq`) to `jq_cli`.
 
 use crate::flags::{self, FlagError, FlagSpec, Kind, START_FLAGS, Values};
 
@@ -17,6 +19,10 @@ pub enum Command {
     Version,
     Help(String),
     DebugOptions,
+    /// A debug socket client command; the words after the program name.
+    Debug(Vec<String>),
+    /// The built-in jq; its arguments.
+    Jq(Vec<String>),
 }
 
 /// Entry point used by `main.rs`: parses argv and the environment, runs the command,
@@ -24,7 +30,17 @@ pub enum Command {
 pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let env = |name: &str| std::env::var(name).ok();
+    // Multi-call: invoked as `jq` (a symlink or copy), behave as jq.
+    let program = args.first().map(std::path::Path::new);
+    if program
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "jq")
+    {
+        return crate::jq_cli::main(args.get(1..).unwrap_or_default());
+    }
     match parse(&args, &env) {
+        Ok(Command::Debug(words)) => crate::debug::client::main(&words, &env),
+        Ok(Command::Jq(jq_args)) => crate::jq_cli::main(&jq_args),
         Ok(Command::Start(config)) => {
             println!("shell-operator v{VERSION}");
             crate::operator::run(*config)
@@ -58,10 +74,12 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         Some("version") => ("version", &rest[1..]),
         Some("help") => return Ok(Command::Help(help_for(rest.get(1).map(String::as_str)))),
         Some("debug-options") => return Ok(Command::DebugOptions),
+        Some("queue" | "hook" | "config" | "raw") => return Ok(Command::Debug(rest.to_vec())),
+        Some("jq") => return Ok(Command::Jq(rest[1..].to_vec())),
         Some("-h" | "--help") => return Ok(Command::Help(root_help())),
         Some(arg) if !arg.starts_with('-') => {
             return Err(FlagError(format!(
-                "unknown command {arg:?}: expected start, version or help"
+                "unknown command {arg:?}: expected start, version, help, queue, hook, config, raw or jq"
             )));
         }
         _ => ("start", rest),
@@ -119,7 +137,12 @@ fn root_help() -> String {
 events and as admission or conversion webhooks.\n\n\
 Usage:\n  shell-operator [command] [flags]\n\n\
 Commands:\n  start      Run the operator (the default command; its flags work without it too)\n  \
-version    Print the version\n  help       Help about a command\n\n\
+version    Print the version\n  help       Help about a command\n  \
+queue      Queues of a running operator: queue list, queue main\n  \
+hook       Hooks of a running operator: hook list, hook snapshot <hook>\n  \
+config     Runtime parameters: config list, config set log.level debug [duration]\n  \
+raw        GET any debug socket path\n  \
+jq         Built-in jq (also when the binary is invoked as jq)\n\n\
 Run 'shell-operator start --help' for the flags.\n"
         .to_string()
 }

@@ -1,5 +1,6 @@
 //! The plain HTTP server on `--listen-address:--listen-port`: `/metrics` (Prometheus
-//! text), `/healthz` and `/ready`. It runs on its own thread (tiny_http) and reads
+//! text: self metrics and hook metrics), `/metrics/hooks` (hook metrics only),
+//! `/healthz` and `/ready`. It runs on its own thread (tiny_http) and reads
 //! only shared state: the metrics registry and a readiness flag.
 
 use crate::metrics::Metrics;
@@ -51,6 +52,11 @@ impl HttpServer {
             let path = request.url().split('?').next().unwrap_or("").to_string();
             let (code, content_type, body) = match path.as_str() {
                 "/metrics" => (200, "text/plain; version=0.0.4", self.metrics.render()),
+                "/metrics/hooks" => (
+                    200,
+                    "text/plain; version=0.0.4",
+                    self.metrics.render_hooks(),
+                ),
                 "/healthz" => (200, "text/plain", b"ok\n".to_vec()),
                 "/ready" if self.ready.load(Ordering::Relaxed) => {
                     (200, "text/plain", b"ready\n".to_vec())
@@ -73,5 +79,5 @@ impl HttpServer {
 }
 
 const INDEX: &str = "<html><body><h1>shell-operator</h1><ul>\
-<li><a href=\"/metrics\">/metrics</a></li><li><a href=\"/healthz\">/healthz</a></li>\
+<li><a href=\"/metrics\">/metrics</a></li><li><a href=\"/metrics/hooks\">/metrics/hooks</a></li><li><a href=\"/healthz\">/healthz</a></li>\
 <li><a href=\"/ready\">/ready</a></li></ul></body></html>\n";

@@ -6,11 +6,14 @@
 //! owns every channel.
 
 pub mod cli;
+pub mod debug;
 pub mod executor;
 pub mod flags;
 pub mod hook;
+pub mod hook_metrics;
 pub mod http;
 pub mod jq;
+pub mod jq_cli;
 pub mod kube;
 pub mod log;
 pub mod metrics;

@@ -1,10 +1,15 @@
 //! The operator's own Prometheus metrics, named as flant names them under
-//! `--prometheus-metrics-prefix`, and their text exposition for `/metrics`.
+//! `--prometheus-metrics-prefix`, the hooks' own metrics ([`HookMetrics`]), and
+//! their text exposition for `/metrics` and `/metrics/hooks`.
 //!
 //! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
-//! threads, the ticker and the HTTP thread; the prometheus types are internally
-//! synchronised.
+//! threads, the ticker, the HTTP thread and (later) the watch and webhook threads;
+//! the prometheus types are internally synchronised. The kube_* series are
+//! registered here with flant's names and labels and filled by the Kubernetes
+//! monitors; the client's kubernetes_client_* series are registered on
+//! [`Metrics::registry`] by the operator.
 
+use crate::hook_metrics::HookMetrics;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
     TextEncoder,
@@ -19,10 +24,16 @@ const KUBE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
+/// Buckets of the queue action histogram (flant's).
+const QUEUE_ACTION_BUCKETS: &[f64] = &[
+    0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+];
 
 /// Every self metric.
 pub struct Metrics {
     registry: Registry,
+    /// `--prometheus-metrics-prefix`; hook metrics may not use it.
+    prefix: String,
     pub live_ticks: IntCounter,
     pub tasks_queue_length: GaugeVec,
     pub hook_run_seconds: HistogramVec,
@@ -34,13 +45,27 @@ pub struct Metrics {
     pub hook_run_allowed_errors_total: CounterVec,
     pub task_wait_in_queue_seconds_total: CounterVec,
     pub tasks_queue_compaction_operations_total: CounterVec,
+    /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`.
+    pub tasks_queue_compaction_tasks_by_hook: GaugeVec,
+    /// `{queue_name,queue_action}`; `None` when `QUEUE_ACTIONS_METRICS=no`.
+    pub tasks_queue_action_duration_seconds: Option<HistogramVec>,
+    /// `{hook}`: seconds the last enabling of a hook's kubernetes bindings took.
     pub hook_enable_kubernetes_bindings_seconds: GaugeVec,
     pub hook_enable_kubernetes_bindings_errors_total: CounterVec,
+    /// `{hook}`: 1 once the bindings are enabled (flant adds 1 per success).
     pub hook_enable_kubernetes_bindings_success: GaugeVec,
+    /// `{hook,binding,queue}`: objects in a binding's snapshot.
     pub kube_snapshot_objects: GaugeVec,
     pub kube_jq_filter_duration_seconds: HistogramVec,
     pub kube_event_duration_seconds: HistogramVec,
+    /// `{error_type}`.
     pub kubernetes_client_watch_errors_total: CounterVec,
+    /// `{binding}`: a snapshot was asked for a binding with no monitor.
+    pub binding_monitor_missing_total: CounterVec,
+    /// `{gvr,namespace}`.
+    pub factory_informer_dead_total: CounterVec,
+    /// Metrics written by hooks to `$METRICS_PATH`.
+    pub hooks: HookMetrics,
 }
 
 /// A metric could not be registered (a bad prefix).
@@ -54,6 +79,18 @@ impl std::fmt::Display for MetricsError {
 }
 
 impl Metrics {
+    /// Registers every metric under `prefix`; the queue action histogram only if
+    /// `queue_actions` (flant's `QUEUE_ACTIONS_METRICS` is not `no`).
+    pub fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+        let mut m = Metrics::new(prefix)?;
+        if !queue_actions {
+            if let Some(h) = m.tasks_queue_action_duration_seconds.take() {
+                let _ = m.registry.unregister(Box::new(h));
+            }
+        }
+        Ok(m)
+    }
+
     /// Registers every metric under `prefix`.
     pub fn new(prefix: &str) -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
@@ -62,6 +99,38 @@ impl Metrics {
             prefix,
         };
         Ok(Metrics {
+            tasks_queue_compaction_tasks_by_hook: r.reg(GaugeVec::new(
+                Opts::new(
+                    format!("d8_telemetry_{prefix}tasks_queue_compaction_tasks_by_hook"),
+                    "Tasks of one hook in a queue when over 20.",
+                ),
+                &["queue_name", "hook"],
+            ))?,
+            tasks_queue_action_duration_seconds: Some(
+                r.reg(HistogramVec::new(
+                    HistogramOpts::new(
+                        r.name("tasks_queue_action_duration_seconds"),
+                        "Duration of low-level queue operations.",
+                    )
+                    .buckets(QUEUE_ACTION_BUCKETS.to_vec()),
+                    &["queue_name", "queue_action"],
+                ))?,
+            ),
+            binding_monitor_missing_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("binding_monitor_missing_total"),
+                    "Snapshot reads for a binding without a monitor.",
+                ),
+                &["binding"],
+            ))?,
+            factory_informer_dead_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("factory_informer_dead_total"),
+                    "Watches that stopped for good.",
+                ),
+                &["gvr", "namespace"],
+            ))?,
+            hooks: HookMetrics::default(),
             live_ticks: r.reg(IntCounter::with_opts(Opts::new(
                 r.name("live_ticks"),
                 "Increased every 10 seconds while the operator lives.",
@@ -154,6 +223,7 @@ impl Metrics {
                 &["error_type"],
             ))?,
             registry,
+            prefix: prefix.to_string(),
         })
     }
 
@@ -169,11 +239,43 @@ impl Metrics {
             .map_err(|e| MetricsError(e.to_string()))
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The Prometheus text exposition of every metric: self metrics, then the
+    /// hooks' metrics.
     pub fn render(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
+        out.extend_from_slice(self.hooks.render().as_bytes());
         out
+    }
+
+    /// Applies a hook's metric operations (see [`HookMetrics::apply`]). Names under
+    /// the operator's own prefix are refused: they could clash with a self metric
+    /// and break the whole `/metrics` scrape.
+    pub fn apply_hook_metrics(
+        &self,
+        hook: &str,
+        ops: &[crate::hook_metrics::Op],
+    ) -> Result<(), String> {
+        let reserved = |n: &str| !self.prefix.is_empty() && n.starts_with(&self.prefix);
+        if let Some(op) = ops.iter().find(|op| reserved(&op.name)) {
+            return Err(format!(
+                "line {}: field 'name': {:?} starts with the operator's own prefix {:?}",
+                op.line, op.name, self.prefix
+            ));
+        }
+        self.hooks.apply(hook, ops)
+    }
+
+    /// Only the hooks' metrics (flant's `/metrics/hooks`).
+    pub fn render_hooks(&self) -> Vec<u8> {
+        self.hooks.render().into_bytes()
+    }
+
+    /// Records one queue operation's duration, unless switched off.
+    pub fn queue_action(&self, queue: &str, action: &str, seconds: f64) {
+        if let Some(h) = &self.tasks_queue_action_duration_seconds {
+            h.with_label_values(&[queue, action]).observe(seconds);
+        }
     }
 }
 
@@ -235,6 +337,20 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn hook_metrics_may_not_use_the_prefix() {
+        let m = Metrics::new("my_").expect("metrics");
+        let ops = crate::hook_metrics::parse::parse(
+            b"{\"name\":\"ok\",\"add\":1}\n{\"name\":\"my_live_ticks\",\"add\":1}",
+        )
+        .expect("parse");
+        assert_eq!(
+            m.apply_hook_metrics("a.sh", &ops),
+            Err("line 2: field 'name': \"my_live_ticks\" starts with the operator's own prefix \"my_\"".into())
+        );
+        assert_eq!(m.hooks.series_count(), 0);
     }
 
     #[test]

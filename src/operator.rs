@@ -8,6 +8,7 @@
 //! "main" queue ──Control::Enable──> scheduler thread
 //! HTTP thread: /metrics /healthz /ready          reaper thread: every child's exit
 //! webhook-admission / webhook-conversion threads (TLS) ──> handler threads ──> executor
+//! debug threads: unix socket (+ --debug-http-addr), reading queue views and hooks
 //! ```
 //!
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is
@@ -15,6 +16,9 @@
 //! SIGTERM and, after the grace period, SIGKILL; then threads are joined and the
 //! process exits 0.
 
+use crate::debug::DebugState;
+use crate::debug::runtime::RuntimeConfig;
+use crate::debug::server::{DebugServer, Stopper as DebugStopper};
 use crate::executor::Executor;
 use crate::flags::Config;
 use crate::hook::context::{BindingContext, BindingType, Payload};
@@ -85,7 +89,11 @@ fn start(mut config: Config) -> Result<(), String> {
     let schedule_entries = schedule_entries(&hooks)?;
     let hooks = Arc::new(hooks);
 
-    let metrics = Arc::new(Metrics::new(&config.metrics_prefix).map_err(|e| e.to_string())?);
+    // QUEUE_ACTIONS_METRICS=no switches the queue action histogram off (as in flant).
+    let queue_actions = std::env::var("QUEUE_ACTIONS_METRICS").map_or(true, |v| v != "no");
+    let metrics = Arc::new(
+        Metrics::with_options(&config.metrics_prefix, queue_actions).map_err(|e| e.to_string())?,
+    );
     let ready = Arc::new(AtomicBool::new(false));
     let http = HttpServer::bind(
         &config.listen_address,
@@ -165,6 +173,7 @@ fn start(mut config: Config) -> Result<(), String> {
         let worker = Worker::new(&name, rx, stop_rx.clone(), runner.clone(), view);
         threads.push(spawn(&format!("queue-{name}"), move || worker.run())?);
     }
+    let debug_stopper = start_debug_server(&config, &hooks, &views, &mut threads)?;
     let main_queue = senders
         .get(MAIN_QUEUE)
         .cloned()
@@ -204,11 +213,45 @@ fn start(mut config: Config) -> Result<(), String> {
     process::terminate_all(config.shutdown_grace);
     http_stopper.unblock();
     webhooks.stop();
+    debug_stopper.stop();
     for t in threads {
         let _ = t.join();
     }
     log::info("stopped", &[]);
     Ok(())
+}
+
+/// Binds the debug socket (a failure stops startup) and starts its threads.
+/// Snapshots are empty until the Kubernetes monitors provide them.
+fn start_debug_server(
+    config: &Config,
+    hooks: &Arc<Vec<Hook>>,
+    views: &[SharedView],
+    threads: &mut Vec<JoinHandle<()>>,
+) -> Result<DebugStopper, String> {
+    let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
+    let known = names.clone();
+    let state = Arc::new(DebugState {
+        queues: views.to_vec(),
+        hooks: names,
+        snapshots: Arc::new(move |hook: &str| {
+            known
+                .iter()
+                .any(|h| h == hook)
+                .then(|| serde_json::json!({}))
+        }),
+        config: RuntimeConfig::new(&config.log.level),
+    });
+    let server = DebugServer::bind(&config.debug.unix_socket, &config.debug.http_addr, state)?;
+    let stopper = server.stopper();
+    log::info(
+        "debug server listening",
+        &[("socket", &config.debug.unix_socket.display().to_string())],
+    );
+    for (i, body) in server.into_threads().into_iter().enumerate() {
+        threads.push(spawn(&format!("debug-{i}"), body)?);
+    }
+    Ok(stopper)
 }
 
 fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {

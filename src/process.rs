@@ -253,11 +253,11 @@ pub struct Captured {
 /// Runs `cmd` to completion with stdin closed and both outputs captured. After a
 /// timeout the group is killed; output still held open by a stray grandchild is
 /// given up on after a short drain.
-pub fn run_captured(mut cmd: Command, timeout: Option<Duration>) -> std::io::Result<Captured> {
+pub fn run_captured(cmd: &mut Command, timeout: Option<Duration>) -> std::io::Result<Captured> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (running, mut child) = spawn(&mut cmd)?;
+    let (running, mut child) = spawn(cmd)?;
     let stdout = child.stdout.take().map(read_in_thread);
     let stderr = child.stderr.take().map(read_in_thread);
     let exit = running.wait(timeout);
@@ -288,15 +288,9 @@ mod tests {
 
     #[test]
     fn statuses_and_usage_reach_the_spawner() {
-        let run = run_captured(
-            {
-                let mut c = Command::new("/bin/sh");
-                c.args(["-c", "echo out; echo err >&2; exit 3"]);
-                c
-            },
-            None,
-        )
-        .expect("spawn");
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let run = run_captured(&mut c, None).expect("spawn");
         assert_eq!(run.status, ExitStatus::Code(3));
         assert_eq!(run.stdout, b"out\n");
         assert_eq!(run.stderr, b"err\n");
@@ -307,7 +301,7 @@ mod tests {
         let started = Instant::now();
         let mut c = Command::new("/bin/sh");
         c.args(["-c", "sleep 30 & sleep 30; echo never"]);
-        let run = run_captured(c, Some(Duration::from_millis(300))).expect("spawn");
+        let run = run_captured(&mut c, Some(Duration::from_millis(300))).expect("spawn");
         assert_eq!(run.status, ExitStatus::TimedOut(Duration::from_millis(300)));
         // The background sleep was in the same group; had it survived, stdout would stay open for 30 s.
         assert!(
@@ -319,7 +313,7 @@ mod tests {
 
     #[test]
     fn failed_exec_is_an_error_not_a_panic() {
-        let err = run_captured(Command::new("/nonexistent/hook"), None)
+        let err = run_captured(&mut Command::new("/nonexistent/hook"), None)
             .err()
             .expect("spawn fails");
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);

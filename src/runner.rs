@@ -114,6 +114,12 @@ impl Runner {
             }
             Err(e) => Err(e.clone()),
         };
+        // Hook metrics come last, after the object patches (as in flant). The whole
+        // file is validated first, so a bad file fails the run and changes nothing.
+        let outcome = outcome.and_then(|()| match &result {
+            Ok(run) => self.hook_metrics(hook, run),
+            Err(_) => Ok(()),
+        });
         if let Ok(run) = &result {
             self.observe_run(&metric_labels, run);
         }
@@ -156,6 +162,15 @@ impl Runner {
                 Err(e)
             }
         }
+    }
+
+    /// Parses and applies the `$METRICS_PATH` file of a successful run.
+    fn hook_metrics(&self, hook: &Hook, run: &RunResult) -> Result<(), String> {
+        let bad = |e: String| format!("{} FAILED: bad metrics file: {e}", hook.name);
+        let ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+        self.metrics
+            .apply_hook_metrics(&hook.name, &ops)
+            .map_err(bad)
     }
 
     /// Applies `$KUBERNETES_PATCH_PATH`. After a failed run only the operations
@@ -231,6 +246,17 @@ impl Handler for Runner {
             Err(_) => {}
         }
         result
+    }
+
+    fn queue_action(&self, queue: &str, action: &str, took: Duration) {
+        self.metrics.queue_action(queue, action, took.as_secs_f64());
+    }
+
+    fn queue_length(&self, queue: &str, len: usize) {
+        self.metrics
+            .tasks_queue_length
+            .with_label_values(&[queue])
+            .set(len as f64);
     }
 
     fn compacted(&self, queue: &str, hook: &str) {

@@ -30,6 +30,10 @@ fn initial_list_is_paged() {
         panic!("{ev:?}")
     };
     assert_eq!(objs.len(), 25);
+    let objs: Vec<serde_json::Value> = objs
+        .iter()
+        .map(|j| serde_json::from_str(j).expect("json"))
+        .collect();
     assert!(objs.iter().all(|o| o["metadata"]["namespace"] == "paged"));
     let reqs = sim.requests();
     let lists: Vec<&String> = reqs
@@ -332,5 +336,26 @@ fn http_410_on_watch_open_and_on_continue_token() {
         show(&drain(&rx, Duration::from_millis(300))),
         Vec::<String>::new()
     );
+    h.join();
+}
+
+/// `watch_with_sink` delivers the same events on the reflector's own thread.
+#[test]
+fn sink_consumer_gets_the_same_events() {
+    let sim = Sim::start();
+    sim.create(cm("k", "a", "1", &[])).unwrap();
+    let c = client_for(&sim);
+    let r = c.resolve("", "ConfigMap", "test").unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let main_thread = std::thread::current().id();
+    let h = c.watch_with_sink(&r, fast_params("k"), move |e| {
+        assert_ne!(std::thread::current().id(), main_thread);
+        tx.send(e).is_ok()
+    });
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[a]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    sim.create(cm("k", "b", "1", &[])).unwrap();
+    sim.delete("v1", "ConfigMap", "k", "a").unwrap();
+    assert_eq!(show(&take(&rx, 2, T)), ["+b", "-a"]);
     h.join();
 }

@@ -186,6 +186,8 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .arg(dir.0.join("hooks"))
         .arg("--tmp-dir")
         .arg(dir.0.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.0.join("debug.socket"))
         .env("OUT_DIR", dir.0.join("out"))
         .env("LOG_TYPE", "json")
         .stdout(std::process::Stdio::piped())

@@ -334,3 +334,35 @@ fn an_unknown_kind_fails_enabling_with_hook_and_binding_named() {
     let line = op.wait_log("Frobnicator", WAIT);
     assert!(line.contains("u.sh") && line.contains("nope"), "{line}");
 }
+
+/// Exec credential plugins run as children of the operator; with the reaper running
+/// their exit status must still reach the client.
+#[test]
+fn exec_credential_plugin_authenticates_the_operator() {
+    let sim = Sim::start_with(kube_sim::SimOptions {
+        require_token: Some("from-plugin".into()),
+        ..Default::default()
+    })
+    .expect("sim");
+    sim.create(cm("default", "c", json!({}))).expect("seed");
+    let dir = common::TempDir::new("exec");
+    let plugin = dir.0.join("plugin.sh");
+    std::fs::write(&plugin, "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"from-plugin\"}}'\n").expect("plugin");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let kubeconfig = dir.0.join("kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {}\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\ncontexts:\n- name: c\n  context:\n    cluster: sim\n    user: u\ncurrent-context: c\n",
+        sim.url(),
+        plugin.display()
+    );
+    std::fs::write(&kubeconfig, text).expect("kubeconfig");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false";
+    let op = Operator::start(
+        &[("h.sh", hook("h", config, ""))],
+        &["--kube-config", kubeconfig.to_str().expect("utf8")],
+        &[],
+    );
+    op.wait_runs(WAIT, |r| !r.is_empty());
+    assert_eq!(contexts(&op)[0]["objects"], json!([{"filterResult": "c"}]));
+}

@@ -162,7 +162,7 @@ fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> 
     if let Some(dir) = path.parent() {
         cmd.current_dir(dir);
     }
-    let run = process::run_captured(cmd, timeout).map_err(|e| format!("cannot start: {e}"))?;
+    let run = process::run_captured(&mut cmd, timeout).map_err(|e| format!("cannot start: {e}"))?;
     match run.status {
         ExitStatus::Code(0) => {
             String::from_utf8(run.stdout).map_err(|_| "--config output is not UTF-8".to_string())

@@ -8,6 +8,7 @@
 
 use super::config::AuthSettings;
 use super::error::KubeError;
+use crate::process::{Captured, ExitStatus};
 use base64::Engine;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -220,7 +221,7 @@ impl ExecPlugin {
                 .unwrap_or_default();
             err(format!("cannot run: {e}{hint}"))
         })?;
-        if !out.status.success() {
+        if out.status != ExitStatus::Code(0) {
             // stderr is the plugin's message to the user ("run aws sso login"); stdout may
             // hold a credential and is never quoted.
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -231,15 +232,16 @@ impl ExecPlugin {
     }
 }
 
-/// Runs `cmd` to completion, killing it after `timeout` (a plugin waiting for a
-/// browser login would otherwise block every request). Spawning is retried briefly on
-/// ETXTBSY: a plugin script just rewritten may still be open for writing in a child
-/// that another thread forked and has not yet exec'd.
-fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<std::process::Output> {
-    use std::io::Read;
+/// Runs `cmd` to completion, killing its process group after `timeout` (a plugin
+/// waiting for a browser login would otherwise block every request). It goes through
+/// `process.rs` like every child of the operator, so the PID-1 reaper never takes its
+/// exit status. Spawning is retried briefly on ETXTBSY: a plugin script just
+/// rewritten may still be open for writing in a child that another thread forked and
+/// has not yet exec'd.
+fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<Captured> {
     let mut tries = 0;
-    let mut child = loop {
-        match cmd.spawn() {
+    let run = loop {
+        match crate::process::run_captured(cmd, Some(timeout)) {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 5 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(20));
@@ -247,47 +249,13 @@ fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<std::proc
             r => break r?,
         }
     };
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|r| Box::new(r) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|r| Box::new(r) as Box<dyn Read + Send>),
-    );
-    let deadline = std::time::Instant::now() + timeout;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no answer within {timeout:?}; killed"),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    })
+    if let ExitStatus::TimedOut(_) = run.status {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {timeout:?}; killed"),
+        ));
+    }
+    Ok(run)
 }
 
 /// Decodes and checks a plugin's stdout.

@@ -6,26 +6,66 @@
 //! readers elsewhere get it through the reflector handle's mutex.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-/// One cached object.
+/// One cached object: its JSON (shared with consumers), or in keys-only mode just
+/// its uid, enough to diff a relist.
 struct Entry {
     rv: Box<str>,
-    json: Box<str>,
+    body: Body,
+}
+
+enum Body {
+    Json(Arc<str>),
+    Uid(Box<str>),
+}
+
+impl Entry {
+    fn new(rv: &str, json: Arc<str>, keep_objects: bool) -> Entry {
+        let body = if keep_objects {
+            Body::Json(json)
+        } else {
+            Body::Uid(meta_field(&json, "uid").into())
+        };
+        Entry {
+            rv: rv.into(),
+            body,
+        }
+    }
+
+    fn uid(&self) -> String {
+        match &self.body {
+            Body::Json(j) => meta_field(j, "uid"),
+            Body::Uid(u) => u.to_string(),
+        }
+    }
+
+    /// The object's JSON, or a stub with its namespace and name (keys-only mode).
+    fn json_or_stub(&self, key: &str) -> Arc<str> {
+        match &self.body {
+            Body::Json(j) => Arc::clone(j),
+            Body::Uid(uid) => {
+                let (ns, name) = key.split_once('/').unwrap_or(("", key));
+                let meta = serde_json::json!({"metadata": {"namespace": ns, "name": name, "uid": uid, "resourceVersion": self.rv}});
+                Arc::from(meta.to_string())
+            }
+        }
+    }
 }
 
 /// An object of a fresh list, ready to be diffed or stored.
 pub(crate) struct Item {
     pub key: String,
     pub rv: String,
-    pub json: Box<str>,
+    pub json: Arc<str>,
 }
 
 /// What a relist changed, with the object's JSON (the old one for deletions).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Change {
-    Added(Box<str>),
-    Modified(Box<str>),
-    Deleted(Box<str>),
+    Added(Arc<str>),
+    Modified(Arc<str>),
+    Deleted(Arc<str>),
 }
 
 /// Result of storing one watched object.
@@ -38,12 +78,38 @@ pub(crate) enum Stored {
 }
 
 /// The cache of one reflector.
-#[derive(Default)]
 pub struct Store {
     map: HashMap<String, Entry>,
+    /// Keys-only mode (false) keeps resourceVersion and uid, not the objects.
+    keep_objects: bool,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(true)
+    }
 }
 
 impl Store {
+    /// An empty cache; `keep_objects: false` keeps only what a relist diff needs.
+    pub fn new(keep_objects: bool) -> Store {
+        Store {
+            map: HashMap::new(),
+            keep_objects,
+        }
+    }
+
+    /// The cached JSON of `key` ("namespace/name") if it is at `rv`, shared, not copied.
+    pub fn json_at(&self, key: &str, rv: &str) -> Option<Arc<str>> {
+        match self.map.get(key) {
+            Some(Entry {
+                rv: r,
+                body: Body::Json(j),
+            }) if &**r == rv => Some(Arc::clone(j)),
+            _ => None,
+        }
+    }
+
     /// Number of cached objects.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -56,45 +122,66 @@ impl Store {
 
     /// Total JSON bytes held.
     pub fn json_bytes(&self) -> usize {
-        self.map.values().map(|e| e.json.len()).sum()
+        self.map
+            .values()
+            .map(|e| {
+                if let Body::Json(j) = &e.body {
+                    j.len()
+                } else {
+                    0
+                }
+            })
+            .sum()
     }
 
     /// Estimated heap use: strings plus the table's slots (its real capacity).
     pub fn heap_bytes(&self) -> usize {
+        let body = |e: &Entry| match &e.body {
+            Body::Json(j) => j.len(),
+            Body::Uid(u) => u.len(),
+        };
         let strings: usize = self
             .map
             .iter()
-            .map(|(k, e)| k.capacity() + e.rv.len() + e.json.len())
+            .map(|(k, e)| k.capacity() + e.rv.len() + body(e))
             .sum();
         let slot = std::mem::size_of::<(String, Entry)>() + 1;
         strings + self.map.capacity() * slot
     }
 
-    /// Every cached object decoded, in no particular order.
+    /// Every cached object's JSON, shared (empty in keys-only mode).
+    pub fn objects_json(&self) -> Vec<Arc<str>> {
+        self.map
+            .values()
+            .filter_map(|e| match &e.body {
+                Body::Json(j) => Some(Arc::clone(j)),
+                Body::Uid(_) => None,
+            })
+            .collect()
+    }
+
+    /// Every cached object decoded, in no particular order (empty in keys-only mode).
     pub fn objects(&self) -> Vec<serde_json::Value> {
         self.map
             .values()
-            .filter_map(|e| serde_json::from_str(&e.json).ok())
+            .filter_map(|e| match &e.body {
+                Body::Json(j) => serde_json::from_str(j).ok(),
+                Body::Uid(_) => None,
+            })
             .collect()
     }
 
     /// Stores a watched object.
-    pub(crate) fn put(&mut self, key: String, rv: &str, json: Box<str>) -> Stored {
+    pub(crate) fn put(&mut self, key: String, rv: &str, json: Arc<str>) -> Stored {
+        let keep = self.keep_objects;
         match self.map.get_mut(&key) {
             Some(e) if &*e.rv == rv => Stored::Same,
             Some(e) => {
-                e.rv = rv.into();
-                e.json = json;
+                *e = Entry::new(rv, json, keep);
                 Stored::Changed
             }
             None => {
-                self.map.insert(
-                    key,
-                    Entry {
-                        rv: rv.into(),
-                        json,
-                    },
-                );
+                self.map.insert(key, Entry::new(rv, json, keep));
                 Stored::New
             }
         }
@@ -109,19 +196,15 @@ impl Store {
     pub(crate) fn fill(&mut self, items: Vec<Item>) {
         self.map.reserve(items.len());
         for i in items {
-            self.map.insert(
-                i.key,
-                Entry {
-                    rv: i.rv.into(),
-                    json: i.json,
-                },
-            );
+            self.map
+                .insert(i.key, Entry::new(&i.rv, i.json, self.keep_objects));
         }
     }
 
     /// Replaces the cache with a fresh list and returns the changes: list order for
     /// additions and modifications, then deletions. An object whose uid changed (deleted
-    /// and recreated under the same name) is reported as Deleted then Added.
+    /// and recreated under the same name) is reported as Deleted then Added. In
+    /// keys-only mode a deletion carries a stub with namespace, name and uid.
     pub(crate) fn replace(&mut self, items: Vec<Item>) -> Vec<Change> {
         let mut old = std::mem::take(&mut self.map);
         let mut changes = Vec::new();
@@ -131,23 +214,21 @@ impl Store {
             match old.remove(&i.key) {
                 None => changes.push(Change::Added(i.json.clone())),
                 Some(e) if *e.rv == *i.rv => {}
-                Some(e) if uid(&e.json) != uid(&i.json) => {
-                    deleted.push(Change::Deleted(e.json));
+                Some(e) if e.uid() != uid(&i.json) => {
+                    deleted.push(Change::Deleted(e.json_or_stub(&i.key)));
                     changes.push(Change::Added(i.json.clone()));
                 }
                 Some(_) => changes.push(Change::Modified(i.json.clone())),
             }
-            self.map.insert(
-                i.key,
-                Entry {
-                    rv: i.rv.into(),
-                    json: i.json,
-                },
-            );
+            self.map
+                .insert(i.key, Entry::new(&i.rv, i.json, self.keep_objects));
         }
         let mut gone: Vec<(String, Entry)> = old.into_iter().collect();
         gone.sort_by(|a, b| a.0.cmp(&b.0));
-        deleted.extend(gone.into_iter().map(|(_, e)| Change::Deleted(e.json)));
+        deleted.extend(
+            gone.into_iter()
+                .map(|(k, e)| Change::Deleted(e.json_or_stub(&k))),
+        );
         // Recreated objects' deletions go first so a consumer never sees two live
         // objects under one name.
         let (re, rest): (Vec<Change>, Vec<Change>) = deleted.into_iter().partition(|c| {
@@ -256,5 +337,31 @@ mod tests {
         assert!(s.remove("ns/x"));
         assert!(!s.remove("ns/x"));
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn keys_only_mode_diffs_with_stubs_and_shares_nothing() {
+        let mut s = Store::new(false);
+        s.fill(vec![item("keep", "1", "a"), item("drop", "2", "b")]);
+        assert_eq!(s.json_bytes(), 0, "no object text is kept");
+        assert!(s.objects_json().is_empty());
+        let cs = s.replace(vec![item("keep", "1", "a")]);
+        assert_eq!(names(&cs), ["-drop"]);
+        let Change::Deleted(stub) = &cs[0] else {
+            panic!("{cs:?}")
+        };
+        assert_eq!(meta_field(stub, "namespace"), "ns");
+        assert_eq!(meta_field(stub, "uid"), "b");
+    }
+
+    #[test]
+    fn cached_json_is_shared_at_the_same_version() {
+        let mut s = Store::new(true);
+        let i = item("x", "5", "u");
+        let json = i.json.clone();
+        s.put(i.key, "5", i.json);
+        let shared = s.json_at("ns/x", "5").expect("cached");
+        assert!(Arc::ptr_eq(&shared, &json));
+        assert!(s.json_at("ns/x", "6").is_none());
     }
 }

@@ -6,6 +6,7 @@ use super::cache::{Item, Store, Stored};
 use super::reflector::Event;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::sync::Arc;
 use vendor_k8s_types::{EventType, Status};
 
 /// What one watch line did.
@@ -70,7 +71,7 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
 /// Only the metadata is decoded here: a list is held as JSON text while paging (far
 /// smaller than `Value` trees) and parsed into values when delivered.
 pub(crate) fn item_of(raw: Box<RawValue>) -> Result<Item, String> {
-    let json: Box<str> = raw.into();
+    let json: Arc<str> = Arc::from(raw.get());
     #[derive(serde::Deserialize)]
     struct Obj {
         #[serde(default)]
@@ -133,7 +134,7 @@ fn item_of_str(json: Box<str>, parsed: Option<Value>) -> Result<(Item, Value), S
         Item {
             key,
             rv: s("resourceVersion"),
-            json,
+            json: Arc::from(json),
         },
         v,
     ))

@@ -160,6 +160,17 @@ impl Client {
         )
     }
 
+    /// Starts a reflector thread that calls `sink` with each event on that thread;
+    /// `sink` returning false stops it.
+    pub fn watch_with_sink(
+        &self,
+        resource: &Resource,
+        params: WatchParams,
+        sink: impl FnMut(Event) -> bool + Send + 'static,
+    ) -> ReflectorHandle {
+        reflector::spawn_with_sink(self.clone(), resource.clone(), params, Box::new(sink))
+    }
+
     /// GET an arbitrary path (e.g. `/version`), decoded as JSON.
     pub fn get_path(&self, path: &str) -> Result<serde_json::Value, KubeError> {
         let req = http::Request {

@@ -35,8 +35,10 @@ use vendor_k8s_types::ObjectList;
 /// What a reflector tells its consumer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// The first complete list: the cache now holds exactly these objects.
-    Synced(Vec<Value>),
+    /// The first complete list: the cache now holds exactly these objects, as the
+    /// compact JSON the server sent (shared with the cache; decode one at a time, so
+    /// a big list never exists as one tree of values).
+    Synced(Vec<Arc<str>>),
     Added(Value),
     Modified(Value),
     /// The object's last known state.
@@ -92,6 +94,9 @@ pub struct WatchParams {
     pub backoff_max: Duration,
     /// Skip the initial list and watch from this resourceVersion with an empty cache.
     pub start_resource_version: Option<String>,
+    /// Keep each object's JSON in the cache (false: only what a relist diff needs;
+    /// a deletion found by a relist then carries a stub with namespace, name and uid).
+    pub keep_objects: bool,
 }
 
 impl Default for WatchParams {
@@ -105,6 +110,7 @@ impl Default for WatchParams {
             backoff_base: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
             start_resource_version: None,
+            keep_objects: true,
         }
     }
 }
@@ -173,13 +179,17 @@ struct Reflector {
     client: Client,
     resource: Resource,
     params: WatchParams,
-    tx: Sender<Event>,
+    sink: Sink,
     stop: Receiver<()>,
     store: Arc<Mutex<Store>>,
     synced: bool,
     backoff: Backoff,
     line: Vec<u8>,
 }
+
+/// Where a reflector delivers events, called on the reflector's thread; returning
+/// false stops the reflector (a channel's receiver is gone).
+pub type Sink = Box<dyn FnMut(Event) -> bool + Send>;
 
 /// Starts a reflector thread for `resource`; events go to `tx`.
 pub fn spawn(
@@ -188,8 +198,24 @@ pub fn spawn(
     params: WatchParams,
     tx: Sender<Event>,
 ) -> ReflectorHandle {
+    spawn_with_sink(
+        client,
+        resource,
+        params,
+        Box::new(move |e| tx.send(e).is_ok()),
+    )
+}
+
+/// Starts a reflector thread that hands each event to `sink` on its own thread (no
+/// channel hop: for consumers that process events where they are decoded).
+pub fn spawn_with_sink(
+    client: Client,
+    resource: Resource,
+    params: WatchParams,
+    sink: Sink,
+) -> ReflectorHandle {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
-    let store = Arc::new(Mutex::new(Store::default()));
+    let store = Arc::new(Mutex::new(Store::new(params.keep_objects)));
     let initial = match &params.start_resource_version {
         Some(rv) => State::Listed { rv: rv.clone() },
         None => State::Empty,
@@ -200,7 +226,7 @@ pub fn spawn(
         client,
         resource,
         params,
-        tx,
+        sink,
         stop: stop_rx,
         store: store.clone(),
         line: Vec::with_capacity(16 << 10),
@@ -332,16 +358,13 @@ impl Reflector {
     fn finish_list(&mut self, items: Vec<Item>) -> bool {
         if !self.synced {
             self.synced = true;
-            let objects: Vec<Value> = items
-                .iter()
-                .filter_map(|i| serde_json::from_str(&i.json).ok())
-                .collect();
+            let objects: Vec<Arc<str>> = items.iter().map(|i| Arc::clone(&i.json)).collect();
             self.lock().fill(items);
             return self.send(Event::Synced(objects));
         }
         let changes = self.lock().replace(items);
         for c in changes {
-            let (json, make): (Box<str>, fn(Value) -> Event) = match c {
+            let (json, make): (Arc<str>, fn(Value) -> Event) = match c {
                 Change::Added(j) => (j, Event::Added),
                 Change::Modified(j) => (j, Event::Modified),
                 Change::Deleted(j) => (j, Event::Deleted),
@@ -442,14 +465,14 @@ impl Reflector {
     }
 
     /// Sends unless stopped or the consumer is gone; false means stop.
-    fn send(&self, e: Event) -> bool {
+    fn send(&mut self, e: Event) -> bool {
         if !matches!(
             self.stop.try_recv(),
             Err(crossbeam_channel::TryRecvError::Empty)
         ) {
             return false;
         }
-        self.tx.send(e).is_ok()
+        (self.sink)(e)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {

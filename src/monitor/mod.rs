@@ -59,6 +59,8 @@ struct Sub {
 #[derive(Clone, PartialEq)]
 struct WatchKey {
     resource: Resource,
+    /// The watch's cache keeps objects (some binding keeps full objects).
+    keep_objects: bool,
     namespace: Option<String>,
     label: String,
     field: String,
@@ -218,9 +220,11 @@ impl Monitor {
         };
         if let Some(mut state) = self.store.binding(hi, bi) {
             state.items.clear();
+            state.type_meta = Some((resource.api_version(), resource.kind.clone()));
         }
         let template = WatchKey {
             resource: resource.clone(),
+            keep_objects: b.keep_full_objects_in_memory,
             namespace: None,
             label,
             field,
@@ -265,15 +269,16 @@ impl Monitor {
         context: &str,
     ) -> Result<(), String> {
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
-            Some(i) => {
+            Some(i) if key.keep_objects => {
                 let objects = self.watches[i]
                     .handle
                     .store()
                     .lock()
-                    .map(|s| s.objects())
+                    .map(|s| s.objects_json())
                     .unwrap_or_default();
                 (i, objects)
             }
+            Some(i) => (i, self.list(&key)?),
             None => {
                 let (handle, rx, objects) = self.start_watch(&key, context)?;
                 self.watches.push(Watch {
@@ -285,34 +290,54 @@ impl Monitor {
                 (self.watches.len() - 1, objects)
             }
         };
+        let resource = self.watches[index].key.resource.clone();
         let w = &mut self.watches[index];
         w.subs
             .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
         w.subs.push(sub.clone());
-        for obj in objects {
+        for json in objects {
+            let Ok(obj) = serde_json::from_str::<Value>(&json) else {
+                continue;
+            };
+            let obj = with_type_meta(obj, &resource);
             if announce {
-                self.apply(
-                    &sub,
-                    WatchEventType::Added,
-                    &obj,
-                    &Arc::from(obj.to_string()),
-                );
+                self.apply(&sub, WatchEventType::Added, &obj, &json);
             } else {
-                self.initial_item(&sub, &obj, context)?;
+                self.initial_item(&sub, &obj, &json, context)?;
             }
         }
         Ok(())
+    }
+
+    /// Lists a keys-only watch's objects for a binding that joins it late.
+    fn list(&self, key: &WatchKey) -> Result<Vec<Arc<str>>, String> {
+        let params = kube::ListParams {
+            label_selector: key.label.clone(),
+            field_selector: key.field.clone(),
+            ..Default::default()
+        };
+        let list = self
+            .client
+            .api(&key.resource, key.namespace.as_deref())
+            .list_all(&params)
+            .map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .iter()
+            .map(|o| Arc::from(o.to_string()))
+            .collect())
     }
 
     fn start_watch(
         &self,
         key: &WatchKey,
         context: &str,
-    ) -> Result<(kube::ReflectorHandle, Receiver<kube::Event>, Vec<Value>), String> {
+    ) -> Result<(kube::ReflectorHandle, Receiver<kube::Event>, Vec<Arc<str>>), String> {
         let params = WatchParams {
             namespace: key.namespace.clone(),
             label_selector: key.label.clone(),
             field_selector: key.field.clone(),
+            keep_objects: key.keep_objects,
             ..WatchParams::default()
         };
         let (handle, rx) = self.client.watch(&key.resource, params);
@@ -344,14 +369,20 @@ impl Monitor {
         }
     }
 
-    fn initial_item(&self, sub: &Sub, obj: &Value, context: &str) -> Result<(), String> {
+    fn initial_item(
+        &self,
+        sub: &Sub,
+        obj: &Value,
+        json: &Arc<str>,
+        context: &str,
+    ) -> Result<(), String> {
         let key = key_of(obj);
         if !sub.wants(&key.1) {
             return Ok(());
         }
         let item = sub
             .filter
-            .item(obj, &Arc::from(obj.to_string()))
+            .item(obj, json)
             .map_err(|e| format!("{context}: jqFilter on {}/{}: {}", key.0, key.1, e.0))?;
         if let Some(mut state) = self.store.binding(sub.hook, sub.binding) {
             state.items.insert(key, item);
@@ -366,17 +397,20 @@ impl Monitor {
             kube::Event::Modified(o) => (WatchEventType::Modified, o),
             kube::Event::Deleted(o) => (WatchEventType::Deleted, o),
             kube::Event::Synced(objects) => {
-                // A relist after a restart of the stream: diffed by the client already.
-                objects
-                    .into_iter()
-                    .for_each(|o| self.on_watch_event(index, kube::Event::Added(o)));
+                // Only after a restart of a stream; the client diffs relists itself.
+                for json in objects {
+                    if let Ok(o) = serde_json::from_str(&json) {
+                        self.on_watch_event(index, kube::Event::Added(o));
+                    }
+                }
                 return;
             }
             kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
         };
-        let obj = with_type_meta(obj, &self.watches[index].key.resource);
-        let json: Arc<str> = Arc::from(obj.to_string());
-        let subs = self.watches[index].subs.clone();
+        let watch = &self.watches[index];
+        let obj = with_type_meta(obj, &watch.key.resource);
+        let json = self.shared_json(watch, &obj);
+        let subs = watch.subs.clone();
         for sub in &subs {
             self.apply(sub, kind, &obj, &json);
         }
@@ -388,6 +422,22 @@ impl Monitor {
                 .with_label_values(&labels.each_ref().map(String::as_str))
                 .observe(elapsed);
         }
+    }
+
+    /// The object's JSON: the reflector cache's copy when it holds this version (no
+    /// second copy in memory), else a fresh one.
+    fn shared_json(&self, watch: &Watch, obj: &Value) -> Arc<str> {
+        let (ns, name) = key_of(obj);
+        let rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default();
+        let cached = watch
+            .handle
+            .store()
+            .lock()
+            .ok()
+            .and_then(|s| s.json_at(&format!("{ns}/{name}"), rv));
+        cached.unwrap_or_else(|| Arc::from(obj.to_string()))
     }
 
     fn watch_error(&self, kind: kube::WatchErrorKind, message: &str) {
@@ -424,8 +474,10 @@ impl Monitor {
             return;
         };
         let item = match (kind, item) {
-            (WatchEventType::Deleted, item) => match state.items.remove(&key) {
-                Some(old) => item.unwrap_or(old),
+            // The last state the binding saw (a relist of a keys-only watch reports a
+            // deletion with a stub object).
+            (WatchEventType::Deleted, _) => match state.items.remove(&key) {
+                Some(old) => old,
                 None => return,
             },
             (_, Ok(item)) => {
@@ -464,7 +516,7 @@ impl Monitor {
             hook: sub.hook,
             binding: sub.binding,
             watch_event: kind,
-            item: item.to_json(),
+            item: item.to_json(state.type_meta.as_ref()),
         };
         if state.locked {
             state.buffer.push(event);
@@ -499,6 +551,7 @@ impl Monitor {
             .map_err(|e| format!("{context}: namespace.labelSelector: {e}"))?;
         let ns_key = WatchKey {
             resource: ns_resource,
+            keep_objects: false,
             namespace: None,
             label,
             field: String::new(),
@@ -506,7 +559,9 @@ impl Monitor {
         let (handle, rx, namespaces) = self.start_watch(&ns_key, context)?;
         let mut active = BTreeSet::new();
         for ns in &namespaces {
-            let name = key_of(ns).1;
+            let name = serde_json::from_str::<Value>(ns)
+                .map(|v| key_of(&v).1)
+                .unwrap_or_default();
             self.attach(
                 WatchKey {
                     namespace: Some(name.clone()),
@@ -576,7 +631,7 @@ impl Monitor {
                 .iter()
                 .filter(|((n, _), _)| *n == ns)
                 .map(|((n, name), item)| {
-                    item.to_json().get("object").cloned().unwrap_or_else(
+                    item.to_json(None).get("object").cloned().unwrap_or_else(
                         || serde_json::json!({"metadata": {"namespace": n, "name": name}}),
                     )
                 })

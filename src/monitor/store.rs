@@ -26,14 +26,21 @@ pub struct Item {
 }
 
 impl Item {
-    /// `{object?, filterResult?}` as in binding contexts.
-    pub fn to_json(&self) -> Value {
+    /// `{object?, filterResult?}` as in binding contexts. `type_meta` (apiVersion,
+    /// kind) fills in what list items come without.
+    pub fn to_json(&self, type_meta: Option<&(String, String)>) -> Value {
         let mut map = Map::new();
         if let Some(o) = &self.object {
-            map.insert(
-                "object".into(),
-                serde_json::from_str(o).unwrap_or(Value::Null),
-            );
+            let mut obj: Value = serde_json::from_str(o).unwrap_or(Value::Null);
+            if let (Some((api_version, kind)), Some(fields)) = (type_meta, obj.as_object_mut()) {
+                fields
+                    .entry("apiVersion")
+                    .or_insert_with(|| Value::from(api_version.as_str()));
+                fields
+                    .entry("kind")
+                    .or_insert_with(|| Value::from(kind.as_str()));
+            }
+            map.insert("object".into(), obj);
         }
         if let Some(f) = &self.filter_result {
             map.insert(
@@ -64,6 +71,18 @@ pub struct BindingState {
     pub items: BTreeMap<Key, Item>,
     pub locked: bool,
     pub buffer: Vec<KubeEvent>,
+    /// (apiVersion, kind) of the binding's resource, for objects that lack them.
+    pub type_meta: Option<(String, String)>,
+}
+
+impl BindingState {
+    /// The items as context JSON, sorted by namespace then name.
+    pub fn items_json(&self) -> Vec<Value> {
+        self.items
+            .values()
+            .map(|i| i.to_json(self.type_meta.as_ref()))
+            .collect()
+    }
 }
 
 /// Every kubernetes binding's snapshot, keyed by (hook index, binding index).
@@ -101,7 +120,7 @@ impl SnapshotStore {
     /// The binding's items, sorted by namespace then name.
     pub fn snapshot(&self, hook: usize, binding: usize) -> Vec<Value> {
         self.binding(hook, binding)
-            .map(|s| s.items.values().map(Item::to_json).collect())
+            .map(|s| s.items_json())
             .unwrap_or_default()
     }
 
@@ -112,7 +131,7 @@ impl SnapshotStore {
             return Vec::new();
         };
         state.buffer.clear();
-        state.items.values().map(Item::to_json).collect()
+        state.items_json()
     }
 
     /// Unlocks a binding; returns the events buffered since its snapshot was read.

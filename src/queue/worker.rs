@@ -22,6 +22,11 @@ pub trait Handler: Send + Sync {
     fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String>;
     /// Called when queue-level compaction merged a hook's tasks.
     fn compacted(&self, _queue: &str, _hook: &str) {}
+    /// Called with the real duration of each low-level queue operation
+    /// (`AddLast`, `GetFirst`, `RemoveFirst`, `IterateSnapshot`).
+    fn queue_action(&self, _queue: &str, _action: &str, _took: Duration) {}
+    /// Called with the queue's length whenever the worker publishes its view.
+    fn queue_length(&self, _queue: &str, _len: usize) {}
 }
 
 /// What the debug server and metrics see of a queue.
@@ -111,8 +116,12 @@ impl Worker {
     }
 
     fn push(&mut self, task: Task) {
+        let started = Instant::now();
         self.tasks.push_back(task);
-        for hook in compact(&mut self.tasks) {
+        let compacted = compact(&mut self.tasks);
+        self.handler
+            .queue_action(&self.name, "AddLast", started.elapsed());
+        for hook in compacted {
             self.handler.compacted(&self.name, &hook);
         }
     }
@@ -125,7 +134,11 @@ impl Worker {
 
     /// Runs the head task once; returns false when the queue was stopped.
     fn run_head(&mut self) -> bool {
-        let Some(head) = self.tasks.front() else {
+        let started = Instant::now();
+        let head = self.tasks.front();
+        self.handler
+            .queue_action(&self.name, "GetFirst", started.elapsed());
+        let Some(head) = head else {
             return true;
         };
         let delay = self.handler.rate_limit(head);
@@ -142,7 +155,10 @@ impl Worker {
         };
         match self.handler.handle(head, &self.name) {
             Ok(head_tasks) => {
+                let started = Instant::now();
                 self.tasks.pop_front();
+                self.handler
+                    .queue_action(&self.name, "RemoveFirst", started.elapsed());
                 for t in head_tasks.into_iter().rev() {
                     self.tasks.push_front(t);
                 }
@@ -186,10 +202,15 @@ impl Worker {
     }
 
     fn publish(&self, status: &str) {
+        let started = Instant::now();
+        let tasks = self.tasks.iter().map(|t| t.describe(&self.name)).collect();
+        self.handler
+            .queue_action(&self.name, "IterateSnapshot", started.elapsed());
+        self.handler.queue_length(&self.name, self.tasks.len());
         let mut view = self.view.lock().unwrap_or_else(|p| p.into_inner());
         view.name.clone_from(&self.name);
         view.status = status.to_string();
-        view.tasks = self.tasks.iter().map(|t| t.describe(&self.name)).collect();
+        view.tasks = tasks;
     }
 }
 

@@ -75,6 +75,9 @@ impl Operator {
             .arg("--tmp-dir")
             .arg(dir.0.join("tmp"))
             .args(["--listen-address", "127.0.0.1", "--listen-port", "0"])
+            // Each operator gets its own debug socket (tests run in parallel).
+            .arg("--debug-unix-socket")
+            .arg(dir.0.join("debug.socket"))
             .args(args)
             .env("LOG_TYPE", "json")
             .env("OUT_DIR", dir.0.join("out"))
@@ -171,6 +174,11 @@ impl Operator {
             .next()
             .and_then(|p| p.parse().ok())
             .expect("port")
+    }
+
+    /// The path of this operator's debug socket.
+    pub fn debug_socket(&self) -> PathBuf {
+        self.dir.0.join("debug.socket")
     }
 
     /// GETs `path` from the HTTP server: (status, body).

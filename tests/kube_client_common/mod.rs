@@ -71,7 +71,11 @@ pub fn show(events: &[Event]) -> Vec<String> {
         .iter()
         .filter_map(|e| match e {
             Event::Synced(objs) => {
-                let mut n: Vec<&str> = objs.iter().map(name).collect();
+                let values: Vec<Value> = objs
+                    .iter()
+                    .filter_map(|j| serde_json::from_str(j).ok())
+                    .collect();
+                let mut n: Vec<&str> = values.iter().map(name).collect();
                 n.sort();
                 Some(format!("sync[{}]", n.join(",")))
             }

@@ -1,0 +1,43 @@
+//! The debug socket: a small HTTP server on a unix socket (`--debug-unix-socket`,
+//! optionally also on `--debug-http-addr`) answering flant's debug endpoints, and
+//! the client the same binary runs as `shell-operator queue|hook|config|raw ...`.
+//!
+//! - [`server`]: the listener threads and the routes;
+//! - [`queues`]: queue list / main queue in flant's JSON and text shapes;
+//! - [`runtime`]: runtime parameters (`log.level`) changed by `config set`;
+//! - [`client`]: the CLI side, which talks to the socket.
+//!
+//! The server reads [`DebugState`]: each queue thread's published view, the hook
+//! names, a snapshot callback (filled by the Kubernetes monitors) and the runtime
+//! parameters.
+
+pub mod client;
+pub mod queues;
+pub mod runtime;
+pub mod server;
+
+use crate::queue::worker::{QueueView, SharedView};
+use std::sync::Arc;
+
+/// Hook name → `{binding: {...}}` snapshot view; `None` for an unknown hook.
+pub type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Send + Sync>;
+
+/// What the debug endpoints show.
+pub struct DebugState {
+    /// Every queue's view, as the queue threads publish it.
+    pub queues: Vec<SharedView>,
+    /// Hook names in load order.
+    pub hooks: Vec<String>,
+    pub snapshots: SnapshotFn,
+    pub config: runtime::RuntimeConfig,
+}
+
+impl DebugState {
+    /// A consistent copy of every queue's view.
+    pub fn queue_views(&self) -> Vec<QueueView> {
+        self.queues
+            .iter()
+            .map(|v| v.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .collect()
+    }
+}

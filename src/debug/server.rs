@@ -1,0 +1,342 @@
+//! The debug HTTP server: flant's debug endpoints on a unix socket (and, if asked,
+//! on a plain TCP address). Each listener has its own thread; requests only read
+//! shared state ([`DebugState`]) except `POST /config/set`.
+//!
+//! Routes (an optional `/debug` prefix is accepted; `{fmt}` is `text`, `json` or
+//! `yaml`, taken from the path's extension, text when there is none):
+//! `GET /`, `/queue/main.{fmt}`, `/queue/list.{fmt}?showEmpty=bool`,
+//! `/hook/list.{fmt}`, `/hook/<name>/snapshots.{fmt}`, `/config/list.{fmt}`,
+//! `POST /config/set` (form: `name`, `value`, `duration`).
+
+use super::{DebugState, queues, runtime};
+use crate::hook::config::go_duration;
+use crate::log;
+use serde_json::Value;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+/// The bound listeners, ready to be served on their threads.
+pub struct DebugServer {
+    servers: Vec<Arc<Server>>,
+    socket: PathBuf,
+    state: Arc<DebugState>,
+    stop: Arc<AtomicBool>,
+}
+
+/// A handle that stops every listener and removes the socket file.
+pub struct Stopper {
+    servers: Vec<Arc<Server>>,
+    socket: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+impl Stopper {
+    /// Stops the server threads (they finish within a second) and unlinks the socket.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.servers.iter().for_each(|s| s.unblock());
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// What a handler returns: a body already in its final text, or a value to format.
+enum Output {
+    Text(String),
+    Value(Value),
+}
+
+/// An error answer: status and message.
+struct Fail(u16, String);
+
+impl DebugServer {
+    /// Binds the unix socket (parent dir created 0700, a stale socket removed, the
+    /// socket made 0600) and, if `http_addr` is not empty, a TCP listener.
+    pub fn bind(
+        socket: &Path,
+        http_addr: &str,
+        state: Arc<DebugState>,
+    ) -> Result<DebugServer, String> {
+        let err = |e: &dyn std::fmt::Display| format!("debug socket '{}': {e}", socket.display());
+        prepare_socket_path(socket).map_err(|e| err(&e))?;
+        let unix = Server::http_unix(socket).map_err(|e| err(&e))?;
+        std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| err(&e))?;
+        let mut servers = vec![Arc::new(unix)];
+        if !http_addr.is_empty() {
+            let tcp = Server::http(http_addr)
+                .map_err(|e| format!("debug HTTP address {http_addr}: {e}"))?;
+            servers.push(Arc::new(tcp));
+        }
+        Ok(DebugServer {
+            servers,
+            socket: socket.to_path_buf(),
+            state,
+            stop: Arc::default(),
+        })
+    }
+
+    /// The handle that stops the threads started by [`serve`](Self::serve).
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            servers: self.servers.clone(),
+            socket: self.socket.clone(),
+            stop: Arc::clone(&self.stop),
+        }
+    }
+
+    /// The bodies of the server threads: one per listener. The unix socket's thread
+    /// also expires temporary runtime parameters every second.
+    pub fn into_threads(self) -> Vec<Box<dyn FnOnce() + Send + 'static>> {
+        let mut bodies: Vec<Box<dyn FnOnce() + Send + 'static>> = Vec::new();
+        for (i, server) in self.servers.into_iter().enumerate() {
+            let (state, stop) = (Arc::clone(&self.state), Arc::clone(&self.stop));
+            bodies.push(Box::new(move || serve(&server, &state, &stop, i == 0)));
+        }
+        bodies
+    }
+}
+
+/// Creates the parent dir (0700 if we create it) and removes a stale socket; a
+/// socket someone still listens on is an error, never stolen.
+fn prepare_socket_path(socket: &Path) -> std::io::Result<()> {
+    if let Some(parent) = socket.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            std::fs::create_dir_all(parent)?;
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(socket) {
+            Ok(_) => Err(std::io::Error::other(
+                "another process is listening on it (is another operator running?)",
+            )),
+            Err(_) => std::fs::remove_file(socket), // stale: nobody listens
+        },
+        Ok(_) => Err(std::io::Error::other("exists and is not a socket")),
+        Err(_) => Ok(()),
+    }
+}
+
+/// A listener's thread body: answers requests until stopped.
+fn serve(server: &Server, state: &DebugState, stop: &AtomicBool, expire: bool) {
+    while !stop.load(Ordering::Acquire) {
+        if expire {
+            state.config.expire(SystemTime::now());
+        }
+        match server.recv_timeout(Duration::from_secs(1)) {
+            Ok(Some(request)) => answer(request, state),
+            Ok(None) => {}
+            Err(e) => {
+                log::warn("debug server: accept failed", &[("error", &e.to_string())]);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn answer(mut request: Request, state: &DebugState) {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let uri = request.url().to_string();
+    let mut body = String::new();
+    if method == Method::Post {
+        let _ = request
+            .as_reader()
+            .take(64 * 1024)
+            .read_to_string(&mut body);
+    }
+    let (status, content_type, text) = match route(&method, &uri, &body, state) {
+        Ok((format, out)) => match render(&format, out) {
+            Ok((ct, text)) => (200, ct, text),
+            Err(Fail(code, msg)) => (code, "text/plain; charset=utf-8", msg),
+        },
+        Err(Fail(code, msg)) => (code, "text/plain; charset=utf-8", msg),
+    };
+    let len = text.len();
+    let mut response = Response::from_string(text).with_status_code(status);
+    if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
+        response.add_header(h);
+    }
+    let _ = request.respond(response);
+    log::debug(
+        "complete",
+        &[
+            ("http_method", method.as_str()),
+            ("uri", &uri),
+            ("resp_status", &status.to_string()),
+            ("resp_bytes_length", &len.to_string()),
+            (
+                "resp_elapsed_ms",
+                &format!("{:.3}", started.elapsed().as_secs_f64() * 1e3),
+            ),
+        ],
+    );
+}
+
+/// Finds the handler for a request; returns the output format and the output.
+fn route(
+    method: &Method,
+    uri: &str,
+    body: &str,
+    state: &DebugState,
+) -> Result<(String, Output), Fail> {
+    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let path = percent_decode(path);
+    let path = path
+        .strip_prefix("/debug")
+        .filter(|p| p.is_empty() || p.starts_with('/'))
+        .unwrap_or(&path);
+    let path = if path.is_empty() { "/" } else { path };
+    if *method == Method::Post && path == "/config/set" {
+        return config_set(body, state).map(|()| ("text".to_string(), Output::Text(String::new())));
+    }
+    if *method != Method::Get {
+        return Err(Fail(405, format!("method {method} not allowed\n")));
+    }
+    if path == "/" {
+        return Ok((
+            "text".into(),
+            Output::Text("debug endpoint is alive".into()),
+        ));
+    }
+    let (stem, format) = match path.rsplit_once('/').map(|(_, last)| last.rsplit_once('.')) {
+        Some(Some((_, ext))) => (&path[..path.len() - ext.len() - 1], ext.to_string()),
+        _ => (path, "text".to_string()),
+    };
+    let out = match stem {
+        "/queue/main" => queue_main(state, &format),
+        "/queue/list" => queue_list(state, &format, query_flag(query, "showEmpty")),
+        "/hook/list" => Output::Value(Value::from(state.hooks.clone())),
+        "/config/list" if format == "text" => {
+            Output::Text(runtime::list_text(&state.config.list()))
+        }
+        "/config/list" => Output::Value(state.config.list()),
+        _ => match path
+            .strip_prefix("/hook/")
+            .and_then(|p| p.rsplit_once("/snapshots"))
+        {
+            Some((hook, _)) => hook_snapshots(state, hook)?,
+            None => return Err(Fail(404, "404 page not found\n".into())),
+        },
+    };
+    Ok((format, out))
+}
+
+fn queue_main(state: &DebugState, format: &str) -> Output {
+    let views = state.queue_views();
+    let main = views
+        .iter()
+        .find(|q| q.name == "main")
+        .cloned()
+        .unwrap_or_default();
+    match format {
+        "text" => Output::Text(queues::queue_text(&main)),
+        _ => Output::Value(queues::queue_json(&main)),
+    }
+}
+
+fn queue_list(state: &DebugState, format: &str, show_empty: bool) -> Output {
+    let views = state.queue_views();
+    match format {
+        "text" => Output::Text(queues::list_text(&views, show_empty)),
+        _ => Output::Value(queues::list_json(&views, show_empty)),
+    }
+}
+
+fn hook_snapshots(state: &DebugState, hook: &str) -> Result<Output, Fail> {
+    if !state.hooks.iter().any(|h| h == hook) {
+        return Err(Fail(400, format!("hook '{hook}' is not exist\n")));
+    }
+    (state.snapshots)(hook)
+        .map(Output::Value)
+        .ok_or_else(|| Fail(400, format!("hook '{hook}' is not exist\n")))
+}
+
+fn config_set(body: &str, state: &DebugState) -> Result<(), Fail> {
+    let form = parse_form(body);
+    let get = |k: &str| {
+        form.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    let duration = match get("duration") {
+        "" => None,
+        d => Some(go_duration(d).map_err(|e| Fail(400, format!("parse duration {d:?}: {e}\n")))?),
+    };
+    state
+        .config
+        .set(get("name"), get("value"), duration)
+        .map_err(|runtime::BadRequest(m)| Fail(400, format!("{m}\n")))
+}
+
+/// Formats an output as text, json or yaml: (content type, body).
+fn render(format: &str, out: Output) -> Result<(&'static str, String), Fail> {
+    let json = |v: &Value| {
+        serde_json::to_string(v)
+            .map(|s| s + "\n")
+            .map_err(|e| Fail(500, e.to_string()))
+    };
+    match (format, out) {
+        ("text", Output::Text(t)) => Ok(("text/plain; charset=utf-8", t)),
+        ("text", Output::Value(v)) => Ok(("text/plain; charset=utf-8", json(&v)?)),
+        ("json", Output::Value(v)) => Ok(("application/json", json(&v)?)),
+        ("yaml", Output::Value(v)) => serde_yaml::to_string(&v)
+            .map(|y| ("application/yaml", y))
+            .map_err(|e| Fail(500, e.to_string())),
+        ("json" | "yaml", Output::Text(t)) => Ok(("text/plain; charset=utf-8", t)),
+        (other, _) => Err(Fail(
+            400,
+            format!("unknown output format {other:?}: text, json or yaml\n"),
+        )),
+    }
+}
+
+fn query_flag(query: &str, name: &str) -> bool {
+    parse_form(query)
+        .iter()
+        .any(|(k, v)| k == name && crate::flags::parse_bool(v) == Some(true))
+}
+
+/// `a=1&b=x%20y` into pairs.
+fn parse_form(text: &str) -> Vec<(String, String)> {
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (
+                percent_decode(&k.replace('+', " ")),
+                percent_decode(&v.replace('+', " ")),
+            )
+        })
+        .collect()
+}
+
+/// Decodes `%XX` escapes; invalid escapes are kept as they are.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
