@@ -23,6 +23,9 @@ static:
 bench: build static
 	$(CARGO) bench --bench dispatch -- --operator target/release/shell-operator --static $(STATIC_BIN)
 	$(CARGO) bench --bench observability -- --static $(STATIC_BIN)
+	$(CARGO) build --release -p kube-sim
+	$(CARGO) bench --bench watch_ingest
+	$(CARGO) bench --bench kube -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench webhook
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).

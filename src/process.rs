@@ -2,13 +2,16 @@
 //! status with resource usage, killing them on timeout or shutdown, and reaping
 //! orphans when the operator runs as PID 1.
 //!
-//! One reaper thread owns every `wait` of the process. It sleeps in
-//! `waitid(WNOWAIT)` until some child has exited, then, holding the registry lock,
-//! reaps it: a registered child's status and rusage go to the thread that spawned it;
-//! anything else is an orphaned grandchild (re-parented to us as PID 1) and is simply
+//! Normally each child is waited for by pid (`wait4(pid)`) by the thread that runs
+//! it, so other children of the process (a library user's own) are never touched.
+//! As PID 1 (a scratch image has no init) orphaned grandchildren of hooks are
+//! re-parented to us and must be reaped too: then one reaper thread owns every
+//! `wait` of the process. It sleeps in `waitid(WNOWAIT)` until some child has exited
+//! and, holding the registry lock, reaps it: a registered child's status and rusage
+//! go to the thread that spawned it; anything else is an orphan and is simply
 //! reaped. Spawning happens under the same lock, so the reaper can never take a
 //! hook's status before the hook is registered (flant's bug #886 was a reaper that
-//! stole statuses). Every child of the operator must therefore be started here.
+//! stole statuses). Every child of the operator is therefore started here.
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use std::collections::HashMap;
@@ -55,26 +58,34 @@ pub struct Exit {
 }
 
 struct Registry {
-    /// pid → where its exit goes.
-    waiting: HashMap<i32, Sender<Exit>>,
-    /// Wakes the reaper when the first child appears.
-    wake: Sender<()>,
+    /// Running children (for shutdown); in reaper mode also where each exit goes.
+    running: HashMap<i32, Option<Sender<Exit>>>,
+    /// Wakes the reaper when the first child appears; `None` outside reaper mode.
+    wake: Option<Sender<()>>,
 }
 
 static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
 
+fn is_pid1() -> bool {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() == 1 }
+}
+
 fn registry() -> MutexGuard<'static, Registry> {
     let reg = REGISTRY.get_or_init(|| {
-        let (wake, woken) = bounded(1);
-        std::thread::Builder::new()
-            .name("reaper".into())
-            .spawn(move || reap_forever(woken))
-            .map_err(|e| {
-                crate::log::error("cannot start reaper thread", &[("error", &e.to_string())])
-            })
-            .ok();
+        let wake = is_pid1().then(|| {
+            let (wake, woken) = bounded(1);
+            std::thread::Builder::new()
+                .name("reaper".into())
+                .spawn(move || reap_forever(woken))
+                .map_err(|e| {
+                    crate::log::error("cannot start reaper thread", &[("error", &e.to_string())])
+                })
+                .ok();
+            wake
+        });
         Mutex::new(Registry {
-            waiting: HashMap::new(),
+            running: HashMap::new(),
             wake,
         })
     });
@@ -85,8 +96,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// re-parents orphaned grandchildren of hooks to us; the reaper collects them so
 /// they do not pile up as zombies.
 pub fn init_reaper() {
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } == 1 {
+    if is_pid1() {
         crate::log::info("running as PID 1: reaping orphaned processes", &[]);
     }
     drop(registry());
@@ -95,50 +105,115 @@ pub fn init_reaper() {
 /// A spawned child in its own process group.
 pub struct Running {
     pub pid: i32,
-    exit: Receiver<Exit>,
+    exit: ExitSource,
 }
 
-/// Spawns `cmd` in a new process group and registers it with the reaper.
+/// Where a child's exit comes from.
+enum ExitSource {
+    /// The reaper thread sends it (PID-1 mode).
+    Reaper(Receiver<Exit>),
+    /// We wait for the pid ourselves; the exit is kept once reaped.
+    Direct(Mutex<Option<Exit>>),
+}
+
+/// Spawns `cmd` in a new process group and registers it.
 pub fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child)> {
     cmd.process_group(0);
     let mut reg = registry();
     let child = cmd.spawn()?;
     let pid = child.id() as i32;
-    let (tx, rx) = bounded(1);
-    reg.waiting.insert(pid, tx);
-    let _ = reg.wake.try_send(());
-    Ok((Running { pid, exit: rx }, child))
+    let exit = match reg.wake.clone() {
+        Some(wake) => {
+            let (tx, rx) = bounded(1);
+            reg.running.insert(pid, Some(tx));
+            let _ = wake.try_send(());
+            ExitSource::Reaper(rx)
+        }
+        None => {
+            reg.running.insert(pid, None);
+            ExitSource::Direct(Mutex::new(None))
+        }
+    };
+    Ok((Running { pid, exit }, child))
 }
 
 impl Running {
     /// The exit, if the child has already ended.
     pub fn try_exit(&self) -> Option<Exit> {
-        self.exit.try_recv().ok()
+        match &self.exit {
+            ExitSource::Reaper(rx) => rx.try_recv().ok(),
+            ExitSource::Direct(_) => self.reap(libc::WNOHANG),
+        }
     }
 
     /// Waits for the child; after `timeout` its whole group is killed with SIGKILL
     /// and the status says it timed out.
     pub fn wait(&self, timeout: Option<Duration>) -> Exit {
-        if let Some(limit) = timeout {
-            match self.exit.recv_timeout(limit) {
-                Ok(exit) => return exit,
-                Err(_) => {
-                    kill_group(self.pid, libc::SIGKILL);
-                    let exit = self.exit.recv().unwrap_or(Exit {
-                        status: ExitStatus::Signal(9),
-                        usage: Usage::default(),
-                    });
-                    return Exit {
-                        status: ExitStatus::TimedOut(limit),
-                        usage: exit.usage,
-                    };
+        let Some(limit) = timeout else {
+            return self.wait_forever();
+        };
+        let deadline = Instant::now() + limit;
+        let exit = match &self.exit {
+            ExitSource::Reaper(rx) => rx.recv_timeout(limit).ok(),
+            ExitSource::Direct(_) => loop {
+                if let Some(e) = self.reap(libc::WNOHANG) {
+                    break Some(e);
                 }
-            }
+                if Instant::now() >= deadline {
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            },
+        };
+        if let Some(exit) = exit {
+            return exit;
         }
-        self.exit.recv().unwrap_or(Exit {
+        kill_group(self.pid, libc::SIGKILL);
+        Exit {
+            status: ExitStatus::TimedOut(limit),
+            usage: self.wait_forever().usage,
+        }
+    }
+
+    fn wait_forever(&self) -> Exit {
+        let gone = Exit {
             status: ExitStatus::Signal(9),
             usage: Usage::default(),
-        })
+        };
+        match &self.exit {
+            ExitSource::Reaper(rx) => rx.recv().unwrap_or(gone),
+            ExitSource::Direct(_) => self.reap(0).unwrap_or(gone),
+        }
+    }
+
+    /// Direct mode: `wait4` on our pid (once; the result is kept).
+    fn reap(&self, flags: i32) -> Option<Exit> {
+        let ExitSource::Direct(kept) = &self.exit else {
+            return None;
+        };
+        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.is_none() {
+            let mut status = 0;
+            // SAFETY: rusage is plain data, zero-initialised and filled by wait4.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            loop {
+                // SAFETY: wait4 on our own child's pid writes only to the two out-pointers.
+                let rc = unsafe { libc::wait4(self.pid, &mut status, flags, &mut usage) };
+                if rc == self.pid {
+                    *kept = Some(Exit {
+                        status: decode_status(status),
+                        usage: decode_usage(&usage),
+                    });
+                    registry().running.remove(&self.pid);
+                } else if rc < 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {
+                    continue;
+                }
+                break;
+            }
+        }
+        *kept
     }
 }
 
@@ -155,7 +230,7 @@ pub fn kill_group(pgid: i32, signal: i32) {
 /// Shutdown: SIGTERM to every running child's group, SIGKILL to those still alive
 /// after `grace`. Returns once all have exited or been killed.
 pub fn terminate_all(grace: Duration) {
-    let pids: Vec<i32> = registry().waiting.keys().copied().collect();
+    let pids: Vec<i32> = registry().running.keys().copied().collect();
     if pids.is_empty() {
         return;
     }
@@ -165,10 +240,10 @@ pub fn terminate_all(grace: Duration) {
     );
     pids.iter().for_each(|p| kill_group(*p, libc::SIGTERM));
     let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && !registry().waiting.is_empty() {
+    while Instant::now() < deadline && !registry().running.is_empty() {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let left: Vec<i32> = registry().waiting.keys().copied().collect();
+    let left: Vec<i32> = registry().running.keys().copied().collect();
     for pid in left {
         crate::log::warn(
             "hook did not stop within the grace period: killed",
@@ -197,11 +272,11 @@ fn reap_forever(woken: Receiver<()>) {
             status: decode_status(status),
             usage: decode_usage(&usage),
         };
-        match reg.waiting.remove(&pid) {
-            Some(tx) => {
+        match reg.running.remove(&pid) {
+            Some(Some(tx)) => {
                 let _ = tx.send(exit);
             }
-            None => crate::log::debug("reaped orphaned process", &[("pid", &pid.to_string())]),
+            _ => crate::log::debug("reaped orphaned process", &[("pid", &pid.to_string())]),
         }
     }
 }
