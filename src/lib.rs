@@ -25,3 +25,4 @@ pub mod process;
 pub mod queue;
 pub mod runner;
 pub mod schedule;
+pub mod webhook;

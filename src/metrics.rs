@@ -232,6 +232,13 @@ impl Metrics {
         &self.registry
     }
 
+    /// Registers a collector owned by another module (the webhook metrics).
+    pub fn register(&self, c: Box<dyn prometheus::core::Collector>) -> Result<(), MetricsError> {
+        self.registry
+            .register(c)
+            .map_err(|e| MetricsError(e.to_string()))
+    }
+
     /// The Prometheus text exposition of every metric: self metrics, then the
     /// hooks' metrics.
     pub fn render(&self) -> Vec<u8> {

@@ -7,6 +7,7 @@
 //! main thread (startup) ──onStartup / Enable tasks──> "main" queue
 //! "main" queue ──Control::Enable──> scheduler thread
 //! HTTP thread: /metrics /healthz /ready          reaper thread: every child's exit
+//! webhook-admission / webhook-conversion threads (TLS) ──> handler threads ──> executor
 //! debug threads: unix socket (+ --debug-http-addr), reading queue views and hooks
 //! ```
 //!
@@ -85,12 +86,6 @@ fn start(mut config: Config) -> Result<(), String> {
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
-    if let Some(h) = hooks.iter().find(|h| h.has_webhook_bindings()) {
-        return Err(format!(
-            "hook '{}' has webhook bindings, which this build does not support yet",
-            h.name
-        ));
-    }
     let schedule_entries = schedule_entries(&hooks)?;
     let hooks = Arc::new(hooks);
 
@@ -116,6 +111,23 @@ fn start(mut config: Config) -> Result<(), String> {
     let http_stopper = http.stopper();
     let kube = KubeParts::new(&config, &hooks, &metrics)?;
 
+    let patcher = patcher_client(&config);
+
+    // Webhook servers (admission, conversion) and their registration; before any
+    // queue starts, as in flant. Snapshots come from the monitors' store.
+    let webhooks = crate::webhook::start(crate::webhook::Setup {
+        config: &config,
+        hooks: &hooks,
+        executor: &executor,
+        metrics: &metrics,
+        client: kube.as_ref().map(|k| k.client.clone()),
+        snapshots: match &kube {
+            Some(k) => webhook_snapshots(k.runtime(&hooks)),
+            None => Arc::new(|_hook: &str, _names: &[String]| Default::default()),
+        },
+        patcher: patcher.clone().ok(),
+    })?;
+
     // Channels. Dropping `stop_tx` stops the scheduler, the router and every queue.
     let (stop_tx, stop_rx) = bounded::<()>(0);
     let (signal_tx, signal_rx) = bounded::<i32>(4);
@@ -140,7 +152,7 @@ fn start(mut config: Config) -> Result<(), String> {
         startup_left: AtomicUsize::new(startup.len()),
         ready: Arc::clone(&ready),
         kube: kube.as_ref().map(|k| k.runtime(&hooks)),
-        patcher: patcher_client(&config),
+        patcher,
         jq_library: config.jq_library_path.clone(),
     });
     if startup.is_empty() {
@@ -200,6 +212,7 @@ fn start(mut config: Config) -> Result<(), String> {
     drop(stop_tx);
     process::terminate_all(config.shutdown_grace);
     http_stopper.unblock();
+    webhooks.stop();
     debug_stopper.stop();
     for t in threads {
         let _ = t.join();
@@ -360,6 +373,17 @@ fn patcher_client(config: &Config) -> Result<Client, String> {
     };
     Client::from_config(&settings)
         .map_err(|e| format!("no Kubernetes client for the object patcher: {e}"))
+}
+
+/// Snapshots for webhook runs, read from the monitors' store when the hook starts.
+fn webhook_snapshots(rt: crate::monitor::runtime::KubeRuntime) -> crate::webhook::SnapshotSource {
+    Arc::new(move |hook: &str, names: &[String]| {
+        let Some(index) = rt.hooks.iter().position(|h| h.name == hook) else {
+            return Default::default();
+        };
+        let probe = BindingContext::schedule("webhook", None, names.to_vec());
+        rt.prepare(index, &[probe]).1
+    })
 }
 
 /// The Kubernetes side, present when some hook has kubernetes bindings: the client,

@@ -46,6 +46,16 @@ impl TokenBucket {
     }
 }
 
+impl TokenBucket {
+    /// Gives back a token reserved but not used (a webhook request refused
+    /// because the wait was too long), so refusals do not push later runs back.
+    pub fn refund(&mut self) {
+        if self.interval.is_some() {
+            self.tokens = (self.tokens + 1.0).min(self.burst);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +86,16 @@ mod tests {
         assert_eq!(b.reserve(t0), Duration::from_secs(20));
         // 35 s later: tokens were -2, +3.5 → 1.5, take one → 0.5 left.
         assert_eq!(b.reserve(t0 + Duration::from_secs(35)), Duration::ZERO);
+    }
+
+    #[test]
+    fn refund_gives_the_token_back() {
+        let mut b = bucket(10, Some(1));
+        let t0 = Instant::now();
+        assert!(b.reserve(t0).is_zero());
+        assert_eq!(b.reserve(t0), Duration::from_secs(10));
+        b.refund();
+        assert_eq!(b.reserve(t0), Duration::from_secs(10));
     }
 
     #[test]

@@ -161,7 +161,13 @@ impl Operator {
 
     /// The HTTP port, from the "HTTP server listening" log line.
     pub fn port(&self) -> u16 {
-        let line = self.wait_log("HTTP server listening", Duration::from_secs(10));
+        self.port_from_log("HTTP server listening")
+    }
+
+    /// The port in the `address` field of the first log line containing `needle`
+    /// (e.g. "admission webhook server listening").
+    pub fn port_from_log(&self, needle: &str) -> u16 {
+        let line = self.wait_log(needle, Duration::from_secs(20));
         let v: serde_json::Value = serde_json::from_str(&line).expect("json log line");
         let addr = v["address"].as_str().expect("address field");
         addr.rsplit(':')

@@ -1,0 +1,299 @@
+//! `make bench` (webhooks): the admission round trip over TLS on loopback with a
+//! trivial hook, against the same hook run bare (fork/exec with the same files,
+//! no HTTP, no TLS) measured in the same run.
+//!
+//! 1. Sequential requests on one keep-alive connection: per-request latency
+//!    p50/p99 of both (alternating one by one), and the operator's overhead:
+//!    percentiles of the paired differences (webhook − bare).
+//! 2. Requests/s with 1, 4 and 16 concurrent clients (one connection each).
+//!
+//! The server is the real `TlsServer` + `Admission` handler + executor, in
+//! process; the client is ureq (rustls). Logging is at error level, as in the
+//! dispatch bench. Needs `openssl` for the test certificate.
+
+use shell_operator::executor::Executor;
+use shell_operator::hook::Hook;
+use shell_operator::hook::config::{AdmissionBinding, ConfigVersion, HookConfig, Settings};
+use shell_operator::metrics::Metrics;
+use shell_operator::queue::ratelimit::TokenBucket;
+use shell_operator::webhook::admission::{self, Admission};
+use shell_operator::webhook::metrics::WebhookMetrics;
+use shell_operator::webhook::run::HookRunner;
+use shell_operator::webhook::server::{Limits, TlsServer};
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SEQUENTIAL: usize = 400;
+const PER_CLIENT: usize = 100;
+const HOOK: &str = "#!/bin/sh\necho '{\"allowed\":true}' > \"$VALIDATING_RESPONSE_PATH\"\n";
+
+fn main() {
+    let work = std::env::temp_dir().join(format!("so-bench-webhook-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("hooks")).expect("mkdir");
+    shell_operator::log::set_level(shell_operator::log::Level::Error);
+    let hook_path = work.join("hooks/allow.sh");
+    std::fs::write(&hook_path, HOOK).expect("hook");
+    std::fs::set_permissions(&hook_path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    make_cert(&work);
+    let port = start_server(&hook_path, &work);
+    let url = format!("https://127.0.0.1:{port}/hooks/bench-example-com");
+    let agent = agent(&work.join("ca.crt"));
+
+    // Warm up, then measure both, alternating request by request so that both
+    // see the same machine; the overhead is the median of the paired differences.
+    let _ = webhook_latencies(&agent, &url, 20);
+    let _ = bare_latencies(&hook_path, &work.join("bare"), 20);
+    let (mut hook, mut bare, mut diff) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..SEQUENTIAL {
+        let h = webhook_latencies(&agent, &url, 1)[0];
+        let b = bare_latencies(&hook_path, &work.join("bare"), 1)[0];
+        diff.push(h.as_secs_f64() - b.as_secs_f64());
+        hook.push(h);
+        bare.push(b);
+    }
+    diff.sort_by(f64::total_cmp);
+    let (h50, h99) = (percentile(&mut hook, 0.50), percentile(&mut hook, 0.99));
+    let (b50, b99) = (percentile(&mut bare, 0.50), percentile(&mut bare, 0.99));
+    println!("admission round trip over TLS ({SEQUENTIAL} sequential requests, keep-alive):");
+    println!(
+        "  bare hook run          : p50 {:>7.2} ms   p99 {:>7.2} ms",
+        ms(b50),
+        ms(b99)
+    );
+    println!(
+        "  webhook request        : p50 {:>7.2} ms   p99 {:>7.2} ms",
+        ms(h50),
+        ms(h99)
+    );
+    println!(
+        "  operator overhead      : p50 {:>7.2} ms   p99 {:>7.2} ms  (paired; target ≤ 2 ms p50)",
+        diff[diff.len() / 2] * 1e3,
+        diff[(diff.len() - 1) * 99 / 100] * 1e3
+    );
+    for clients in [1, 4, 16] {
+        let rps = throughput(&work.join("ca.crt"), &url, clients);
+        println!("  {clients:>2} concurrent clients  : {rps:>7.0} requests/s");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn percentile(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+    v.get(i).copied().unwrap_or_default()
+}
+
+fn openssl(dir: &Path, args: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("openssl {args}"))
+        .current_dir(dir)
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "openssl {args} failed (is openssl installed?)");
+}
+
+/// A CA and a server certificate for 127.0.0.1.
+fn make_cert(dir: &Path) {
+    let ec = "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out";
+    openssl(dir, &format!("{ec} ca.key"));
+    openssl(
+        dir,
+        "req -x509 -new -key ca.key -subj /CN=bench-ca -days 1 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out ca.crt",
+    );
+    openssl(dir, &format!("{ec} tls.key"));
+    openssl(dir, "req -new -key tls.key -subj /CN=bench -out tls.csr");
+    std::fs::write(
+        dir.join("tls.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("ext");
+    openssl(
+        dir,
+        "x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt",
+    );
+}
+
+/// The admission server with one validating binding `bench.example.com`.
+fn start_server(hook_path: &Path, work: &Path) -> u16 {
+    let binding = AdmissionBinding {
+        name: "bench.example.com".into(),
+        group: None,
+        include_snapshots_from: vec![],
+        rules: vec![],
+        failure_policy: None,
+        side_effects: "None".into(),
+        timeout_seconds: 10,
+        match_conditions: vec![],
+        label_selector: None,
+        namespace_label_selector: None,
+    };
+    let config = HookConfig {
+        version: ConfigVersion::V1,
+        on_startup: None,
+        schedule: vec![],
+        kubernetes: vec![],
+        validating: vec![binding],
+        mutating: vec![],
+        conversion: vec![],
+        settings: Settings::default(),
+    };
+    let hook = Hook {
+        name: "allow.sh".into(),
+        path: hook_path.to_path_buf(),
+        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        jq_filters: vec![],
+        config,
+    };
+    let hooks = Arc::new(vec![hook]);
+    let executor = Executor {
+        tmp_dir: work.join("tmp"),
+        keep_tmp_files: false,
+        timeout: None,
+    };
+    executor.prepare_tmp_dir().expect("tmp");
+    shell_operator::process::init_reaper();
+    let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
+    let handler = Admission {
+        routes: admission::routes(&hooks).expect("routes"),
+        runner: Arc::new(HookRunner {
+            hooks: Arc::clone(&hooks),
+            executor,
+            metrics: Arc::clone(&metrics),
+            snapshots: Arc::new(|_: &str, _: &[String]| Default::default()),
+            patcher: None,
+            jq_library: None,
+        }),
+        metrics: Arc::new(WebhookMetrics::register("bench_", &metrics).expect("metrics")),
+    };
+    let tls = shell_operator::webhook::tls::server_config(
+        &work.join("tls.crt"),
+        &work.join("tls.key"),
+        &[],
+    )
+    .expect("tls");
+    let server = TlsServer::bind(
+        "admission",
+        "127.0.0.1",
+        0,
+        tls,
+        Arc::new(handler),
+        Limits::default(),
+    )
+    .expect("bind");
+    let port = server.local_addr().expect("addr").port();
+    std::thread::spawn(move || server.serve());
+    port
+}
+
+fn agent(ca: &Path) -> ureq::Agent {
+    use ureq::tls::{PemItem, RootCerts, TlsConfig};
+    let pem = std::fs::read(ca).expect("ca");
+    let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+        .filter_map(|i| match i {
+            Ok(PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let tls = TlsConfig::builder()
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .root_certs(RootCerts::new_with_certs(&certs))
+        .build();
+    let config = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .http_status_as_error(false)
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+const REVIEW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"bench","operation":"CREATE","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}}}"#;
+
+fn request(agent: &ureq::Agent, url: &str) {
+    let mut resp = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(REVIEW)
+        .expect("request");
+    let body = resp.body_mut().read_to_string().expect("body");
+    assert!(body.contains(r#""allowed":true"#), "{body}");
+}
+
+fn webhook_latencies(agent: &ureq::Agent, url: &str, n: usize) -> Vec<Duration> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            request(agent, url);
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// Requests/s with `clients` threads, each with its own agent (connection).
+fn throughput(ca: &Path, url: &str, clients: usize) -> f64 {
+    let started = Instant::now();
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let (agent, url) = (agent(ca), url.to_string());
+            std::thread::spawn(move || (0..PER_CLIENT).for_each(|_| request(&agent, &url)))
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().expect("client"));
+    (clients * PER_CLIENT) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The baseline: context file written, response file created, the hook
+/// fork/exec'd with the same environment, the response read back.
+fn bare_latencies(hook: &Path, tmp: &Path, n: usize) -> Vec<Duration> {
+    std::fs::create_dir_all(tmp).expect("tmp");
+    (0..n)
+        .map(|i| {
+            let t = Instant::now();
+            let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"]
+                .iter()
+                .map(|k| tmp.join(format!("{k}-{i}.json")))
+                .collect();
+            for (j, f) in files.iter().enumerate() {
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(f)
+                    .expect("create");
+                if j == 0 {
+                    std::io::Write::write_all(&mut file, REVIEW.as_bytes()).expect("write");
+                }
+            }
+            let mut child = Command::new(hook)
+                .env("BINDING_CONTEXT_PATH", &files[0])
+                .env("METRICS_PATH", &files[1])
+                .env("KUBERNETES_PATCH_PATH", &files[2])
+                .env("VALIDATING_RESPONSE_PATH", &files[3])
+                .env("CONVERSION_RESPONSE_PATH", &files[4])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            let mut sink = Vec::new();
+            let _ = child.stdout.take().map(|mut p| p.read_to_end(&mut sink));
+            let _ = child.stderr.take().map(|mut p| p.read_to_end(&mut sink));
+            child.wait().expect("wait");
+            for f in &files {
+                let _ = std::fs::read(f);
+                let _ = std::fs::remove_file(f);
+            }
+            t.elapsed()
+        })
+        .collect()
+}

@@ -1,0 +1,88 @@
+//! Pointing CRDs at the conversion server: for each CRD named by a conversion
+//! binding, set `spec.conversion` to strategy `Webhook` with the operator's
+//! Service, path `/<crdName>`, the CA bundle and review versions v1 and v1beta1.
+//! A CRD that does not exist yet is waited for with backoff (1 s doubling to
+//! 15 s), as is an API server that refuses; a CRD already configured is left
+//! alone. Runs on its own thread ("webhook-crds") so startup does not wait.
+
+use crate::kube::{Client, KubeError};
+use crate::log;
+use crossbeam_channel::Receiver;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const MAX_DELAY: Duration = Duration::from_secs(15);
+
+/// Where the API server reaches the conversion server.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub namespace: String,
+    pub service: String,
+    /// Base64 of the `--conversion-webhook-ca` file.
+    pub ca_bundle: String,
+}
+
+/// The `spec.conversion` for `crd`.
+pub fn conversion(crd: &str, t: &Target) -> Value {
+    json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {"namespace": t.namespace, "name": t.service, "path": format!("/{crd}")},
+                "caBundle": t.ca_bundle,
+            },
+            "conversionReviewVersions": ["v1", "v1beta1"],
+        },
+    })
+}
+
+/// The thread body: configures every CRD in `crds`, waiting as long as needed,
+/// until done or `stop` closes.
+pub fn run(client: Client, crds: Vec<String>, t: Target, stop: Receiver<()>) {
+    for crd in crds {
+        let mut delay = Duration::from_secs(1);
+        loop {
+            match configure(&client, &crd, &t) {
+                Ok(()) => break,
+                Err(e) => log::warn(
+                    "cannot configure CRD conversion yet; will retry",
+                    &[
+                        ("crd", &crd),
+                        ("error", &e.to_string()),
+                        ("retry_in", &format!("{delay:?}")),
+                    ],
+                ),
+            }
+            if !matches!(
+                stop.recv_timeout(delay),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout)
+            ) {
+                return;
+            }
+            delay = (delay * 2).min(MAX_DELAY);
+        }
+    }
+}
+
+/// One attempt: GET the CRD, PUT it back with the conversion set (if different).
+fn configure(client: &Client, crd: &str, t: &Target) -> Result<(), KubeError> {
+    let resource = client.resolve(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "conversion webhook",
+    )?;
+    let api = client.api(&resource, None);
+    let mut obj = api.get(crd)?;
+    if !obj["spec"].is_object() {
+        return Err(KubeError::Invalid(format!("CRD {crd} has no spec object")));
+    }
+    let want = conversion(crd, t);
+    if obj["spec"]["conversion"] == want {
+        log::info("CRD conversion is up to date", &[("crd", crd)]);
+        return Ok(());
+    }
+    obj["spec"]["conversion"] = want;
+    api.replace(crd, &obj)?;
+    log::info("CRD conversion configured", &[("crd", crd)]);
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! Webhooks: hooks with `kubernetesValidating`, `kubernetesMutating` and
+//! `kubernetesCustomResourceConversion` bindings answer the API server
+//! synchronously over HTTPS.
+//!
+//! # Layout
+//! - [`start`] (this file): reads the CA files, starts the two servers and
+//!   registers them with the cluster.
+//! - `server`, `http1`, `tls`: HTTPS on rustls with bounded handler threads,
+//!   certificate reload and optional client-certificate verification.
+//! - `admission`, `conversion`: request → binding context → hook → response.
+//! - `run`: running a hook directly (rate limit, snapshots, metrics);
+//!   `response`: the hook's response files; `chain`: conversion paths.
+//! - `register`, `crd`: the webhook configuration objects and CRD conversion.
+//! - `names`: SafeURLString and path splitting; `metrics`: request metrics.
+//!
+//! Threads: `webhook-admission` and `webhook-conversion` accept connections;
+//! `webhook-<server>-N` handler threads run hooks; `webhook-crds` configures
+//! CRDs in the background. Admission registration runs on the main thread
+//! before the queues start, as in flant.
+
+pub mod admission;
+pub mod chain;
+pub mod conversion;
+pub mod crd;
+pub mod http1;
+pub mod metrics;
+pub mod names;
+pub mod register;
+pub mod response;
+pub mod run;
+pub mod server;
+pub mod tls;
+
+pub use run::SnapshotSource;
+
+use crate::executor::Executor;
+use crate::flags::{Config, WebhookFlags};
+use crate::hook::Hook;
+use crate::kube::{Client, KubeSettings};
+use crate::log;
+use crate::metrics::Metrics;
+use base64::Engine;
+use crossbeam_channel::{Sender, bounded};
+use server::{Handler, Limits, Stopper, TlsServer};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What [`start`] needs from the operator.
+pub struct Setup<'a> {
+    pub config: &'a Config,
+    pub hooks: &'a Arc<Vec<Hook>>,
+    pub executor: &'a Executor,
+    pub metrics: &'a Arc<Metrics>,
+    /// The operator's main client when it has one (else one is made from the flags).
+    pub client: Option<Client>,
+    pub snapshots: SnapshotSource,
+    /// The object patcher's client, for hooks that write `$KUBERNETES_PATCH_PATH`.
+    pub patcher: Option<Client>,
+}
+
+/// The running webhook threads; [`Webhooks::stop`] ends them.
+#[derive(Default)]
+pub struct Webhooks {
+    threads: Vec<JoinHandle<()>>,
+    stoppers: Vec<Stopper>,
+    /// Dropping it stops the CRD thread's waits.
+    stop: Option<Sender<()>>,
+}
+
+impl Webhooks {
+    /// Stops accepting requests and joins the accept and CRD threads.
+    pub fn stop(mut self) {
+        drop(self.stop.take());
+        self.stoppers.iter().for_each(Stopper::stop);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// True if some hook has an admission binding / a conversion binding.
+fn kinds(hooks: &[Hook]) -> (bool, bool) {
+    let admission = hooks
+        .iter()
+        .any(|h| !h.config.validating.is_empty() || !h.config.mutating.is_empty());
+    let conversion = hooks.iter().any(|h| !h.config.conversion.is_empty());
+    (admission, conversion)
+}
+
+/// Starts the servers the hooks need (none: nothing happens) and registers them.
+pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
+    let (admission, conversion) = kinds(s.hooks);
+    let mut out = Webhooks::default();
+    if !admission && !conversion {
+        return Ok(out);
+    }
+    let c = s.config;
+    let client = match s.client {
+        Some(client) => client,
+        None => kube_client(c)?,
+    };
+    let namespace = if c.namespace.is_empty() {
+        let ns = client.default_namespace().to_string();
+        log::warn(
+            "--namespace is not set; webhooks point at Services in the client's namespace",
+            &[("namespace", &ns)],
+        );
+        ns
+    } else {
+        c.namespace.clone()
+    };
+    let wm = Arc::new(
+        metrics::WebhookMetrics::register(&c.metrics_prefix, s.metrics)
+            .map_err(|e| e.to_string())?,
+    );
+    let runner = Arc::new(run::HookRunner {
+        hooks: Arc::clone(s.hooks),
+        executor: s.executor.clone(),
+        metrics: Arc::clone(s.metrics),
+        snapshots: s.snapshots,
+        patcher: s.patcher,
+        jq_library: c.jq_library_path.clone(),
+    });
+    if admission {
+        let handler = admission::Admission {
+            routes: admission::routes(s.hooks)?,
+            runner: Arc::clone(&runner),
+            metrics: Arc::clone(&wm),
+        };
+        serve(&mut out, "admission", &c.validating, Arc::new(handler))?;
+        let target = register::Target {
+            name: register::Target::object_name(&c.validating.configuration_name),
+            namespace: namespace.clone(),
+            service: c.validating.service_name.clone(),
+            ca_bundle: ca_bundle(&c.validating, "validating")?,
+            failure_policy: c.validating.failure_policy.clone(),
+        };
+        register::register_all(&client, s.hooks, &target, &register::RETRY_DELAYS)?;
+    }
+    if conversion {
+        let crds = conversion::rules_by_crd(s.hooks);
+        let names: Vec<String> = crds.keys().cloned().collect();
+        let handler = conversion::Conversion {
+            crds,
+            runner,
+            metrics: wm,
+        };
+        serve(&mut out, "conversion", &c.conversion, Arc::new(handler))?;
+        let target = crd::Target {
+            namespace,
+            service: c.conversion.service_name.clone(),
+            ca_bundle: ca_bundle(&c.conversion, "conversion")?,
+        };
+        let (tx, rx) = bounded::<()>(0);
+        out.stop = Some(tx);
+        out.threads.push(spawn("webhook-crds", move || {
+            crd::run(client, names, target, rx)
+        })?);
+    }
+    Ok(out)
+}
+
+/// The main client, from the `--kube-*` flags.
+fn kube_client(c: &Config) -> Result<Client, String> {
+    let settings = KubeSettings {
+        server: c.kube.server.clone(),
+        kubeconfig: c.kube.config.clone(),
+        context: c.kube.context.clone(),
+        qps: c.kube.qps,
+        burst: c.kube.burst,
+        timeout: Duration::from_secs(30),
+        component: "main".into(),
+    };
+    Client::from_config(&settings).map_err(|e| format!("kubernetes client for webhooks: {e}"))
+}
+
+/// The CA file's bytes, base64-encoded for `caBundle`.
+fn ca_bundle(f: &WebhookFlags, kind: &str) -> Result<String, String> {
+    let pem = std::fs::read(&f.ca)
+        .map_err(|e| format!("--{kind}-webhook-ca '{}': {e}", f.ca.display()))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(pem))
+}
+
+/// Binds one server and starts its accept thread.
+fn serve(
+    out: &mut Webhooks,
+    name: &'static str,
+    f: &WebhookFlags,
+    handler: Arc<dyn Handler>,
+) -> Result<(), String> {
+    let kind = if name == "admission" {
+        "validating"
+    } else {
+        "conversion"
+    };
+    let tls = tls::server_config(&f.server_cert, &f.server_key, &f.client_ca)
+        .map_err(|e| format!("--{kind}-webhook-server-cert/-key/-client-ca: {e}"))?;
+    let server = TlsServer::bind(
+        name,
+        &f.listen_address,
+        f.listen_port,
+        tls,
+        handler,
+        Limits::default(),
+    )?;
+    let addr = server
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    log::info(
+        &format!("{name} webhook server listening"),
+        &[("address", &addr)],
+    );
+    out.stoppers.extend(server.stopper());
+    out.threads
+        .push(spawn(&format!("webhook-{name}"), move || server.serve())?);
+    Ok(())
+}
+
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(body)
+        .map_err(|e| format!("cannot start thread {name}: {e}"))
+}

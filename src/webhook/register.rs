@@ -1,0 +1,230 @@
+//! Registration of the admission webhooks: one `ValidatingWebhookConfiguration`
+//! and one `MutatingWebhookConfiguration`, both named `<configuration name>-hooks`
+//! exactly as flant really names them (so RBAC written for flant keeps working),
+//! one entry per binding in name order, pointing at the operator's Service on
+//! `/hooks/<SafeURLString(binding)>`. Existing objects keep their metadata and
+//! get their `webhooks` replaced, so entries of removed bindings disappear; an
+//! unchanged object is not written. Runs once at startup on the main thread,
+//! retrying with backoff when the API server refuses.
+
+use super::names::{CONFIGURATION_ID, admission_path};
+use crate::hook::Hook;
+use crate::hook::config::AdmissionBinding;
+use crate::kube::{Client, KubeError};
+use crate::log;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// flant's registration retry delays (6 attempts in all).
+pub const RETRY_DELAYS: [Duration; 5] = [
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+    Duration::from_secs(15),
+    Duration::from_secs(15),
+];
+
+const API_VERSION: &str = "admissionregistration.k8s.io/v1";
+
+/// Where the API server reaches the admission server, and the defaults.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The objects' name: `<--validating-webhook-configuration-name>-hooks`.
+    pub name: String,
+    pub namespace: String,
+    pub service: String,
+    /// Base64 of the `--validating-webhook-ca` file.
+    pub ca_bundle: String,
+    /// `--validating-webhook-failure-policy`, for bindings without `failurePolicy`.
+    pub failure_policy: String,
+}
+
+impl Target {
+    /// The object name for a configuration name flag value.
+    pub fn object_name(configuration_name: &str) -> String {
+        format!("{configuration_name}-{CONFIGURATION_ID}")
+    }
+}
+
+/// One webhook entry for a binding.
+pub fn entry(b: &AdmissionBinding, t: &Target) -> Value {
+    let mut e = json!({
+        "name": b.name,
+        "rules": b.rules,
+        "failurePolicy": b.failure_policy.clone().unwrap_or_else(|| t.failure_policy.clone()),
+        "sideEffects": b.side_effects,
+        "timeoutSeconds": b.timeout_seconds,
+        "matchPolicy": "Equivalent",
+        "admissionReviewVersions": ["v1", "v1beta1"],
+        "clientConfig": {
+            "service": {"namespace": t.namespace, "name": t.service, "path": admission_path(&b.name)},
+            "caBundle": t.ca_bundle,
+        },
+    });
+    if let Some(sel) = &b.label_selector {
+        e["objectSelector"] = serde_json::to_value(sel).unwrap_or_default();
+    }
+    if let Some(sel) = &b.namespace_label_selector {
+        e["namespaceSelector"] = serde_json::to_value(sel).unwrap_or_default();
+    }
+    if !b.match_conditions.is_empty() {
+        e["matchConditions"] = Value::Array(b.match_conditions.clone());
+    }
+    e
+}
+
+/// Entries of every hook's validating (or mutating) bindings, sorted by name.
+pub fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> {
+    let mut list: Vec<(&str, Value)> = hooks
+        .iter()
+        .flat_map(|h| {
+            if mutating {
+                &h.config.mutating
+            } else {
+                &h.config.validating
+            }
+        })
+        .map(|b| (b.name.as_str(), entry(b, t)))
+        .collect();
+    list.sort_by(|a, b| a.0.cmp(b.0));
+    list.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Registers both configurations, retrying each after `delays`.
+pub fn register_all(
+    client: &Client,
+    hooks: &[Hook],
+    t: &Target,
+    delays: &[Duration],
+) -> Result<(), String> {
+    for (kind, mutating) in [
+        ("ValidatingWebhookConfiguration", false),
+        ("MutatingWebhookConfiguration", true),
+    ] {
+        let webhooks = entries(hooks, mutating, t);
+        with_retries(kind, delays, || apply(client, kind, &t.name, &webhooks))?;
+    }
+    Ok(())
+}
+
+fn with_retries(
+    kind: &str,
+    delays: &[Duration],
+    mut f: impl FnMut() -> Result<(), KubeError>,
+) -> Result<(), String> {
+    let mut attempt = 0;
+    loop {
+        match f() {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt < delays.len() => {
+                log::warn(
+                    &format!("cannot register the {kind}; will retry"),
+                    &[
+                        ("error", &e.to_string()),
+                        ("retry_in", &format!("{:?}", delays[attempt])),
+                    ],
+                );
+                std::thread::sleep(delays[attempt]);
+                attempt += 1;
+            }
+            Err(e) => return Err(format!("cannot register the {kind}: {e}")),
+        }
+    }
+}
+
+/// Creates or updates one configuration object. No object is created for an
+/// empty list; an existing one is emptied (its entries would point at paths
+/// nobody serves any more).
+fn apply(client: &Client, kind: &str, name: &str, webhooks: &[Value]) -> Result<(), KubeError> {
+    let resource = client.resolve(API_VERSION, kind, "webhook registration")?;
+    let api = client.api(&resource, None);
+    let existing = match api.get(name) {
+        Ok(obj) => Some(obj),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e),
+    };
+    let fields = [("kind", kind), ("name", name)];
+    match existing {
+        None if webhooks.is_empty() => Ok(()),
+        None => {
+            let obj = json!({"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "webhooks": webhooks});
+            api.create(&obj)?;
+            log::info("webhook configuration created", &fields);
+            Ok(())
+        }
+        Some(obj)
+            if obj["webhooks"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                == webhooks =>
+        {
+            log::info("webhook configuration is up to date", &fields);
+            Ok(())
+        }
+        Some(obj) if !obj.is_object() => Err(KubeError::Invalid(format!(
+            "{kind} {name} is not an object"
+        ))),
+        Some(mut obj) => {
+            obj["webhooks"] = Value::Array(webhooks.to_vec());
+            api.replace(name, &obj)?;
+            log::info("webhook configuration updated", &fields);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::config::LabelSelector;
+
+    fn target() -> Target {
+        Target {
+            name: Target::object_name("shell-operator-hooks"),
+            namespace: "ns".into(),
+            service: "svc".into(),
+            ca_bundle: "Q0E=".into(),
+            failure_policy: "Ignore".into(),
+        }
+    }
+
+    #[test]
+    fn entry_shape_and_default_failure_policy() {
+        let b = AdmissionBinding {
+            name: "privateRepo.example.com".into(),
+            group: None,
+            include_snapshots_from: vec![],
+            rules: vec![
+                json!({"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}),
+            ],
+            failure_policy: None,
+            side_effects: "None".into(),
+            timeout_seconds: 10,
+            match_conditions: vec![],
+            label_selector: Some(LabelSelector {
+                match_labels: [("a".to_string(), "b".to_string())].into(),
+                match_expressions: vec![],
+            }),
+            namespace_label_selector: None,
+        };
+        assert_eq!(target().name, "shell-operator-hooks-hooks");
+        assert_eq!(
+            entry(&b, &target()),
+            json!({
+                "name": "privateRepo.example.com",
+                "rules": [{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}],
+                "failurePolicy": "Ignore",
+                "sideEffects": "None",
+                "timeoutSeconds": 10,
+                "matchPolicy": "Equivalent",
+                "admissionReviewVersions": ["v1", "v1beta1"],
+                "objectSelector": {"matchLabels": {"a": "b"}},
+                "clientConfig": {
+                    "service": {"namespace": "ns", "name": "svc", "path": "/hooks/private-repo-example-com"},
+                    "caBundle": "Q0E="
+                }
+            })
+        );
+    }
+}

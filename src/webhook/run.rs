@@ -1,0 +1,152 @@
+//! Running a hook for a webhook request, directly on the handler thread (not
+//! through a queue, as in flant): the hook's rate limiter first, then snapshots
+//! (from the monitors, through [`SnapshotSource`]), the binding context file, the
+//! executor with the request's time budget, the hook's object patches
+//! (`$KUBERNETES_PATCH_PATH`), and the usual hook run metrics (with an empty
+//! `queue` label, as flant's webhook tasks have no queue).
+
+use crate::executor::{Executor, RunLabels, RunResult};
+use crate::hook::Hook;
+use crate::hook::context::{BindingContext, Snapshots, render_file};
+use crate::log;
+use crate::metrics::Metrics;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Snapshots for a hook's webhook run: `(hook name, binding names)` → items per
+/// binding name. The operator passes the monitors' store here.
+pub type SnapshotSource = Arc<dyn Fn(&str, &[String]) -> Snapshots + Send + Sync>;
+
+/// Why a hook produced no result.
+#[derive(Debug)]
+pub enum RunError {
+    /// The hook's `settings.executionMinInterval` would delay it past the budget.
+    RateLimited(Duration),
+    /// The hook could not be started (temp files, exec).
+    Start(String),
+    /// The hook's object patches could not be applied.
+    Patch(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::RateLimited(d) => write!(
+                f,
+                "rate limited by settings.executionMinInterval (next run in {:.1}s)",
+                d.as_secs_f64()
+            ),
+            RunError::Start(e) => write!(f, "cannot run: {e}"),
+            RunError::Patch(e) => write!(f, "object patches failed: {e}"),
+        }
+    }
+}
+
+/// Shared by the admission and conversion handlers.
+pub struct HookRunner {
+    pub hooks: Arc<Vec<Hook>>,
+    pub executor: Executor,
+    pub metrics: Arc<Metrics>,
+    pub snapshots: SnapshotSource,
+    /// The object patcher's client; `None` when no cluster is configured.
+    pub patcher: Option<crate::kube::Client>,
+    pub jq_library: Option<std::path::PathBuf>,
+}
+
+impl HookRunner {
+    /// Runs hook `index` with one context; `budget` caps the rate-limit wait and
+    /// the run itself (the operator's `--hook-run-timeout` also applies).
+    pub fn run(
+        &self,
+        index: usize,
+        ctx: BindingContext,
+        budget: Duration,
+    ) -> Result<RunResult, RunError> {
+        let hook = self
+            .hooks
+            .get(index)
+            .ok_or_else(|| RunError::Start(format!("no hook #{index}")))?;
+        let started = Instant::now();
+        let wait = hook
+            .limiter
+            .lock()
+            .map(|mut b| b.reserve(started))
+            .unwrap_or_default();
+        if wait >= budget {
+            if let Ok(mut b) = hook.limiter.lock() {
+                b.refund();
+            }
+            return Err(RunError::RateLimited(wait));
+        }
+        std::thread::sleep(wait);
+        let snapshots = if ctx.snapshot_names.is_empty() {
+            Snapshots::new()
+        } else {
+            (self.snapshots)(&hook.name, &ctx.snapshot_names)
+        };
+        let labels = RunLabels {
+            hook: hook.name.clone(),
+            binding: ctx.binding.clone(),
+            queue: String::new(),
+            task: "HookRun".into(),
+            event: ctx.binding_type.as_str().into(),
+        };
+        let context = render_file(std::slice::from_ref(&ctx), hook.is_v0(), &snapshots);
+        let mut executor = self.executor.clone();
+        let left = budget.saturating_sub(wait);
+        executor.timeout = Some(executor.timeout.map_or(left, |t| t.min(left)));
+        log::info(
+            "Execute hook",
+            &[
+                ("hook", &labels.hook),
+                ("binding", &labels.binding),
+                ("event", &labels.event),
+            ],
+        );
+        let run = executor
+            .run(&hook.path, &context, &labels)
+            .map_err(|e| RunError::Start(e.to_string()))?;
+        self.observe(&labels, &run);
+        self.apply_patches(&run).map_err(RunError::Patch)?;
+        Ok(run)
+    }
+
+    /// Applies `$KUBERNETES_PATCH_PATH` (after a failed run only the operations
+    /// marked `ignoreHookError`), as queued runs do.
+    fn apply_patches(&self, run: &RunResult) -> Result<(), String> {
+        let ops = crate::patch::parse(&run.kubernetes_patch).map_err(|e| e.to_string())?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let client = self
+            .patcher
+            .as_ref()
+            .ok_or("no Kubernetes client configured")?;
+        crate::patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn observe(&self, labels: &RunLabels, run: &RunResult) {
+        let m = &self.metrics;
+        let l = [labels.hook.as_str(), labels.binding.as_str(), ""];
+        m.hook_run_seconds
+            .with_label_values(&l)
+            .observe(run.duration.as_secs_f64());
+        m.hook_run_user_cpu_seconds
+            .with_label_values(&l)
+            .observe(run.usage.user_cpu.as_secs_f64());
+        m.hook_run_sys_cpu_seconds
+            .with_label_values(&l)
+            .observe(run.usage.sys_cpu.as_secs_f64());
+        m.hook_run_max_rss_bytes
+            .with_label_values(&l)
+            .set(run.usage.max_rss_bytes as f64);
+        let counter = if run.success() {
+            &m.hook_run_success_total
+        } else {
+            &m.hook_run_errors_total
+        };
+        counter.with_label_values(&l).inc();
+    }
+}
