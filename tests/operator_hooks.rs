@@ -314,7 +314,16 @@ fn metrics_and_health_endpoints() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(op.http_get("/healthz"), (200, "ok\n".to_string()));
-    let (code, body) = op.http_get("/metrics");
+    // The queue-length series appears with the main thread's first update.
+    let (code, body) = loop {
+        let (code, body) = op.http_get("/metrics");
+        if body.contains("my_tasks_queue_length{queue=\"main\"}")
+            || Instant::now() > deadline + 5 * SECOND
+        {
+            break (code, body);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(code, 200);
     assert!(
         metric(&body, "my_live_ticks").unwrap_or(0.0) >= 1.0,

@@ -209,8 +209,15 @@ impl Operator {
 }
 
 impl Drop for Operator {
+    /// Stops the operator as a pod would (SIGTERM, so it stops its hooks' process
+    /// groups), then SIGKILL if it is still there; no hook outlives a test.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.signal(libc::SIGTERM);
+            if self.wait_exit(Duration::from_secs(15)).is_none() {
+                let _ = self.child.kill();
+            }
+        }
         let _ = self.child.wait();
     }
 }
