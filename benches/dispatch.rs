@@ -8,21 +8,17 @@
 //!
 //! Binary size and idle memory with 20 hooks are measured by `benches/observability.rs`.
 
+mod common;
+
 use shell_operator::executor::Executor;
-use shell_operator::hook::Hook;
-use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
 use shell_operator::hook::context::BindingContext;
 use shell_operator::metrics::Metrics;
 use shell_operator::queue::Task;
-use shell_operator::queue::ratelimit::TokenBucket;
-use shell_operator::queue::worker::{Handler, SharedView, Worker};
+use shell_operator::queue::worker::{SharedView, Worker};
 use shell_operator::runner::Runner;
-use std::io::Read;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 400;
@@ -32,7 +28,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("hooks")).expect("mkdir");
     let hook_path = work.join("hooks/trivial.sh");
-    write_exec(&hook_path, "#!/bin/sh\nexit 0\n");
+    common::write_exec(&hook_path, "#!/bin/sh\nexit 0\n");
     shell_operator::log::set_level(shell_operator::log::Level::Error);
 
     // Warm up the page cache and the reaper, then alternate the two measurements.
@@ -70,93 +66,20 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn write_exec(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
 /// The baseline: what any runner must do per run, with nothing else.
 fn bare_runs(hook: &Path, tmp: &Path, n: usize) -> Duration {
     std::fs::create_dir_all(tmp).expect("tmp");
     let context = b"[{\"binding\":\"bench\",\"type\":\"Schedule\"}]\n";
     let started = Instant::now();
     for i in 0..n {
-        let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"]
-            .iter()
-            .map(|k| tmp.join(format!("{k}-{i}.json")))
-            .collect();
-        for (j, f) in files.iter().enumerate() {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(f)
-                .expect("create");
-            if j == 0 {
-                std::io::Write::write_all(&mut file, context).expect("write");
-            }
-        }
-        let mut child = Command::new(hook)
-            .current_dir(hook.parent().expect("dir"))
-            .env("BINDING_CONTEXT_PATH", &files[0])
-            .env("METRICS_PATH", &files[1])
-            .env("KUBERNETES_PATCH_PATH", &files[2])
-            .env("VALIDATING_RESPONSE_PATH", &files[3])
-            .env("CONVERSION_RESPONSE_PATH", &files[4])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut sink = Vec::new();
-        let _ = child.stdout.take().map(|mut p| p.read_to_end(&mut sink));
-        let _ = child.stderr.take().map(|mut p| p.read_to_end(&mut sink));
-        child.wait().expect("wait");
-        for f in &files {
-            let _ = std::fs::read(f);
-            let _ = std::fs::remove_file(f);
-        }
+        common::bare_run(hook, tmp, i, context);
     }
     started.elapsed()
 }
 
-/// Counts finished tasks so the bench knows when all N ran.
-struct Counting {
-    inner: Runner,
-    done: crossbeam_channel::Sender<()>,
-}
-
-impl Handler for Counting {
-    fn rate_limit(&self, task: &Task) -> Duration {
-        self.inner.rate_limit(task)
-    }
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
-        let r = self.inner.handle(task, queue);
-        let _ = self.done.send(());
-        r
-    }
-}
-
 /// N tasks through a real queue thread, runner and executor.
 fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
-    let config = HookConfig {
-        version: ConfigVersion::V1,
-        on_startup: None,
-        schedule: vec![],
-        kubernetes: vec![],
-        validating: vec![],
-        mutating: vec![],
-        conversion: vec![],
-        settings: Settings::default(),
-    };
-    let hook = Hook {
-        name: "trivial.sh".into(),
-        path: hook_path.to_path_buf(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
-        jq_filters: vec![],
-        config,
-    };
+    let hook = common::plain_hook("trivial.sh", hook_path);
     let executor = Executor {
         tmp_dir: tmp.to_path_buf(),
         keep_tmp_files: false,
@@ -183,7 +106,7 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         "main",
         task_rx,
         stop_rx,
-        Arc::new(Counting {
+        Arc::new(common::Counting {
             inner: runner,
             done: done_tx,
         }),

@@ -15,19 +15,18 @@
 //!
 //! Usage: `cargo bench --bench observability -- --static <musl binary> [--runs N]`.
 
+mod common;
+
 use shell_operator::executor::Executor;
-use shell_operator::hook::Hook;
-use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
 use shell_operator::hook::context::BindingContext;
 use shell_operator::metrics::Metrics;
 use shell_operator::queue::Task;
-use shell_operator::queue::ratelimit::TokenBucket;
-use shell_operator::queue::worker::{Handler, SharedView, Worker};
+use shell_operator::queue::worker::{SharedView, Worker};
 use shell_operator::runner::Runner;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const WARMUP: usize = 1_000;
@@ -141,13 +140,6 @@ fn sizes(bin: &Path, dir: &Path) {
     }
 }
 
-fn write_exec(path: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
 fn vm_rss_kb(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
@@ -166,7 +158,7 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
             "configVersion: v1\nonStartup: {i}\nschedule:\n- name: yearly-{i}\n  crontab: \"0 0 1 1 *\"\n  queue: q{}",
             i % 4
         );
-        write_exec(
+        common::write_exec(
             &dir.join(format!("hooks/{i:02}-hook.sh")),
             &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}\nEOF\nfi\n"),
         );
@@ -229,7 +221,7 @@ fn binary_rss_growth(bin: &Path, dir: &Path, runs: u64) -> Result<Vec<(u64, u64)
             &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; exit 0; fi\n"),
             1,
         );
-        write_exec(&dir.join(format!("hooks/{i:03}.sh")), &body);
+        common::write_exec(&dir.join(format!("hooks/{i:03}.sh")), &body);
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -283,52 +275,9 @@ fn total_runs(body: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
-/// Forwards to the runner and counts finished tasks.
-struct Counting {
-    inner: Runner,
-    done: crossbeam_channel::Sender<()>,
-}
-
-impl Handler for Counting {
-    fn rate_limit(&self, task: &Task) -> Duration {
-        self.inner.rate_limit(task)
-    }
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
-        let r = self.inner.handle(task, queue);
-        let _ = self.done.send(());
-        r
-    }
-    fn queue_action(&self, queue: &str, action: &str, took: Duration) {
-        self.inner.queue_action(queue, action, took);
-    }
-    fn queue_length(&self, queue: &str, len: usize) {
-        self.inner.queue_length(queue, len);
-    }
-}
-
-fn hook(i: usize, path: &Path) -> Hook {
-    let config = HookConfig {
-        version: ConfigVersion::V1,
-        on_startup: None,
-        schedule: vec![],
-        kubernetes: vec![],
-        validating: vec![],
-        mutating: vec![],
-        conversion: vec![],
-        settings: Settings::default(),
-    };
-    Hook {
-        name: format!("metrics-{i}.sh"),
-        path: path.to_path_buf(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
-        jq_filters: vec![],
-        config,
-    }
-}
-
 fn rss_growth(dir: &Path, runs: usize) {
     let hook_path = dir.join("hooks/metrics.sh");
-    write_exec(&hook_path, METRICS_HOOK);
+    common::write_exec(&hook_path, METRICS_HOOK);
     let executor = Executor {
         tmp_dir: dir.join("tmp"),
         keep_tmp_files: false,
@@ -338,9 +287,13 @@ fn rss_growth(dir: &Path, runs: usize) {
     let metrics = Arc::new(Metrics::new("shell_operator_").expect("metrics"));
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
-    let handler = Arc::new(Counting {
+    let handler = Arc::new(common::Counting {
         inner: Runner {
-            hooks: Arc::new((0..QUEUES).map(|i| hook(i, &hook_path)).collect()),
+            hooks: Arc::new(
+                (0..QUEUES)
+                    .map(|i| common::plain_hook(&format!("metrics-{i}.sh"), &hook_path))
+                    .collect(),
+            ),
             executor,
             metrics: Arc::clone(&metrics),
             scheduler: sched_tx,

@@ -11,6 +11,8 @@
 //! process; the client is ureq (rustls). Logging is at error level, as in the
 //! dispatch bench. Needs `openssl` for the test certificate.
 
+mod common;
+
 use shell_operator::executor::Executor;
 use shell_operator::hook::Hook;
 use shell_operator::hook::config::{AdmissionBinding, ConfigVersion, HookConfig, Settings};
@@ -20,9 +22,8 @@ use shell_operator::webhook::admission::{self, Admission};
 use shell_operator::webhook::metrics::WebhookMetrics;
 use shell_operator::webhook::run::HookRunner;
 use shell_operator::webhook::server::{Limits, TlsServer};
-use std::io::Read;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -259,40 +260,7 @@ fn bare_latencies(hook: &Path, tmp: &Path, n: usize) -> Vec<Duration> {
     (0..n)
         .map(|i| {
             let t = Instant::now();
-            let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"]
-                .iter()
-                .map(|k| tmp.join(format!("{k}-{i}.json")))
-                .collect();
-            for (j, f) in files.iter().enumerate() {
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(f)
-                    .expect("create");
-                if j == 0 {
-                    std::io::Write::write_all(&mut file, REVIEW.as_bytes()).expect("write");
-                }
-            }
-            let mut child = Command::new(hook)
-                .env("BINDING_CONTEXT_PATH", &files[0])
-                .env("METRICS_PATH", &files[1])
-                .env("KUBERNETES_PATCH_PATH", &files[2])
-                .env("VALIDATING_RESPONSE_PATH", &files[3])
-                .env("CONVERSION_RESPONSE_PATH", &files[4])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn");
-            let mut sink = Vec::new();
-            let _ = child.stdout.take().map(|mut p| p.read_to_end(&mut sink));
-            let _ = child.stderr.take().map(|mut p| p.read_to_end(&mut sink));
-            child.wait().expect("wait");
-            for f in &files {
-                let _ = std::fs::read(f);
-                let _ = std::fs::remove_file(f);
-            }
+            common::bare_run(hook, tmp, i, REVIEW.as_bytes());
             t.elapsed()
         })
         .collect()

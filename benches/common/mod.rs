@@ -1,0 +1,108 @@
+//! Helpers shared by the benchmarks: the bare fork/exec baseline, a hook with an
+//! empty config, a handler that counts finished tasks, and writing hook scripts.
+#![allow(dead_code)]
+
+use shell_operator::hook::Hook;
+use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
+use shell_operator::queue::Task;
+use shell_operator::queue::ratelimit::TokenBucket;
+use shell_operator::queue::worker::Handler;
+use shell_operator::runner::Runner;
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Writes an executable script.
+pub fn write_exec(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// One run with nothing but what any runner must do: the five files created (the
+/// first holding `context`), the hook fork/exec'd with the same environment, both
+/// pipes drained, the files read back and removed. `i` keeps names unique.
+pub fn bare_run(hook: &Path, tmp: &Path, i: usize, context: &[u8]) {
+    let files: Vec<PathBuf> = ["ctx", "metrics", "patch", "admission", "conversion"]
+        .iter()
+        .map(|k| tmp.join(format!("{k}-{i}.json")))
+        .collect();
+    for (j, f) in files.iter().enumerate() {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(f)
+            .expect("create");
+        if j == 0 {
+            std::io::Write::write_all(&mut file, context).expect("write");
+        }
+    }
+    let mut child = Command::new(hook)
+        .current_dir(hook.parent().expect("dir"))
+        .env("BINDING_CONTEXT_PATH", &files[0])
+        .env("METRICS_PATH", &files[1])
+        .env("KUBERNETES_PATCH_PATH", &files[2])
+        .env("VALIDATING_RESPONSE_PATH", &files[3])
+        .env("CONVERSION_RESPONSE_PATH", &files[4])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut sink = Vec::new();
+    let _ = child.stdout.take().map(|mut p| p.read_to_end(&mut sink));
+    let _ = child.stderr.take().map(|mut p| p.read_to_end(&mut sink));
+    child.wait().expect("wait");
+    for f in &files {
+        let _ = std::fs::read(f);
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+/// A v1 hook with no bindings, for driving a runner directly.
+pub fn plain_hook(name: &str, path: &Path) -> Hook {
+    let config = HookConfig {
+        version: ConfigVersion::V1,
+        on_startup: None,
+        schedule: vec![],
+        kubernetes: vec![],
+        validating: vec![],
+        mutating: vec![],
+        conversion: vec![],
+        settings: Settings::default(),
+    };
+    Hook {
+        name: name.into(),
+        path: path.to_path_buf(),
+        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        jq_filters: vec![],
+        config,
+    }
+}
+
+/// Forwards to the runner and signals every finished task.
+pub struct Counting {
+    pub inner: Runner,
+    pub done: crossbeam_channel::Sender<()>,
+}
+
+impl Handler for Counting {
+    fn rate_limit(&self, task: &Task) -> Duration {
+        self.inner.rate_limit(task)
+    }
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        let r = self.inner.handle(task, queue);
+        let _ = self.done.send(());
+        r
+    }
+    fn queue_action(&self, queue: &str, action: &str, took: Duration) {
+        self.inner.queue_action(queue, action, took);
+    }
+    fn queue_length(&self, queue: &str, len: usize) {
+        self.inner.queue_length(queue, len);
+    }
+}
