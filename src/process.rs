@@ -155,15 +155,21 @@ impl Running {
         let deadline = Instant::now() + limit;
         let exit = match &self.exit {
             ExitSource::Reaper(rx) => rx.recv_timeout(limit).ok(),
-            ExitSource::Direct(_) => loop {
-                if let Some(e) = self.reap(libc::WNOHANG) {
-                    break Some(e);
+            ExitSource::Direct(_) => {
+                // Usually called once the hook's pipes closed, so it has exited or is
+                // about to: poll quickly first, then back off to 5 ms.
+                let mut pause = Duration::from_micros(50);
+                loop {
+                    if let Some(e) = self.reap(libc::WNOHANG) {
+                        break Some(e);
+                    }
+                    if Instant::now() >= deadline {
+                        break None;
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(5));
                 }
-                if Instant::now() >= deadline {
-                    break None;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            },
+            }
         };
         if let Some(exit) = exit {
             return exit;
