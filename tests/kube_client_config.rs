@@ -262,3 +262,30 @@ fn server_override_and_context_choice() {
     let c = Client::from_config(&settings_for(&d.join("sim.yaml"))).unwrap();
     assert_eq!(configmap_names(&c, "default").unwrap(), ["hello"]);
 }
+
+/// `tls-server-name` is the name TLS sends and verifies, while the connection goes to
+/// the server URL's address: the server's certificate names `localhost`, not the
+/// other name.
+#[test]
+fn tls_server_name_is_the_verified_name() {
+    let pki = pki::make("server-name");
+    let sim = tls_sim(&pki, Some(TOKEN));
+    let d = tempdir("server-name");
+    let user = format!("    token: {TOKEN}\n");
+    let ca = |name: &str| {
+        format!(
+            "    certificate-authority: {}\n    tls-server-name: {name}\n",
+            pki.path("ca.crt").display()
+        )
+    };
+    let kc = kubeconfig(&d, &sim.url(), &ca("localhost"), &user);
+    let c = Client::from_config(&settings_for(&kc)).unwrap();
+    assert_eq!(configmap_names(&c, "default").unwrap(), ["hello"]);
+    let kc = kubeconfig(&d, &sim.url(), &ca("not-in-the-certificate.example"), &user);
+    let c = Client::from_config(&settings_for(&kc)).unwrap();
+    let e = configmap_names(&c, "default").unwrap_err().to_string();
+    assert!(
+        e.to_lowercase().contains("certificate") || e.contains("NotValidForName"),
+        "{e}"
+    );
+}

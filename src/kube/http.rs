@@ -15,6 +15,8 @@ use super::ratelimit::TokenBucket;
 use std::io::BufReader;
 use std::time::{Duration, Instant};
 use ureq::http;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{Connector, NextTimeout, RustlsConnector, TcpConnector};
 
 /// Largest non-watch body accepted (big LISTs go well past ureq's 10 MB default).
 const BODY_LIMIT: u64 = 512 << 20;
@@ -76,30 +78,30 @@ impl Transport {
         timeout: Duration,
         metrics: ClientMetrics,
     ) -> Result<Transport, KubeError> {
-        if let Some(name) = &cfg.tls.server_name {
-            // ureq cannot verify against a name other than the URL's host; refuse
-            // rather than silently verify something else.
-            if host_of(&cfg.server) != name.as_str() {
-                return Err(KubeError::config(
-                    &cfg.origin,
-                    "",
-                    "tls-server-name",
-                    format!(
-                        "'{name}' differs from the server's host; this client cannot override the verified name"
-                    ),
-                ));
-            }
-        }
         let tls = super::tls::tls_config(&cfg.tls)?;
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .tls_config(tls)
             .http_status_as_error(false)
             .proxy(None)
             .timeout_connect(Some(Duration::from_secs(10)))
             .max_idle_connections_per_host(8)
             .user_agent("shell-operator-rs")
-            .build()
-            .new_agent();
+            .build();
+        let server_name = cfg
+            .tls
+            .server_name
+            .as_deref()
+            .filter(|n| *n != host_of(&cfg.server));
+        let (agent, base) = match server_name {
+            None => (config.new_agent(), cfg.server.clone()),
+            Some(name) => {
+                let resolver = ServerNameResolver::new(name, &cfg.server)
+                    .map_err(|e| KubeError::config(&cfg.origin, "", "tls-server-name", e))?;
+                let connector = ().chain(TcpConnector::default()).chain(RustlsConnector::default());
+                let base = with_host(&cfg.server, name);
+                (ureq::Agent::with_parts(config, connector, resolver), base)
+            }
+        };
         let (qps, burst) = match (qps, burst) {
             (0.0, b) => (5.0, if b == 0 { 10 } else { b }),
             (q, 0) => (q, 10),
@@ -107,7 +109,7 @@ impl Transport {
         };
         Ok(Transport {
             agent,
-            base: cfg.server.clone(),
+            base,
             auth: Auth::new(&cfg.auth),
             limiter: TokenBucket::new(qps, burst),
             metrics,
@@ -279,6 +281,80 @@ impl Transport {
 }
 
 /// The host part of `https://host:port/...` (brackets kept off IPv6 literals).
+/// `tls-server-name` support. Requests go to `https://<tls-server-name>:<port>`, so
+/// TLS sends that name and verifies the certificate against it; this resolver answers
+/// that name with the configured server's own addresses, so the connection still goes
+/// to the server (whose Host header does not matter to the API server).
+#[derive(Debug)]
+struct ServerNameResolver {
+    name: String,
+    /// `host:port` of the configured server.
+    target: String,
+}
+
+impl ServerNameResolver {
+    fn new(name: &str, server: &str) -> Result<ServerNameResolver, String> {
+        let host = host_of(server);
+        let port =
+            port_of(server).ok_or_else(|| format!("server '{server}' has no usable port"))?;
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        Ok(ServerNameResolver {
+            name: name.to_string(),
+            target: format!("{host}:{port}"),
+        })
+    }
+}
+
+impl Resolver for ServerNameResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        if uri.host() != Some(self.name.as_str()) {
+            return DefaultResolver::default().resolve(uri, config, timeout);
+        }
+        let mut out = self.empty();
+        for addr in std::net::ToSocketAddrs::to_socket_addrs(&self.target)?.take(16) {
+            out.push(addr);
+        }
+        if out.is_empty() {
+            Err(ureq::Error::HostNotFound)
+        } else {
+            Ok(out)
+        }
+    }
+}
+
+/// The server URL with its host replaced by `name`.
+fn with_host(server: &str, name: &str) -> String {
+    let (scheme, rest) = server.split_once("://").unwrap_or(("https", server));
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    match port_of(server) {
+        Some(port) => format!("{scheme}://{name}:{port}{path}"),
+        None => format!("{scheme}://{name}{path}"),
+    }
+}
+
+/// The URL's port, or the scheme's default.
+fn port_of(server: &str) -> Option<u16> {
+    let (scheme, rest) = server.split_once("://").unwrap_or(("https", server));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let port = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once("]:").map(|(_, p)| p),
+        None => authority.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        Some(p) => p.parse().ok(),
+        None => Some(if scheme == "http" { 80 } else { 443 }),
+    }
+}
+
 fn host_of(server: &str) -> &str {
     let rest = server.split_once("://").map_or(server, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or(rest);
@@ -334,6 +410,25 @@ impl Response {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tls_server_name_urls() {
+        assert_eq!(
+            with_host("https://10.0.0.1:6443", "kubernetes.default.svc"),
+            "https://kubernetes.default.svc:6443"
+        );
+        assert_eq!(
+            with_host("https://10.0.0.1", "api.example"),
+            "https://api.example:443"
+        );
+        assert_eq!(
+            with_host("https://[::1]:8443/prefix", "api.example"),
+            "https://api.example:8443/prefix"
+        );
+        assert_eq!(port_of("http://localhost"), Some(80));
+        assert_eq!(port_of("https://h:x"), None);
+    }
+
     use super::*;
 
     #[test]
