@@ -3,10 +3,13 @@
 //!
 //! ```text
 //! signal thread ──signal──> main thread (ticker: live_ticks, queue lengths)
-//! scheduler thread ──Fire──> router thread ──Task──> queue thread × Q ──> executor (child process)
+//! scheduler thread ──Fire──────┐
+//! watch thread × W ──Event──> monitor thread ──KubeEvent──┴─> router thread ──Task──> queue thread × Q ──> executor (child process)
+//!                              (snapshots, jq, checksums)                                  │  ├─ object patcher (kube client)
+//!                                                                                          │  └─ hook metrics
 //! main thread (startup) ──onStartup / Enable tasks──> "main" queue
-//! "main" queue ──Control::Enable──> scheduler thread
-//! HTTP thread: /metrics /healthz /ready          reaper thread: every child's exit
+//! "main" queue ──Control::Enable──> scheduler thread; ──monitor::Control::Enable──> monitor thread
+//! HTTP thread: /metrics /healthz /ready          reaper thread (only as PID 1): every child's exit
 //! webhook-admission / webhook-conversion threads (TLS) ──> handler threads ──> executor
 //! debug threads: unix socket (+ --debug-http-addr), reading queue views and hooks
 //! ```
