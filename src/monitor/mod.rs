@@ -15,16 +15,19 @@
 //! snapshots are full before the hook's Synchronization tasks run.
 
 pub mod filter;
+mod namespaces;
 pub mod runtime;
+mod selectors;
 pub mod store;
 
 use crate::hook::Hook;
-use crate::hook::config::{FieldOp, KubernetesBinding, WatchEventType};
+use crate::hook::config::{KubernetesBinding, WatchEventType};
 use crate::kube::{self, Client, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Select, Sender};
 use filter::{ItemFilter, key_of};
+use selectors::{selectors, with_type_meta};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -535,130 +538,6 @@ impl Monitor {
             b.map(|b| b.queue.clone()).unwrap_or_default(),
         ]
     }
-
-    fn watch_namespaces_by_label(
-        &mut self,
-        template: WatchKey,
-        sub: Sub,
-        selector: &vendor_k8s_types::LabelSelector,
-        context: &str,
-    ) -> Result<(), String> {
-        let ns_resource = self
-            .client
-            .resolve("v1", "Namespace", context)
-            .map_err(|e| e.to_string())?;
-        let label = kube::selector::encode_label_selector(selector)
-            .map_err(|e| format!("{context}: namespace.labelSelector: {e}"))?;
-        let ns_key = WatchKey {
-            resource: ns_resource,
-            keep_objects: false,
-            namespace: None,
-            label,
-            field: String::new(),
-        };
-        let (handle, rx, namespaces) = self.start_watch(&ns_key, context)?;
-        let mut active = BTreeSet::new();
-        for ns in &namespaces {
-            let name = serde_json::from_str::<Value>(ns)
-                .map(|v| key_of(&v).1)
-                .unwrap_or_default();
-            self.attach(
-                WatchKey {
-                    namespace: Some(name.clone()),
-                    ..template.clone()
-                },
-                sub.clone(),
-                false,
-                context,
-            )?;
-            active.insert(name);
-        }
-        self.namespace_watches
-            .retain(|w| !(w.sub.hook == sub.hook && w.sub.binding == sub.binding));
-        self.namespace_watches.push(NamespaceWatch {
-            template,
-            sub,
-            handle,
-            rx,
-            active,
-        });
-        Ok(())
-    }
-
-    fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {
-        let (name, added) = match &ev {
-            kube::Event::Added(ns) => (key_of(ns).1, true),
-            kube::Event::Deleted(ns) => (key_of(ns).1, false),
-            kube::Event::WatchError { kind, message } => return self.watch_error(*kind, message),
-            _ => return,
-        };
-        let nw = &mut self.namespace_watches[index];
-        let (sub, key) = (
-            nw.sub.clone(),
-            WatchKey {
-                namespace: Some(name.clone()),
-                ..nw.template.clone()
-            },
-        );
-        if added && nw.active.insert(name.clone()) {
-            let context = format!("namespace '{name}'");
-            if let Err(e) = self.attach(key, sub, true, &context) {
-                log::error(
-                    "cannot watch a namespace that started matching",
-                    &[("namespace", &name), ("error", &e)],
-                );
-            }
-        } else if !added && nw.active.remove(&name) {
-            self.detach(&key, &sub);
-        }
-    }
-
-    /// A namespace stopped matching: stop its watch for `sub` and delete its objects
-    /// from the binding's snapshot, with Deleted events.
-    fn detach(&mut self, key: &WatchKey, sub: &Sub) {
-        if let Some(i) = self.watches.iter().position(|w| &w.key == key) {
-            self.watches[i]
-                .subs
-                .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
-            if self.watches[i].subs.is_empty() {
-                self.watches.remove(i).handle.stop();
-            }
-        }
-        let ns = key.namespace.clone().unwrap_or_default();
-        let gone: Vec<Value> = match self.store.binding(sub.hook, sub.binding) {
-            Some(state) => state
-                .items
-                .iter()
-                .filter(|((n, _), _)| *n == ns)
-                .map(|((n, name), item)| {
-                    item.to_json(None).get("object").cloned().unwrap_or_else(
-                        || serde_json::json!({"metadata": {"namespace": n, "name": name}}),
-                    )
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        for obj in gone {
-            self.apply(
-                sub,
-                WatchEventType::Deleted,
-                &obj,
-                &Arc::from(obj.to_string()),
-            );
-        }
-    }
-}
-
-/// Sets `apiVersion` and `kind` when missing: list items come without them from real
-/// API servers, and hooks expect them (as flant's dynamic informers provide them).
-fn with_type_meta(mut obj: Value, resource: &Resource) -> Value {
-    if let Some(map) = obj.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::from(resource.api_version()));
-        map.entry("kind")
-            .or_insert_with(|| Value::from(resource.kind.clone()));
-    }
-    obj
 }
 
 impl Sub {
@@ -666,86 +545,5 @@ impl Sub {
         self.names
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name))
-    }
-}
-
-/// Encodes a binding's selectors: (label selector, field selector, client-side names).
-/// One object name becomes a `metadata.name` field selector; several are filtered here.
-fn selectors(b: &KubernetesBinding) -> Result<(String, String, Option<Vec<String>>), String> {
-    let label = match &b.label_selector {
-        Some(sel) => {
-            kube::selector::encode_label_selector(sel).map_err(|e| format!("labelSelector: {e}"))?
-        }
-        None => String::new(),
-    };
-    let mut reqs: Vec<kube::selector::FieldRequirement> = b
-        .field_selector
-        .iter()
-        .map(|r| kube::selector::FieldRequirement {
-            field: r.field.clone(),
-            operator: if r.operator == FieldOp::Equals {
-                "=".into()
-            } else {
-                "!=".into()
-            },
-            value: r.value.clone(),
-        })
-        .collect();
-    let names = b.name_selector.clone().filter(|n| !n.is_empty());
-    let client_side = match names {
-        Some(n) if n.len() == 1 => {
-            reqs.push(kube::selector::FieldRequirement {
-                field: "metadata.name".into(),
-                operator: "=".into(),
-                value: n[0].clone(),
-            });
-            None
-        }
-        other => other,
-    };
-    let field =
-        kube::selector::encode_field_selector(&reqs).map_err(|e| format!("fieldSelector: {e}"))?;
-    Ok((label, field, client_side))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn list_items_get_api_version_and_kind() {
-        let deployments = Resource {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            kind: "Deployment".into(),
-            namespaced: true,
-        };
-        let item = with_type_meta(json!({"metadata": {"name": "d"}}), &deployments);
-        assert_eq!(
-            item,
-            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})
-        );
-        let typed = json!({"apiVersion": "apps/v1beta2", "kind": "Deployment"});
-        assert_eq!(
-            with_type_meta(typed.clone(), &deployments),
-            typed,
-            "present fields are kept"
-        );
-    }
-
-    #[test]
-    fn one_name_is_a_field_selector_several_are_filtered_here() {
-        let text = "configVersion: v1\nkubernetes:\n- kind: Pod\n  nameSelector:\n    matchNames: [a]\n  fieldSelector:\n    matchExpressions:\n    - {field: status.phase, operator: Equals, value: Running}\n- kind: Pod\n  nameSelector:\n    matchNames: [a, b]\n  labelSelector:\n    matchLabels: {app: x}";
-        let config = crate::hook::config::parse("h", text).expect("config");
-        let (label, field, names) = selectors(&config.kubernetes[0]).expect("selectors");
-        assert_eq!(
-            (label.as_str(), field.as_str(), names),
-            ("", "status.phase=Running,metadata.name=a", None)
-        );
-        let (label, field, names) = selectors(&config.kubernetes[1]).expect("selectors");
-        assert_eq!((label.as_str(), field.as_str()), ("app=x", ""));
-        assert_eq!(names, Some(vec!["a".to_string(), "b".to_string()]));
     }
 }

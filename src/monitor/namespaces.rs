@@ -1,0 +1,127 @@
+//! Dynamic namespaces: a binding with `namespace.labelSelector` watches namespaces;
+//! one that starts matching gets a watch whose objects arrive as Added, one that stops
+//! matching has its objects removed from the snapshot as Deleted. Part of the monitor
+//! thread (`monitor/mod.rs`).
+
+use super::filter::key_of;
+use super::{Monitor, NamespaceWatch, Sub, WatchKey};
+use crate::hook::config::WatchEventType;
+use crate::kube;
+use crate::log;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+impl Monitor {
+    pub(super) fn watch_namespaces_by_label(
+        &mut self,
+        template: WatchKey,
+        sub: Sub,
+        selector: &vendor_k8s_types::LabelSelector,
+        context: &str,
+    ) -> Result<(), String> {
+        let ns_resource = self
+            .client
+            .resolve("v1", "Namespace", context)
+            .map_err(|e| e.to_string())?;
+        let label = kube::selector::encode_label_selector(selector)
+            .map_err(|e| format!("{context}: namespace.labelSelector: {e}"))?;
+        let ns_key = WatchKey {
+            resource: ns_resource,
+            keep_objects: false,
+            namespace: None,
+            label,
+            field: String::new(),
+        };
+        let (handle, rx, namespaces) = self.start_watch(&ns_key, context)?;
+        let mut active = BTreeSet::new();
+        for ns in &namespaces {
+            let name = serde_json::from_str::<Value>(ns)
+                .map(|v| key_of(&v).1)
+                .unwrap_or_default();
+            self.attach(
+                WatchKey {
+                    namespace: Some(name.clone()),
+                    ..template.clone()
+                },
+                sub.clone(),
+                false,
+                context,
+            )?;
+            active.insert(name);
+        }
+        self.namespace_watches
+            .retain(|w| !(w.sub.hook == sub.hook && w.sub.binding == sub.binding));
+        self.namespace_watches.push(NamespaceWatch {
+            template,
+            sub,
+            handle,
+            rx,
+            active,
+        });
+        Ok(())
+    }
+
+    pub(super) fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {
+        let (name, added) = match &ev {
+            kube::Event::Added(ns) => (key_of(ns).1, true),
+            kube::Event::Deleted(ns) => (key_of(ns).1, false),
+            kube::Event::WatchError { kind, message } => return self.watch_error(*kind, message),
+            _ => return,
+        };
+        let nw = &mut self.namespace_watches[index];
+        let (sub, key) = (
+            nw.sub.clone(),
+            WatchKey {
+                namespace: Some(name.clone()),
+                ..nw.template.clone()
+            },
+        );
+        if added && nw.active.insert(name.clone()) {
+            let context = format!("namespace '{name}'");
+            if let Err(e) = self.attach(key, sub, true, &context) {
+                log::error(
+                    "cannot watch a namespace that started matching",
+                    &[("namespace", &name), ("error", &e)],
+                );
+            }
+        } else if !added && nw.active.remove(&name) {
+            self.detach(&key, &sub);
+        }
+    }
+
+    /// A namespace stopped matching: stop its watch for `sub` and delete its objects
+    /// from the binding's snapshot, with Deleted events.
+    pub(super) fn detach(&mut self, key: &WatchKey, sub: &Sub) {
+        if let Some(i) = self.watches.iter().position(|w| &w.key == key) {
+            self.watches[i]
+                .subs
+                .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
+            if self.watches[i].subs.is_empty() {
+                self.watches.remove(i).handle.stop();
+            }
+        }
+        let ns = key.namespace.clone().unwrap_or_default();
+        let gone: Vec<Value> = match self.store.binding(sub.hook, sub.binding) {
+            Some(state) => state
+                .items
+                .iter()
+                .filter(|((n, _), _)| *n == ns)
+                .map(|((n, name), item)| {
+                    item.to_json(None).get("object").cloned().unwrap_or_else(
+                        || serde_json::json!({"metadata": {"namespace": n, "name": name}}),
+                    )
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for obj in gone {
+            self.apply(
+                sub,
+                WatchEventType::Deleted,
+                &obj,
+                &Arc::from(obj.to_string()),
+            );
+        }
+    }
+}
