@@ -176,7 +176,13 @@ fn start(mut config: Config) -> Result<(), String> {
         let worker = Worker::new(&name, rx, stop_rx.clone(), runner.clone(), view);
         threads.push(spawn(&format!("queue-{name}"), move || worker.run())?);
     }
-    let debug_stopper = start_debug_server(&config, &hooks, &views, &mut threads)?;
+    let debug_stopper = start_debug_server(
+        &config,
+        &hooks,
+        kube.as_ref().map(|k| Arc::clone(&k.store)),
+        &views,
+        &mut threads,
+    )?;
     let main_queue = senders
         .get(MAIN_QUEUE)
         .cloned()
@@ -225,23 +231,31 @@ fn start(mut config: Config) -> Result<(), String> {
 }
 
 /// Binds the debug socket (a failure stops startup) and starts its threads.
-/// Snapshots are empty until the Kubernetes monitors provide them.
+/// `hook snapshot` shows each kubernetes binding's current snapshot from `store`.
 fn start_debug_server(
     config: &Config,
     hooks: &Arc<Vec<Hook>>,
+    store: Option<Arc<SnapshotStore>>,
     views: &[SharedView],
     threads: &mut Vec<JoinHandle<()>>,
 ) -> Result<DebugStopper, String> {
     let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
-    let known = names.clone();
+    let all = Arc::clone(hooks);
     let state = Arc::new(DebugState {
         queues: views.to_vec(),
         hooks: names,
-        snapshots: Arc::new(move |hook: &str| {
-            known
-                .iter()
-                .any(|h| h == hook)
-                .then(|| serde_json::json!({}))
+        snapshots: Arc::new(move |name: &str| {
+            let index = all.iter().position(|h| h.name == name)?;
+            let mut view = serde_json::Map::new();
+            for (bi, b) in all[index].config.kubernetes.iter().enumerate() {
+                let items = store
+                    .as_ref()
+                    .map(|s| s.snapshot(index, bi))
+                    .unwrap_or_default();
+                view.entry(b.name.clone())
+                    .or_insert_with(|| serde_json::json!({ "snapshot": items }));
+            }
+            Some(serde_json::Value::Object(view))
         }),
         config: RuntimeConfig::new(&config.log.level),
     });

@@ -366,3 +366,32 @@ fn exec_credential_plugin_authenticates_the_operator() {
     op.wait_runs(WAIT, |r| !r.is_empty());
     assert_eq!(contexts(&op)[0]["objects"], json!([{"filterResult": "c"}]));
 }
+
+/// `shell-operator hook snapshot` shows a kubernetes binding's current snapshot.
+#[test]
+fn debug_cli_shows_binding_snapshots() {
+    let sim = Sim::start();
+    sim.create(cm("default", "one", json!({}))).expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    wait_contexts(&op, 1);
+    let socket = op.debug_socket();
+    let (code, out, err) = common::run_binary(
+        &[
+            "hook",
+            "snapshot",
+            "h.sh",
+            "-o",
+            "json",
+            "--debug-unix-socket",
+            socket.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let view: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        view,
+        json!({"cms": {"snapshot": [{"filterResult": "one"}]}})
+    );
+}
