@@ -166,6 +166,15 @@ fn start(mut config: Config) -> Result<(), String> {
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     spawn_signal_thread(signal_tx)?;
     threads.push(spawn("http", move || http.serve())?);
+    // The startup tasks are queued before the queue threads start, so "main" sees
+    // them all at once (its first view lists every one).
+    let main_queue = senders
+        .get(MAIN_QUEUE)
+        .cloned()
+        .ok_or("main queue missing")?;
+    for task in startup {
+        let _ = main_queue.send(task);
+    }
     let mut views: Vec<SharedView> = Vec::new();
     for (name, (_, rx)) in queues {
         let view: SharedView = Arc::new(Mutex::new(QueueView {
@@ -183,13 +192,6 @@ fn start(mut config: Config) -> Result<(), String> {
         &views,
         &mut threads,
     )?;
-    let main_queue = senders
-        .get(MAIN_QUEUE)
-        .cloned()
-        .ok_or("main queue missing")?;
-    for task in startup {
-        let _ = main_queue.send(task);
-    }
     let (router_hooks, router_stop) = (Arc::clone(&hooks), stop_rx.clone());
     let kube_events = kube
         .as_ref()
