@@ -11,6 +11,8 @@
 //! kube-sim runs as its own process (`target/release/kube-sim`), so its memory is
 //! not counted; the operator is `target/release/shell-operator` unless `--operator`.
 
+mod common;
+
 use shell_operator::hook::{self, Hook};
 use shell_operator::kube::{Client, KubeSettings, WatchParams};
 use shell_operator::metrics::Metrics;
@@ -258,36 +260,16 @@ fn write_hook(dir: &Path, binding: &str, body: &str) {
 /// Starts the operator with one binding; waits until it is ready.
 fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -> (Child, u16) {
     write_hook(&work.join("hooks"), binding, body);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port");
-    let child = Command::new(bin)
-        .args([
-            "start",
-            "--listen-address",
-            "127.0.0.1",
-            "--listen-port",
-            &port.to_string(),
-            "--hooks-dir",
-        ])
-        .arg(work.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(work.join("tmp"))
-        .arg("--kube-config")
-        .arg(&sim.kubeconfig)
-        .arg("--debug-unix-socket")
-        .arg(work.join("debug.socket"))
-        .env("OUT", work.join("out"))
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start operator");
+    let kubeconfig = sim.kubeconfig.to_str().expect("utf8 path");
+    let (child, port) = common::start_operator(
+        bin,
+        work,
+        &["--kube-config", kubeconfig],
+        &[("OUT", &work.join("out"))],
+    )
+    .expect("start operator");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !get(port, "/ready")
-        .split_whitespace()
-        .nth(1)
-        .is_some_and(|c| c == "200")
-    {
+    while !common::ready(port) {
         assert!(Instant::now() < deadline, "operator never ready");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -314,17 +296,6 @@ fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> usize {
     let _ = child.kill();
     let _ = child.wait();
     kb * 1024
-}
-
-fn get(port: u16, path: &str) -> String {
-    use std::io::Read;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = write!(s, "GET {path} HTTP/1.0\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text
 }
 
 /// Creates ConfigMaps one at a time against an idle operator; each hook run records

@@ -163,25 +163,10 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
             &format!("#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}\nEOF\nfi\n"),
         );
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())?;
-    let mut child = Command::new(bin)
-        .args(["start", "--listen-address", "127.0.0.1", "--listen-port"])
-        .arg(port.to_string())
-        .arg("--hooks-dir")
-        .arg(dir.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(dir.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(dir.join("debug.socket"))
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start {}: {e}", bin.display()))?;
+    let (mut child, port) = common::start_operator(bin, dir, &[], &[])?;
     let deadline = Instant::now() + Duration::from_secs(30);
     let result = loop {
-        if ready(port) {
+        if common::ready(port) {
             std::thread::sleep(Duration::from_secs(2));
             break vm_rss_kb(child.id()).ok_or_else(|| "no VmRSS".to_string());
         }
@@ -193,17 +178,6 @@ fn idle_rss(bin: &Path, dir: &Path) -> Result<u64, String> {
     let _ = child.kill();
     let _ = child.wait();
     result
-}
-
-fn ready(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(s, "GET /ready HTTP/1.0\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200")
 }
 
 /// The real binary: 200 hooks firing every second on 8 queues, each run writing
@@ -223,23 +197,7 @@ fn binary_rss_growth(bin: &Path, dir: &Path, runs: u64) -> Result<Vec<(u64, u64)
         );
         common::write_exec(&dir.join(format!("hooks/{i:03}.sh")), &body);
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())?;
-    let mut child = Command::new(bin)
-        .args(["start", "--listen-address", "127.0.0.1", "--listen-port"])
-        .arg(port.to_string())
-        .arg("--hooks-dir")
-        .arg(dir.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(dir.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(dir.join("debug.socket"))
-        .args(["--log-level", "error"])
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start {}: {e}", bin.display()))?;
+    let (mut child, port) = common::start_operator(bin, dir, &["--log-level", "error"], &[])?;
     let mut samples = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(runs / 50 + 120);
     let mut next = 1000;

@@ -106,3 +106,44 @@ impl Handler for Counting {
         self.inner.queue_length(queue, len);
     }
 }
+
+/// Starts `bin start` on a free loopback port with `dir/hooks`, `dir/tmp` and a
+/// debug socket in `dir`, plus `extra` arguments and `env`. Returns the child and port.
+pub fn start_operator(
+    bin: &Path,
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &Path)],
+) -> Result<(std::process::Child, u16), String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())?;
+    let child = Command::new(bin)
+        .args(["start", "--listen-address", "127.0.0.1", "--listen-port"])
+        .arg(port.to_string())
+        .arg("--hooks-dir")
+        .arg(dir.join("hooks"))
+        .arg("--tmp-dir")
+        .arg(dir.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.join("debug.socket"))
+        .args(extra)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("start {}: {e}", bin.display()))?;
+    Ok((child, port))
+}
+
+/// True once the operator on `port` answers `/ready` with 200.
+pub fn ready(port: u16) -> bool {
+    use std::io::Write;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = write!(s, "GET /ready HTTP/1.0\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split_whitespace().nth(1) == Some("200")
+}

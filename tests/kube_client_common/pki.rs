@@ -2,8 +2,8 @@
 //! for 127.0.0.1/localhost, an RSA (PKCS#1, as kubeadm writes) client certificate,
 //! and a stray key that matches nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use kube_sim::certs::openssl;
+use std::path::PathBuf;
 
 pub struct Pki {
     pub dir: PathBuf,
@@ -19,48 +19,34 @@ impl Pki {
     }
 }
 
-fn run(dir: &Path, args: &str) {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("openssl {args}"))
-        .current_dir(dir)
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Makes a fresh PKI in a temp dir named by `tag`.
 pub fn make(tag: &str) -> Pki {
     let dir = std::env::temp_dir().join(format!("kube-pki-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    run(
+    openssl(
         &dir,
         "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key",
     );
-    run(
+    openssl(
         &dir,
         "req -x509 -new -key ca.key -subj /CN=test-ca -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign -out ca.crt",
     );
-    run(
+    openssl(
         &dir,
         "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out server.key",
     );
-    run(
+    openssl(
         &dir,
         "req -new -key server.key -subj /CN=kube-sim -out server.csr",
     );
     std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n").unwrap();
-    run(
+    openssl(
         &dir,
         "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.crt",
     );
-    run(&dir, "genrsa -traditional -out client.key 2048");
-    run(
+    openssl(&dir, "genrsa -traditional -out client.key 2048");
+    openssl(
         &dir,
         "req -new -key client.key -subj /CN=kubernetes-admin/O=system:masters -out client.csr",
     );
@@ -69,17 +55,17 @@ pub fn make(tag: &str) -> Pki {
         "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
     )
     .unwrap();
-    run(
+    openssl(
         &dir,
         "x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out client.crt",
     );
-    run(&dir, "genrsa -traditional -out other.key 2048");
+    openssl(&dir, "genrsa -traditional -out other.key 2048");
     // A second, unrelated CA for the wrong-CA case.
-    run(
+    openssl(
         &dir,
         "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out wrong-ca.key",
     );
-    run(
+    openssl(
         &dir,
         "req -x509 -new -key wrong-ca.key -subj /CN=wrong-ca -days 2 -addext basicConstraints=critical,CA:TRUE -out wrong-ca.crt",
     );

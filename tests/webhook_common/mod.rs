@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use crate::common::{Operator, TempDir, hook};
+use kube_sim::certs::openssl;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,20 +14,6 @@ use std::process::{Command, Stdio};
 /// A PKI directory; files are named `<name>.crt` / `<name>.key`.
 pub struct Pki {
     pub dir: TempDir,
-}
-
-fn openssl(dir: &Path, args: &str) {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("openssl {args}"))
-        .current_dir(dir)
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 impl Pki {

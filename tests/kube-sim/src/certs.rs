@@ -68,3 +68,19 @@ pub fn make_test_certs(dir: &Path) -> io::Result<TestCerts> {
         client_key: p("client.key"),
     })
 }
+
+/// Runs `openssl <args>` in `dir` through the shell (so tests can write certificate
+/// recipes as one line each); panics with openssl's stderr when it fails. For tests.
+pub fn openssl(dir: &Path, args: &str) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("openssl {args}"))
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
