@@ -56,6 +56,8 @@ struct Sub {
     names: Option<Vec<String>>,
     filter: ItemFilter,
     events: Vec<WatchEventType>,
+    /// Metric labels (hook, binding, queue), made once when the binding is enabled.
+    labels: Arc<[String; 3]>,
 }
 
 /// Where a binding watches: the parts of a watch's identity.
@@ -220,6 +222,7 @@ impl Monitor {
             names,
             filter,
             events: b.execute_hook_on_event.clone(),
+            labels: Arc::new([hook.name.clone(), b.name.clone(), b.queue.clone()]),
         };
         if let Some(mut state) = self.store.binding(hi, bi) {
             state.items.clear();
@@ -419,7 +422,7 @@ impl Monitor {
         }
         let elapsed = started.elapsed().as_secs_f64();
         for sub in &subs {
-            let labels = self.labels(sub);
+            let labels = &sub.labels;
             self.metrics
                 .kube_event_duration_seconds
                 .with_label_values(&labels.each_ref().map(String::as_str))
@@ -463,7 +466,7 @@ impl Monitor {
         if !sub.wants(&key.1) {
             return;
         }
-        let labels = self.labels(sub);
+        let labels = &sub.labels;
         let filter_started = Instant::now();
         let item = sub.filter.item(obj, json);
         if sub.filter.jq.is_some() {
@@ -527,16 +530,6 @@ impl Monitor {
             drop(state);
             let _ = self.events.send(event);
         }
-    }
-
-    fn labels(&self, sub: &Sub) -> [String; 3] {
-        let hook = self.hooks.get(sub.hook);
-        let b = hook.and_then(|h| h.config.kubernetes.get(sub.binding));
-        [
-            hook.map(|h| h.name.clone()).unwrap_or_default(),
-            b.map(|b| b.name.clone()).unwrap_or_default(),
-            b.map(|b| b.queue.clone()).unwrap_or_default(),
-        ]
     }
 }
 
