@@ -56,6 +56,7 @@ pub struct Metrics {
     pub hook_enable_kubernetes_bindings_success: GaugeVec,
     /// `{hook,binding,queue}`: objects in a binding's snapshot.
     pub kube_snapshot_objects: GaugeVec,
+    pub kube_snapshot_bytes: GaugeVec,
     pub kube_jq_filter_duration_seconds: HistogramVec,
     pub kube_event_duration_seconds: HistogramVec,
     /// `{error_type}`.
@@ -196,6 +197,13 @@ impl Metrics {
                 Opts::new(
                     r.name("kube_snapshot_objects"),
                     "Objects in a binding's snapshot.",
+                ),
+                HOOK_LABELS,
+            ))?,
+            kube_snapshot_bytes: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name("kube_snapshot_bytes"),
+                    "Text bytes a binding's snapshot refers to: keys, filter results, object JSON.",
                 ),
                 HOOK_LABELS,
             ))?,

@@ -5,7 +5,7 @@ mod kube_client_common;
 
 use kube_client_common::*;
 use kube_sim::{Sim, SimOptions};
-use shell_operator::kube::{Event, ListParams, WatchErrorKind};
+use shell_operator::kube::{Cache, Event, ListParams, WatchErrorKind};
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(10);
@@ -189,6 +189,42 @@ fn expired_watch_relists_and_emits_exact_diff() {
         Vec::<String>::new()
     );
     assert_eq!(h.store().lock().unwrap().len(), 5);
+    h.join();
+}
+
+/// With the cache off the reflector stores nothing per object: events pass through
+/// and a relist after 410 is delivered whole, for the consumer to diff.
+#[test]
+fn cache_off_passes_events_through_and_delivers_relists_whole() {
+    let sim = Sim::start_with(SimOptions {
+        history_limit: 10_000,
+        ..Default::default()
+    })
+    .unwrap();
+    for n in ["a", "b"] {
+        sim.create(cm("off", n, "1", &[])).unwrap();
+    }
+    let c = client_for(&sim);
+    let r = c.resolve("v1", "cm", "test").unwrap();
+    let mut p = fast_params("off");
+    p.cache = Cache::Off;
+    let (h, rx) = c.watch(&r, p);
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[a,b]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    sim.create(cm("off", "c", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+c"]);
+    assert!(h.store().lock().unwrap().is_empty(), "nothing cached");
+
+    sim.fail_next(1_000_000, 503);
+    sim.drop_watches();
+    sim.delete("v1", "ConfigMap", "off", "a").unwrap();
+    sim.create(cm("off", "d", "1", &[])).unwrap();
+    sim.compact();
+    sim.fail_next(0, 503);
+    let got = take(&rx, 1, T);
+    assert_eq!(show(&got), ["relist[b,c,d]"], "{got:?}");
+    sim.create(cm("off", "e", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+e"]);
     h.join();
 }
 

@@ -132,6 +132,16 @@ fn keep_full_objects_false_keeps_only_filter_results() {
         wait_contexts(&op, 2)[1],
         json!({"binding": "cms", "type": "Event", "watchEvent": "Added", "filterResult": "b"})
     );
+    // The snapshot holds two keys and filter results, and no object text:
+    // "default" NUL "a" NUL "\"a\"" is 13 bytes, and the same for b.
+    let (_, metrics) = op.http_get("/metrics");
+    let labels = r#"{binding="cms",hook="h.sh",queue="main"}"#;
+    for line in [
+        format!("shell_operator_kube_snapshot_objects{labels} 2"),
+        format!("shell_operator_kube_snapshot_bytes{labels} 26"),
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
 }
 
 #[test]
@@ -263,10 +273,10 @@ fn watches_dropped_and_history_compacted_lose_and_double_nothing() {
     let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data.v\n  keepFullObjectsInMemory: false";
     let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
     wait_contexts(&op, 1);
-    // Break the stream and forget history; make the reconnect fail for a while.
-    sim.fail_next(3, 500);
+    // Break the stream and keep the operator out while objects change, then forget
+    // that history: the operator's resume version is gone (410) and it must relist.
+    sim.fail_next(1_000_000, 500);
     sim.drop_watches();
-    sim.compact();
     let mut changed = live(&sim, "default", "change");
     changed["data"] = json!({"v": "2"});
     sim.update(changed).expect("update");
@@ -274,6 +284,8 @@ fn watches_dropped_and_history_compacted_lose_and_double_nothing() {
         .expect("delete");
     sim.create(cm("default", "new", json!({"v": "1"})))
         .expect("create");
+    sim.compact();
+    sim.fail_next(0, 500);
     let ctx = wait_contexts(&op, 4);
     std::thread::sleep(Duration::from_secs(2));
     let mut seen: Vec<(String, String)> = contexts(&op)[1..]
@@ -393,5 +405,104 @@ fn debug_cli_shows_binding_snapshots() {
     assert_eq!(
         view,
         json!({"cms": {"snapshot": [{"filterResult": "one"}]}})
+    );
+}
+
+/// Two hooks watching ConfigMaps with different jqFilter and keepFullObjectsInMemory
+/// settings share one watch stream; the second joins it with a fresh list, and both
+/// see the same later events, each through its own settings.
+#[test]
+fn bindings_with_different_settings_share_one_watch() {
+    let sim = Sim::start();
+    sim.create(cm("default", "a", json!({"x": "1"})))
+        .expect("seed");
+    let slim = "configVersion: v1\nkubernetes:\n- name: slim\n  kind: ConfigMap\n  keepFullObjectsInMemory: false\n  jqFilter: .data";
+    let full = "configVersion: v1\nkubernetes:\n- name: full\n  kind: ConfigMap";
+    let op = start(
+        &sim,
+        &[("a.sh", hook("a", slim, "")), ("b.sh", hook("b", full, ""))],
+    );
+    let by_hook = |n: usize| {
+        let runs = op.wait_runs(WAIT, |r| r.len() >= n);
+        let mut runs: Vec<(String, Value)> = runs
+            .into_iter()
+            .map(|(tag, c)| (tag, c[0].clone()))
+            .collect();
+        runs.sort_by(|x, y| x.0.cmp(&y.0));
+        runs
+    };
+    let a = live(&sim, "default", "a");
+    assert_eq!(
+        by_hook(2),
+        [
+            (
+                "a".to_string(),
+                json!({"binding": "slim", "type": "Synchronization", "objects": [{"filterResult": {"x": "1"}}]})
+            ),
+            (
+                "b".to_string(),
+                json!({"binding": "full", "type": "Synchronization", "objects": [{"object": a}]})
+            ),
+        ]
+    );
+    assert_eq!(sim.watch_count(), 1, "one stream for both bindings");
+    sim.create(cm("default", "b", json!({"x": "2"})))
+        .expect("create");
+    let runs = by_hook(4);
+    let b = live(&sim, "default", "b");
+    let events: Vec<&(String, Value)> = runs
+        .iter()
+        .filter(|(_, c)| c["type"] == "Event")
+        .collect();
+    assert_eq!(
+        events,
+        [
+            &(
+                "a".to_string(),
+                json!({"binding": "slim", "type": "Event", "watchEvent": "Added", "filterResult": {"x": "2"}})
+            ),
+            &(
+                "b".to_string(),
+                json!({"binding": "full", "type": "Event", "watchEvent": "Added", "object": b})
+            ),
+        ]
+    );
+}
+
+/// Without a jqFilter every change to an object counts, so a relist must recognise
+/// unchanged objects whatever text they arrived in: an object last seen in a watch
+/// event and then listed again runs nothing; only the real change does.
+#[test]
+fn relist_without_jq_filter_reports_only_real_changes() {
+    let sim = Sim::start();
+    for n in ["keep", "change"] {
+        sim.create(cm("default", n, json!({"v": "1"})))
+            .expect("seed");
+    }
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    wait_contexts(&op, 1);
+    let mut keep = live(&sim, "default", "keep");
+    keep["data"] = json!({"v": "2"});
+    sim.update(keep).expect("update");
+    let ctx = wait_contexts(&op, 2);
+    assert_eq!(ctx[1]["watchEvent"], "Modified");
+    assert_eq!(ctx[1]["object"], live(&sim, "default", "keep"));
+
+    sim.fail_next(1_000_000, 500);
+    sim.drop_watches();
+    let mut change = live(&sim, "default", "change");
+    change["data"] = json!({"v": "2"});
+    sim.update(change).expect("update");
+    sim.compact();
+    sim.fail_next(0, 500);
+    wait_contexts(&op, 3);
+    std::thread::sleep(Duration::from_secs(2));
+    let ctx = contexts(&op);
+    assert_eq!(
+        ctx[2..],
+        [json!({"binding": "cms", "type": "Event", "watchEvent": "Modified",
+                "object": live(&sim, "default", "change")})],
+        "{ctx:#?}"
     );
 }

@@ -4,9 +4,27 @@
 //! new list is diffed against the cache so consumers see exactly the Added, Modified
 //! and Deleted that happened while the watch was gone. Owned by one reflector thread;
 //! readers elsewhere get it through the reflector handle's mutex.
+//!
+//! A consumer that keeps its own per-object state (the monitor) turns the cache off
+//! ([`Cache::Off`]): then nothing is stored per object here, and relists are handed
+//! over whole for the consumer to diff.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// What a reflector keeps per object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cache {
+    /// The object's JSON, resourceVersion and key: the full cache.
+    #[default]
+    Objects,
+    /// Only what a relist diff needs (key, resourceVersion, uid); a deletion found
+    /// by a relist carries a stub with namespace, name and uid.
+    Keys,
+    /// Nothing: events pass through as the server sent them and every relist is
+    /// delivered whole ([`Event::Relisted`](super::Event::Relisted)).
+    Off,
+}
 
 /// One cached object: its JSON (shared with consumers), or in keys-only mode just
 /// its uid, enough to diff a relist.
@@ -75,28 +93,34 @@ pub(crate) enum Stored {
     Changed,
     /// Same key and resourceVersion as already cached: a duplicate delivery.
     Same,
+    /// Not tracked ([`Cache::Off`]): deliver as the server said.
+    Untracked,
 }
 
 /// The cache of one reflector.
 pub struct Store {
     map: HashMap<String, Entry>,
-    /// Keys-only mode (false) keeps resourceVersion and uid, not the objects.
-    keep_objects: bool,
+    mode: Cache,
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store::new(true)
+        Store::new(Cache::Objects)
     }
 }
 
 impl Store {
-    /// An empty cache; `keep_objects: false` keeps only what a relist diff needs.
-    pub fn new(keep_objects: bool) -> Store {
+    /// An empty cache keeping what `mode` says.
+    pub fn new(mode: Cache) -> Store {
         Store {
             map: HashMap::new(),
-            keep_objects,
+            mode,
         }
+    }
+
+    /// What this cache keeps.
+    pub fn mode(&self) -> Cache {
+        self.mode
     }
 
     /// The cached JSON of `key` ("namespace/name") if it is at `rv`, shared, not copied.
@@ -173,7 +197,11 @@ impl Store {
 
     /// Stores a watched object.
     pub(crate) fn put(&mut self, key: String, rv: &str, json: Arc<str>) -> Stored {
-        let keep = self.keep_objects;
+        let keep = match self.mode {
+            Cache::Objects => true,
+            Cache::Keys => false,
+            Cache::Off => return Stored::Untracked,
+        };
         match self.map.get_mut(&key) {
             Some(e) if &*e.rv == rv => Stored::Same,
             Some(e) => {
@@ -194,10 +222,13 @@ impl Store {
 
     /// Fills an empty cache from the first list.
     pub(crate) fn fill(&mut self, items: Vec<Item>) {
+        if self.mode == Cache::Off {
+            return;
+        }
+        let keep = self.mode == Cache::Objects;
         self.map.reserve(items.len());
         for i in items {
-            self.map
-                .insert(i.key, Entry::new(&i.rv, i.json, self.keep_objects));
+            self.map.insert(i.key, Entry::new(&i.rv, i.json, keep));
         }
     }
 
@@ -206,6 +237,7 @@ impl Store {
     /// and recreated under the same name) is reported as Deleted then Added. In
     /// keys-only mode a deletion carries a stub with namespace, name and uid.
     pub(crate) fn replace(&mut self, items: Vec<Item>) -> Vec<Change> {
+        let keep = self.mode == Cache::Objects;
         let mut old = std::mem::take(&mut self.map);
         let mut changes = Vec::new();
         let mut deleted = Vec::new();
@@ -220,8 +252,7 @@ impl Store {
                 }
                 Some(_) => changes.push(Change::Modified(i.json.clone())),
             }
-            self.map
-                .insert(i.key, Entry::new(&i.rv, i.json, self.keep_objects));
+            self.map.insert(i.key, Entry::new(&i.rv, i.json, keep));
         }
         let mut gone: Vec<(String, Entry)> = old.into_iter().collect();
         gone.sort_by(|a, b| a.0.cmp(&b.0));
@@ -341,7 +372,7 @@ mod tests {
 
     #[test]
     fn keys_only_mode_diffs_with_stubs_and_shares_nothing() {
-        let mut s = Store::new(false);
+        let mut s = Store::new(Cache::Keys);
         s.fill(vec![item("keep", "1", "a"), item("drop", "2", "b")]);
         assert_eq!(s.json_bytes(), 0, "no object text is kept");
         assert!(s.objects_json().is_empty());
@@ -355,8 +386,18 @@ mod tests {
     }
 
     #[test]
+    fn off_mode_tracks_nothing() {
+        let mut s = Store::new(Cache::Off);
+        let i = item("x", "1", "u");
+        assert_eq!(s.put(i.key.clone(), "1", i.json.clone()), Stored::Untracked);
+        assert_eq!(s.put(i.key, "1", i.json), Stored::Untracked);
+        s.fill(vec![item("y", "2", "v")]);
+        assert!(s.is_empty());
+    }
+
+    #[test]
     fn cached_json_is_shared_at_the_same_version() {
-        let mut s = Store::new(true);
+        let mut s = Store::new(Cache::Objects);
         let i = item("x", "5", "u");
         let json = i.json.clone();
         s.put(i.key, "5", i.json);

@@ -58,6 +58,7 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
             } else {
                 match store.put(item.key, &item.rv, item.json) {
                     Stored::Same => None,
+                    Stored::Untracked if t == EventType::Added => Some(Event::Added(value)),
                     Stored::New if t == EventType::Added => Some(Event::Added(value)),
                     _ => Some(Event::Modified(value)),
                 }

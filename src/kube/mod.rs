@@ -30,7 +30,7 @@ pub mod selector;
 mod tls;
 mod write;
 
-pub use cache::Store;
+pub use cache::{Cache, Store};
 pub use config::{AuthSettings, ClusterConfig, KubeSettings, SERVICE_ACCOUNT_DIR, TlsSettings};
 pub use discovery::Resource;
 pub use error::KubeError;

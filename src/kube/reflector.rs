@@ -12,12 +12,14 @@
 //!
 //! The first complete list is delivered as [`Event::Synced`]. A relist after
 //! Desynced is diffed against the cache, so consumers get exactly the
-//! Added/Modified/Deleted that happened, none lost and none doubled. Bookmarks advance
+//! Added/Modified/Deleted that happened, none lost and none doubled; with the cache
+//! off ([`Cache::Off`]) the relist is delivered whole as [`Event::Relisted`] for the
+//! consumer to diff against its own state. Bookmarks advance
 //! the resume version; errors back off exponentially with jitter.
 
 use super::Client;
 use super::backoff::Backoff;
-use super::cache::{Change, Item, Store};
+use super::cache::{Cache, Change, Item, Store};
 use super::decode::{self, Applied, item_of};
 use super::discovery::Resource;
 use super::error::KubeError;
@@ -39,6 +41,9 @@ pub enum Event {
     /// compact JSON the server sent (shared with the cache; decode one at a time, so
     /// a big list never exists as one tree of values).
     Synced(Vec<Arc<str>>),
+    /// [`Cache::Off`] only: the complete list after a desync (410), to be diffed by
+    /// the consumer; events missed while disconnected are only in this list.
+    Relisted(Vec<Arc<str>>),
     Added(Value),
     Modified(Value),
     /// The object's last known state.
@@ -94,9 +99,8 @@ pub struct WatchParams {
     pub backoff_max: Duration,
     /// Skip the initial list and watch from this resourceVersion with an empty cache.
     pub start_resource_version: Option<String>,
-    /// Keep each object's JSON in the cache (false: only what a relist diff needs;
-    /// a deletion found by a relist then carries a stub with namespace, name and uid).
-    pub keep_objects: bool,
+    /// What the cache keeps per object.
+    pub cache: Cache,
 }
 
 impl Default for WatchParams {
@@ -110,7 +114,7 @@ impl Default for WatchParams {
             backoff_base: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
             start_resource_version: None,
-            keep_objects: true,
+            cache: Cache::Objects,
         }
     }
 }
@@ -215,7 +219,7 @@ pub fn spawn_with_sink(
     sink: Sink,
 ) -> ReflectorHandle {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
-    let store = Arc::new(Mutex::new(Store::new(params.keep_objects)));
+    let store = Arc::new(Mutex::new(Store::new(params.cache)));
     let initial = match &params.start_resource_version {
         Some(rv) => State::Listed { rv: rv.clone() },
         None => State::Empty,
@@ -361,6 +365,9 @@ impl Reflector {
             let objects: Vec<Arc<str>> = items.iter().map(|i| Arc::clone(&i.json)).collect();
             self.lock().fill(items);
             return self.send(Event::Synced(objects));
+        }
+        if self.params.cache == Cache::Off {
+            return self.send(Event::Relisted(items.into_iter().map(|i| i.json).collect()));
         }
         let changes = self.lock().replace(items);
         for c in changes {

@@ -5,7 +5,7 @@
 use super::store::Item;
 use crate::jq::JqFilter;
 use serde_json::Value;
-use std::hash::{Hash, Hasher};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 /// What a binding does with each object.
@@ -25,31 +25,50 @@ impl ItemFilter {
     pub fn item(&self, object: &Value, object_json: &Arc<str>) -> Result<Item, FilterError> {
         let (filter_result, checksum) = match &self.jq {
             Some(jq) => {
-                let result = jq.apply(object).map_err(FilterError)?;
-                let text = result.to_string();
-                (Some(text.clone().into_boxed_str()), checksum(&text))
+                let text = jq.apply(object).map_err(FilterError)?.to_string();
+                let sum = checksum_str(&text);
+                (Some(text), sum)
             }
-            None => (None, checksum(object_json)),
+            None => (None, checksum_value(object)),
         };
-        let object = self.keep_full_object.then(|| Arc::clone(object_json));
-        Ok(Item {
-            object,
-            filter_result,
+        let object_text = self.keep_full_object.then(|| Arc::clone(object_json));
+        Ok(Item::new(
+            key_of(object),
+            filter_result.as_deref(),
+            object_text,
             checksum,
-        })
+        ))
     }
 }
 
-fn checksum(text: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+fn checksum_str(text: &str) -> u64 {
+    let mut h = DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
 }
 
-/// `(namespace, name)` of an object.
-pub fn key_of(object: &Value) -> (String, String) {
+/// Hash of a whole object, independent of the text it came in: values keep their
+/// map keys sorted, so a list item and a watch event of the same object agree.
+fn checksum_value(object: &Value) -> u64 {
+    struct HashWriter(DefaultHasher);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.write(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = HashWriter(DefaultHasher::new());
+    let _ = serde_json::to_writer(&mut w, object);
+    w.0.finish()
+}
+
+/// `(namespace, name)` of an object, borrowed from it.
+pub fn key_of(object: &Value) -> (&str, &str) {
     let meta = &object["metadata"];
-    let s = |k: &str| meta[k].as_str().unwrap_or_default().to_string();
+    let s = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
     (s("namespace"), s("name"))
 }
 
@@ -72,7 +91,8 @@ mod tests {
         let ib = f.item(&b, &Arc::from(b.to_string())).expect("item");
         assert_eq!(ia.checksum, ib.checksum);
         assert!(ia.object.is_none());
-        assert_eq!(ia.filter_result.as_deref(), Some(r#"{"a":"1"}"#));
+        assert_eq!(ia.filter_result(), Some(r#"{"a":"1"}"#));
+        assert_eq!(ia.namespace_and_name(), ("", "x"));
         let full = ItemFilter {
             jq: None,
             keep_full_object: true,
@@ -83,5 +103,10 @@ mod tests {
             fa.checksum, fb.checksum,
             "without a filter every change counts"
         );
+        // ...but not the order of fields in the text the object arrived as.
+        let text = r#"{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"name":"x"}}"#;
+        let reordered: Value = serde_json::from_str(text).expect("json");
+        let fr = full.item(&reordered, &Arc::from(text)).expect("item");
+        assert_eq!(fa.checksum, fr.checksum);
     }
 }

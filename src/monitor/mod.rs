@@ -16,6 +16,7 @@
 
 pub mod filter;
 mod namespaces;
+mod relist;
 pub mod runtime;
 mod selectors;
 pub mod store;
@@ -32,7 +33,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::{KubeEvent, SnapshotStore};
+use store::{Item, KubeEvent, SnapshotStore, item_key};
 
 /// Requests to the monitor thread.
 pub enum Control {
@@ -64,8 +65,6 @@ struct Sub {
 #[derive(Clone, PartialEq)]
 struct WatchKey {
     resource: Resource,
-    /// The watch's cache keeps objects (some binding keeps full objects).
-    keep_objects: bool,
     namespace: Option<String>,
     label: String,
     field: String,
@@ -162,7 +161,8 @@ impl Monitor {
         self.namespace_watches.iter().for_each(|w| w.handle.stop());
     }
 
-    /// Processes every event already waiting, so snapshots match the caches.
+    /// Processes every event already waiting, so snapshots are as current as the
+    /// watches.
     fn drain(&mut self) {
         for i in 0..self.watches.len() {
             while let Ok(ev) = self.watches[i].rx.try_recv() {
@@ -230,7 +230,6 @@ impl Monitor {
         }
         let template = WatchKey {
             resource: resource.clone(),
-            keep_objects: b.keep_full_objects_in_memory,
             namespace: None,
             label,
             field,
@@ -267,6 +266,11 @@ impl Monitor {
     /// Adds `sub` to the watch for `key`, starting it if needed. The binding's
     /// snapshot gets the watch's current objects; with `announce` they are also sent
     /// as Added events (a namespace that started matching).
+    ///
+    /// Watches keep no objects of their own (the snapshots do), so a binding that
+    /// joins a running watch gets a fresh list. Events the monitor has not yet taken
+    /// from that watch then arrive after the list: those already in it change no
+    /// checksum and run nothing.
     fn attach(
         &mut self,
         key: WatchKey,
@@ -275,18 +279,9 @@ impl Monitor {
         context: &str,
     ) -> Result<(), String> {
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
-            Some(i) if key.keep_objects => {
-                let objects = self.watches[i]
-                    .handle
-                    .store()
-                    .lock()
-                    .map(|s| s.objects_json())
-                    .unwrap_or_default();
-                (i, objects)
-            }
             Some(i) => (i, self.list(&key)?),
             None => {
-                let (handle, rx, objects) = self.start_watch(&key, context)?;
+                let (handle, rx, objects) = self.start_watch(&key, kube::Cache::Off, context)?;
                 self.watches.push(Watch {
                     key,
                     handle,
@@ -301,6 +296,7 @@ impl Monitor {
         w.subs
             .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
         w.subs.push(sub.clone());
+        let mut initial = Vec::new();
         for json in objects {
             let Ok(obj) = serde_json::from_str::<Value>(&json) else {
                 continue;
@@ -308,14 +304,18 @@ impl Monitor {
             let obj = with_type_meta(obj, &resource);
             if announce {
                 self.apply(&sub, WatchEventType::Added, &obj, &json);
-            } else {
-                self.initial_item(&sub, &obj, &json, context)?;
+            } else if let Some(item) = initial_item(&sub, &obj, &json, context)? {
+                initial.push(item);
             }
+        }
+        if let Some(mut state) = self.store.binding(sub.hook, sub.binding) {
+            state.items.extend_bulk(initial);
+            self.count_snapshot(&sub, &state);
         }
         Ok(())
     }
 
-    /// Lists a keys-only watch's objects for a binding that joins it late.
+    /// Lists a watch's objects for a binding that joins it late.
     fn list(&self, key: &WatchKey) -> Result<Vec<Arc<str>>, String> {
         let params = kube::ListParams {
             label_selector: key.label.clone(),
@@ -337,13 +337,14 @@ impl Monitor {
     fn start_watch(
         &self,
         key: &WatchKey,
+        cache: kube::Cache,
         context: &str,
     ) -> Result<(kube::ReflectorHandle, Receiver<kube::Event>, Vec<Arc<str>>), String> {
         let params = WatchParams {
             namespace: key.namespace.clone(),
             label_selector: key.label.clone(),
             field_selector: key.field.clone(),
-            keep_objects: key.keep_objects,
+            cache,
             ..WatchParams::default()
         };
         let (handle, rx) = self.client.watch(&key.resource, params);
@@ -375,48 +376,22 @@ impl Monitor {
         }
     }
 
-    fn initial_item(
-        &self,
-        sub: &Sub,
-        obj: &Value,
-        json: &Arc<str>,
-        context: &str,
-    ) -> Result<(), String> {
-        let key = key_of(obj);
-        if !sub.wants(&key.1) {
-            return Ok(());
-        }
-        let item = sub
-            .filter
-            .item(obj, json)
-            .map_err(|e| format!("{context}: jqFilter on {}/{}: {}", key.0, key.1, e.0))?;
-        if let Some(mut state) = self.store.binding(sub.hook, sub.binding) {
-            state.items.insert(key, item);
-        }
-        Ok(())
-    }
-
     fn on_watch_event(&mut self, index: usize, ev: kube::Event) {
         let started = Instant::now();
         let (kind, obj) = match ev {
             kube::Event::Added(o) => (WatchEventType::Added, o),
             kube::Event::Modified(o) => (WatchEventType::Modified, o),
             kube::Event::Deleted(o) => (WatchEventType::Deleted, o),
-            kube::Event::Synced(objects) => {
-                // Only after a restart of a stream; the client diffs relists itself.
-                for json in objects {
-                    if let Ok(o) = serde_json::from_str(&json) {
-                        self.on_watch_event(index, kube::Event::Added(o));
-                    }
-                }
-                return;
+            // The reflector keeps no cache for us: a relist comes whole.
+            kube::Event::Synced(objects) | kube::Event::Relisted(objects) => {
+                return self.on_relist(index, objects);
             }
             kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
         };
         let watch = &self.watches[index];
         let obj = with_type_meta(obj, &watch.key.resource);
-        let json = self.shared_json(watch, &obj);
         let subs = watch.subs.clone();
+        let json = object_text(&subs, &obj);
         for sub in &subs {
             self.apply(sub, kind, &obj, &json);
         }
@@ -428,22 +403,6 @@ impl Monitor {
                 .with_label_values(&labels.each_ref().map(String::as_str))
                 .observe(elapsed);
         }
-    }
-
-    /// The object's JSON: the reflector cache's copy when it holds this version (no
-    /// second copy in memory), else a fresh one.
-    fn shared_json(&self, watch: &Watch, obj: &Value) -> Arc<str> {
-        let (ns, name) = key_of(obj);
-        let rv = obj["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or_default();
-        let cached = watch
-            .handle
-            .store()
-            .lock()
-            .ok()
-            .and_then(|s| s.json_at(&format!("{ns}/{name}"), rv));
-        cached.unwrap_or_else(|| Arc::from(obj.to_string()))
     }
 
     fn watch_error(&self, kind: kube::WatchErrorKind, message: &str) {
@@ -460,11 +419,16 @@ impl Monitor {
     }
 
     /// Applies one event to one binding: snapshot update, checksum comparison, and
-    /// the hook event (buffered while the binding is locked).
+    /// the hook event (buffered while the binding is locked). Whether an object is
+    /// Added or Modified follows the snapshot (so a relist can say either).
     fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Value, json: &Arc<str>) {
-        let key = key_of(obj);
-        if !sub.wants(&key.1) {
+        let (ns, name) = key_of(obj);
+        if !sub.wants(name) {
             return;
+        }
+        let key = item_key(ns, name);
+        if kind == WatchEventType::Deleted {
+            return self.delete(sub, &key);
         }
         let labels = &sub.labels;
         let filter_started = Instant::now();
@@ -476,53 +440,88 @@ impl Monitor {
                 .with_label_values(&l)
                 .observe(filter_started.elapsed().as_secs_f64());
         }
-        let Some(mut state) = self.store.binding(sub.hook, sub.binding) else {
-            return;
-        };
-        let item = match (kind, item) {
-            // The last state the binding saw (a relist of a keys-only watch reports a
-            // deletion with a stub object).
-            (WatchEventType::Deleted, _) => match state.items.remove(&key) {
-                Some(old) => old,
-                None => return,
-            },
-            (_, Ok(item)) => {
-                let unchanged = state
-                    .items
-                    .get(&key)
-                    .is_some_and(|old| old.checksum == item.checksum);
-                state.items.insert(key.clone(), item.clone());
-                if unchanged {
-                    return;
-                }
-                item
-            }
-            (_, Err(e)) => {
+        let item = match item {
+            Ok(item) => item,
+            Err(e) => {
                 log::error(
                     "jqFilter failed; object skipped",
                     &[
                         ("hook", &labels[0]),
                         ("binding", &labels[1]),
-                        ("object", &format!("{}/{}", key.0, key.1)),
+                        ("object", &format!("{ns}/{name}")),
                         ("error", &e.0),
                     ],
                 );
                 return;
             }
         };
-        let count = state.items.len();
-        self.metrics
-            .kube_snapshot_objects
-            .with_label_values(&labels.each_ref().map(String::as_str))
-            .set(count as f64);
-        if !sub.events.contains(&kind) {
+        let Some(mut guard) = self.store.binding(sub.hook, sub.binding) else {
+            return;
+        };
+        let state = &mut *guard;
+        let old = state.items.get(&key).map(|old| old.checksum);
+        if old == Some(item.checksum) {
+            state.items.insert(item);
+            self.count_snapshot(sub, state);
             return;
         }
+        let kind = match old {
+            Some(_) => WatchEventType::Modified,
+            None => WatchEventType::Added,
+        };
+        let context = sub
+            .events
+            .contains(&kind)
+            .then(|| item.to_json(state.type_meta.as_ref()));
+        state.items.insert(item);
+        self.after_change(sub, guard, kind, context);
+    }
+
+    /// Removes an object from one binding's snapshot, with a Deleted event carrying
+    /// the last state the binding saw.
+    fn delete(&self, sub: &Sub, key: &str) {
+        let Some(mut guard) = self.store.binding(sub.hook, sub.binding) else {
+            return;
+        };
+        let Some(old) = guard.items.remove(key) else {
+            return;
+        };
+        let context = sub
+            .events
+            .contains(&WatchEventType::Deleted)
+            .then(|| old.to_json(guard.type_meta.as_ref()));
+        self.after_change(sub, guard, WatchEventType::Deleted, context);
+    }
+
+    /// Sets the binding's snapshot size metrics.
+    fn count_snapshot(&self, sub: &Sub, state: &store::BindingState) {
+        let labels = sub.labels.each_ref().map(String::as_str);
+        let m = &self.metrics;
+        m.kube_snapshot_objects
+            .with_label_values(&labels)
+            .set(state.items.len() as f64);
+        m.kube_snapshot_bytes
+            .with_label_values(&labels)
+            .set(state.items.bytes() as f64);
+    }
+
+    /// Counts the snapshot and sends (or, while locked, buffers) the hook event.
+    fn after_change(
+        &self,
+        sub: &Sub,
+        mut state: std::sync::MutexGuard<'_, store::BindingState>,
+        kind: WatchEventType,
+        item: Option<Value>,
+    ) {
+        self.count_snapshot(sub, &state);
+        let Some(item) = item else {
+            return;
+        };
         let event = KubeEvent {
             hook: sub.hook,
             binding: sub.binding,
             watch_event: kind,
-            item: item.to_json(state.type_meta.as_ref()),
+            item,
         };
         if state.locked {
             state.buffer.push(event);
@@ -530,6 +529,34 @@ impl Monitor {
             drop(state);
             let _ = self.events.send(event);
         }
+    }
+}
+
+/// An object's item for a binding's initial snapshot; `None` when the binding's
+/// name filter skips it. A jqFilter error fails the enabling (and is retried).
+fn initial_item(
+    sub: &Sub,
+    obj: &Value,
+    json: &Arc<str>,
+    context: &str,
+) -> Result<Option<Item>, String> {
+    let (ns, name) = key_of(obj);
+    if !sub.wants(name) {
+        return Ok(None);
+    }
+    sub.filter
+        .item(obj, json)
+        .map(Some)
+        .map_err(|e| format!("{context}: jqFilter on {ns}/{name}: {}", e.0))
+}
+
+/// The object's compact JSON when some binding keeps full objects; empty otherwise
+/// (nobody reads it).
+fn object_text(subs: &[Sub], obj: &Value) -> Arc<str> {
+    if subs.iter().any(|s| s.filter.keep_full_object) {
+        Arc::from(obj.to_string())
+    } else {
+        Arc::from("")
     }
 }
 

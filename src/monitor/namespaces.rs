@@ -5,12 +5,10 @@
 
 use super::filter::key_of;
 use super::{Monitor, NamespaceWatch, Sub, WatchKey};
-use crate::hook::config::WatchEventType;
 use crate::kube;
 use crate::log;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 impl Monitor {
     pub(super) fn watch_namespaces_by_label(
@@ -28,16 +26,16 @@ impl Monitor {
             .map_err(|e| format!("{context}: namespace.labelSelector: {e}"))?;
         let ns_key = WatchKey {
             resource: ns_resource,
-            keep_objects: false,
             namespace: None,
             label,
             field: String::new(),
         };
-        let (handle, rx, namespaces) = self.start_watch(&ns_key, context)?;
+        // Namespaces are few; their watch keeps keys so the reflector diffs relists.
+        let (handle, rx, namespaces) = self.start_watch(&ns_key, kube::Cache::Keys, context)?;
         let mut active = BTreeSet::new();
         for ns in &namespaces {
             let name = serde_json::from_str::<Value>(ns)
-                .map(|v| key_of(&v).1)
+                .map(|v| key_of(&v).1.to_string())
                 .unwrap_or_default();
             self.attach(
                 WatchKey {
@@ -64,8 +62,8 @@ impl Monitor {
 
     pub(super) fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {
         let (name, added) = match &ev {
-            kube::Event::Added(ns) => (key_of(ns).1, true),
-            kube::Event::Deleted(ns) => (key_of(ns).1, false),
+            kube::Event::Added(ns) => (key_of(ns).1.to_string(), true),
+            kube::Event::Deleted(ns) => (key_of(ns).1.to_string(), false),
             kube::Event::WatchError { kind, message } => return self.watch_error(*kind, message),
             _ => return,
         };
@@ -101,27 +99,7 @@ impl Monitor {
                 self.watches.remove(i).handle.stop();
             }
         }
-        let ns = key.namespace.clone().unwrap_or_default();
-        let gone: Vec<Value> = match self.store.binding(sub.hook, sub.binding) {
-            Some(state) => state
-                .items
-                .iter()
-                .filter(|((n, _), _)| *n == ns)
-                .map(|((n, name), item)| {
-                    item.to_json(None).get("object").cloned().unwrap_or_else(
-                        || serde_json::json!({"metadata": {"namespace": n, "name": name}}),
-                    )
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        for obj in gone {
-            self.apply(
-                sub,
-                WatchEventType::Deleted,
-                &obj,
-                &Arc::from(obj.to_string()),
-            );
-        }
+        let ns = key.namespace.as_deref().unwrap_or_default();
+        self.delete_where(sub, |item| item.namespace_and_name().0 == ns);
     }
 }

@@ -65,19 +65,24 @@ pub fn cm(ns: &str, name: &str, value: &str, labels: &[(&str, &str)]) -> Value {
            "data": {"v": value}})
 }
 
-/// Compact names of events: `sync[a,b]`, `+a`, `~a:<data.v>`, `-a`; watch errors dropped.
+/// Compact names of events: `sync[a,b]`, `relist[a,b]`, `+a`, `~a:<data.v>`, `-a`; watch errors dropped.
 pub fn show(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Synced(objs) => {
+            Event::Synced(objs) | Event::Relisted(objs) => {
                 let values: Vec<Value> = objs
                     .iter()
                     .filter_map(|j| serde_json::from_str(j).ok())
                     .collect();
                 let mut n: Vec<&str> = values.iter().map(name).collect();
                 n.sort();
-                Some(format!("sync[{}]", n.join(",")))
+                let what = if matches!(e, Event::Synced(_)) {
+                    "sync"
+                } else {
+                    "relist"
+                };
+                Some(format!("{what}[{}]", n.join(",")))
             }
             Event::Added(o) => Some(format!("+{}", name(o))),
             Event::Modified(o) => Some(format!(

@@ -109,35 +109,34 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
         .param("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(0);
-    let (rv, items) = {
+    let (rv, items, remaining) = {
         let st = shared.store();
-        match req.param("continue").filter(|c| !c.is_empty()) {
-            Some(tok) => {
+        let exact = match (
+            req.param("resourceVersionMatch"),
+            req.param("resourceVersion"),
+        ) {
+            (Some("Exact"), Some(rv)) => Some(parse_rv(rv)?),
+            _ => None,
+        };
+        match (req.param("continue").filter(|c| !c.is_empty()), exact) {
+            (Some(tok), _) => {
                 let c = decode_continue(tok)?;
-                let items: Vec<Value> = st
-                    .list_at(&t.rt, c.rv)?
-                    .into_iter()
-                    .filter(|o| obj_key(o) > (c.ns.clone(), c.name.clone()))
-                    .collect();
-                (c.rv, items)
+                let after = Some((c.ns.as_str(), c.name.as_str()));
+                let (items, more) = st.list_page(&t.rt, c.rv, after, |o| f.matches(o), limit)?;
+                (c.rv, items, more)
             }
-            None => match (
-                req.param("resourceVersionMatch"),
-                req.param("resourceVersion"),
-            ) {
-                (Some("Exact"), Some(rv)) => {
-                    let rv = parse_rv(rv)?;
-                    (rv, st.list_at(&t.rt, rv)?)
-                }
-                _ => (st.rv(), st.list(&t.rt)),
-            },
+            (None, Some(rv)) => {
+                let (items, more) = st.list_page(&t.rt, rv, None, |o| f.matches(o), limit)?;
+                (rv, items, more)
+            }
+            (None, None) => {
+                let (items, more) = st.list_page(&t.rt, st.rv(), None, |o| f.matches(o), limit)?;
+                (st.rv(), items, more)
+            }
         }
     };
-    let mut items: Vec<Value> = items.into_iter().filter(|o| f.matches(o)).collect();
     let mut meta = json!({"resourceVersion": rv.to_string()});
-    if limit > 0 && items.len() > limit {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
+    if remaining > 0 {
         if let Some(last) = items.last() {
             meta["continue"] = json!(encode_continue(rv, last));
         }
@@ -158,6 +157,13 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
             ),
         );
     }
+    // Like kube-apiserver, items of a built-in kind's list carry no apiVersion and
+    // kind (the list says them once); custom resources' items keep theirs.
+    let items: Vec<Value> = if t.rt.crd {
+        items
+    } else {
+        items.into_iter().map(without_type_meta).collect()
+    };
     ok(
         200,
         &json!({
@@ -167,6 +173,14 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
             "items": items,
         }),
     )
+}
+
+fn without_type_meta(mut obj: Value) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    obj
 }
 
 /// The watch request's plan (validated before streaming starts).

@@ -12,6 +12,7 @@ use crate::util::{fmt_time, new_uid, now_secs};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 /// What happened to an object.
@@ -195,6 +196,65 @@ impl Store {
             .take_while(|((r, _, _), _)| *r == key)
             .map(|(_, v)| Value::clone(v))
             .collect()
+    }
+
+    /// One LIST page at `rv`: the objects after `after` (namespace, name) that `keep`
+    /// accepts, at most `limit` of them (0: all), and how many more match. When
+    /// nothing of this resource changed since `rv` the live map is read in place and
+    /// only the page is copied (a paged list of many objects stays linear); otherwise
+    /// the state at `rv` is rebuilt from history.
+    pub fn list_page(
+        &self,
+        rt: &ResourceType,
+        rv: u64,
+        after: Option<(&str, &str)>,
+        keep: impl Fn(&Value) -> bool,
+        limit: usize,
+    ) -> Result<(Vec<Value>, usize), ApiError> {
+        let key = rt.key();
+        let changed = rv < self.rv
+            && (rv < self.floor
+                || self
+                    .history
+                    .iter()
+                    .rev()
+                    .take_while(|e| e.rv > rv)
+                    .any(|e| e.res == key));
+        let mut page = Vec::new();
+        let mut more = 0;
+        let mut take = |o: &Value| {
+            if !keep(o) {
+                return;
+            }
+            if limit == 0 || page.len() < limit {
+                page.push(o.clone());
+            } else {
+                more += 1;
+            }
+        };
+        if changed {
+            let is_after = |o: &Value| {
+                after.is_none_or(|(ns, name)| {
+                    (meta_str(o, "namespace"), meta_str(o, "name")) > (ns, name)
+                })
+            };
+            self.list_at(rt, rv)?
+                .iter()
+                .filter(|o| is_after(o))
+                .for_each(&mut take);
+        } else {
+            let start = match after {
+                Some((ns, name)) => {
+                    Bound::Excluded((key.clone(), ns.to_string(), name.to_string()))
+                }
+                None => Bound::Included((key.clone(), String::new(), String::new())),
+            };
+            self.objects
+                .range((start, Bound::Unbounded))
+                .take_while(|((r, _, _), _)| *r == key)
+                .for_each(|(_, o)| take(o));
+        }
+        Ok((page, more))
     }
 
     /// Objects of a resource as they were at `rv`, rebuilt by undoing history.
