@@ -506,3 +506,36 @@ fn relist_without_jq_filter_reports_only_real_changes() {
         "{ctx:#?}"
     );
 }
+
+/// A jqFilter that fails on an object skips that object, in the initial list and in
+/// events alike, with a log line naming hook, binding, object and filter; the other
+/// objects and the binding go on.
+#[test]
+fn a_failing_jq_filter_skips_only_that_object() {
+    let sim = Sim::start();
+    sim.create(cm("default", "a", json!({"v": "1"})))
+        .expect("seed");
+    sim.create(cm("default", "b", json!({"v": "x"})))
+        .expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n- name: nums\n  kind: ConfigMap\n  jqFilter: .data.v | tonumber";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    assert_eq!(
+        wait_contexts(&op, 1)[0],
+        json!({"binding": "nums", "type": "Synchronization",
+               "objects": [{"object": live(&sim, "default", "a"), "filterResult": 1}]})
+    );
+    let line = op.wait_log("default/b", WAIT);
+    for part in ["jqFilter failed", "h.sh", "nums", ".data.v | tonumber"] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    sim.create(cm("default", "c", json!({"v": "y"})))
+        .expect("create");
+    op.wait_log("default/c", WAIT);
+    sim.create(cm("default", "d", json!({"v": "2"})))
+        .expect("create");
+    let ctx = wait_contexts(&op, 2);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(contexts(&op).len(), 2, "{ctx:#?}");
+    assert_eq!(ctx[1]["watchEvent"], "Added");
+    assert_eq!(ctx[1]["filterResult"], 2);
+}

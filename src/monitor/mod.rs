@@ -59,6 +59,8 @@ struct Sub {
     events: Vec<WatchEventType>,
     /// Metric labels (hook, binding, queue), made once when the binding is enabled.
     labels: Arc<[String; 3]>,
+    /// The jqFilter's text, for error messages ("" without one).
+    jq_source: Arc<str>,
 }
 
 /// Where a binding watches: the parts of a watch's identity.
@@ -223,6 +225,7 @@ impl Monitor {
             filter,
             events: b.execute_hook_on_event.clone(),
             labels: Arc::new([hook.name.clone(), b.name.clone(), b.queue.clone()]),
+            jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
         };
         if let Some(mut state) = self.store.binding(hi, bi) {
             state.items.clear();
@@ -304,7 +307,7 @@ impl Monitor {
             let obj = with_type_meta(obj, &resource);
             if announce {
                 self.apply(&sub, WatchEventType::Added, &obj, &json);
-            } else if let Some(item) = initial_item(&sub, &obj, &json, context)? {
+            } else if let Some(item) = initial_item(&sub, &obj, &json) {
                 initial.push(item);
             }
         }
@@ -442,18 +445,7 @@ impl Monitor {
         }
         let item = match item {
             Ok(item) => item,
-            Err(e) => {
-                log::error(
-                    "jqFilter failed; object skipped",
-                    &[
-                        ("hook", &labels[0]),
-                        ("binding", &labels[1]),
-                        ("object", &format!("{ns}/{name}")),
-                        ("error", &e.0),
-                    ],
-                );
-                return;
-            }
+            Err(e) => return sub.filter_failed(ns, name, &e),
         };
         let Some(mut guard) = self.store.binding(sub.hook, sub.binding) else {
             return;
@@ -533,21 +525,16 @@ impl Monitor {
 }
 
 /// An object's item for a binding's initial snapshot; `None` when the binding's
-/// name filter skips it. A jqFilter error fails the enabling (and is retried).
-fn initial_item(
-    sub: &Sub,
-    obj: &Value,
-    json: &Arc<str>,
-    context: &str,
-) -> Result<Option<Item>, String> {
+/// name filter skips it, or its jqFilter fails on it (logged; the object is left out).
+fn initial_item(sub: &Sub, obj: &Value, json: &Arc<str>) -> Option<Item> {
     let (ns, name) = key_of(obj);
     if !sub.wants(name) {
-        return Ok(None);
+        return None;
     }
     sub.filter
         .item(obj, json)
-        .map(Some)
-        .map_err(|e| format!("{context}: jqFilter on {ns}/{name}: {}", e.0))
+        .map_err(|e| sub.filter_failed(ns, name, &e))
+        .ok()
 }
 
 /// The object's compact JSON when some binding keeps full objects; empty otherwise
@@ -561,6 +548,25 @@ fn object_text(subs: &[Sub], obj: &Value) -> Arc<str> {
 }
 
 impl Sub {
+    /// Logs a jqFilter failure on one object; the object is skipped, nothing else.
+    fn filter_failed(&self, namespace: &str, name: &str, e: &filter::FilterError) {
+        let object = if namespace.is_empty() {
+            name.to_string()
+        } else {
+            format!("{namespace}/{name}")
+        };
+        log::error(
+            "jqFilter failed; object skipped",
+            &[
+                ("hook", &self.labels[0]),
+                ("binding", &self.labels[1]),
+                ("object", &object),
+                ("jqFilter", &self.jq_source),
+                ("error", &e.0),
+            ],
+        );
+    }
+
     fn wants(&self, name: &str) -> bool {
         self.names
             .as_ref()
