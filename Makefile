@@ -26,6 +26,7 @@ bench: build static
 	$(CARGO) build --release -p kube-sim
 	$(CARGO) bench --bench watch_ingest
 	$(CARGO) bench --bench kube -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
+	$(CARGO) bench --bench snapshot_heap -- --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench webhook
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).

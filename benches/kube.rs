@@ -15,18 +15,11 @@
 
 mod common;
 
-use shell_operator::hook::{self, Hook};
-use shell_operator::kube::{Client, KubeSettings, WatchParams};
-use shell_operator::metrics::Metrics;
-use shell_operator::monitor::store::SnapshotStore;
-use shell_operator::monitor::{Control, Monitor};
-use std::io::{BufRead, BufReader, Write};
+use common::pods::{KubeSim, MonitorRun, PODS, write_pods};
+use shell_operator::kube::{Client, WatchParams};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-const PODS: usize = 10_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -44,12 +37,7 @@ fn main() {
     std::fs::create_dir_all(work.join("seed")).expect("mkdir");
     write_pods(&work.join("seed/pods.yaml"));
     let sim = KubeSim::start(&kube_sim, &work);
-    let settings = KubeSettings {
-        kubeconfig: sim.kubeconfig.display().to_string(),
-        qps: -1.0,
-        ..KubeSettings::default()
-    };
-    let client = Client::from_config(&settings).expect("client");
+    let client = common::pods::client(&sim);
 
     let (decode, json_bytes) = decode_only(&client);
     let monitor = through_monitor(&client);
@@ -134,69 +122,6 @@ fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
 }
 
-fn write_pods(path: &Path) {
-    let mut out = std::fs::File::create(path).expect("seed file");
-    for i in 0..PODS {
-        let pod = serde_json::json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("pod-{i:05}"), "namespace": format!("ns-{}", i % 10),
-                "labels": {"app": format!("app-{}", i % 50), "tier": "backend", "pod-template-hash": "5d8f9c7b6"},
-                "annotations": {"prometheus.io/scrape": "true"}},
-            "spec": {"containers": [{"name": "main", "image": "registry.example.com/team/app:1.2.3",
-                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-                "env": [{"name": "MODE", "value": "production"}]}],
-                "nodeName": format!("node-{}", i % 20), "serviceAccountName": "default"},
-            "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i / 250, i % 250),
-                "conditions": [{"type": "Ready", "status": "True"}]}
-        });
-        writeln!(out, "---\n{pod}").expect("write");
-    }
-}
-
-/// A kube-sim process serving the seeded pods.
-struct KubeSim {
-    child: Child,
-    kubeconfig: PathBuf,
-    url: String,
-}
-
-impl KubeSim {
-    fn start(bin: &Path, work: &Path) -> KubeSim {
-        let kubeconfig = work.join("kubeconfig");
-        let mut child = Command::new(bin)
-            .args(["--port", "0", "--history", "50000", "--seed"])
-            .arg(work.join("seed"))
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "start {}: {e} (run `cargo build --release -p kube-sim`)",
-                    bin.display()
-                )
-            });
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let url = line.trim().trim_start_matches("listening on ").to_string();
-        KubeSim {
-            child,
-            kubeconfig,
-            url,
-        }
-    }
-}
-
-impl Drop for KubeSim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The client's reflector listing every pod: time to the complete list, and the
 /// compact JSON size of the objects.
 fn decode_only(client: &Client) -> (Duration, usize) {
@@ -223,42 +148,15 @@ fn decode_only(client: &Client) -> (Duration, usize) {
 
 /// The monitor enabling one binding over the same list.
 fn through_monitor(client: &Client) -> Duration {
-    let text =
-        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  jqFilter: .metadata.labels";
-    let config = hook::config::parse("bench.sh", text).expect("config");
-    let jq = shell_operator::jq::JqFilter::compile(".metadata.labels", None, &[]).expect("jq");
-    let hook = Hook {
-        name: "bench.sh".into(),
-        path: PathBuf::from("/bin/true"),
-        limiter: Mutex::new(
-            shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings),
-        ),
-        jq_filters: vec![Some(Arc::new(jq))],
-        config,
-    };
-    let store = Arc::new(SnapshotStore::new([(0, 1)]));
-    let (events, _events_rx) = crossbeam_channel::unbounded();
-    let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
-    let monitor = Monitor::new(
-        client.clone(),
-        Arc::new(vec![hook]),
-        Arc::clone(&store),
-        events,
-        metrics,
+    let run = MonitorRun::start(
+        client,
+        "kind: Pod\n  jqFilter: .metadata.labels",
+        ".metadata.labels",
     );
-    let (control, control_rx) = crossbeam_channel::unbounded();
-    let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);
-    let thread = std::thread::spawn(move || monitor.run(control_rx, stop_rx));
-    let (reply, reply_rx) = crossbeam_channel::bounded(1);
     let started = Instant::now();
-    control
-        .send(Control::Enable { hook: 0, reply })
-        .expect("enable");
-    reply_rx.recv().expect("reply").expect("enabled");
+    run.enable();
     let elapsed = started.elapsed();
-    assert_eq!(store.size(0, 0).0, PODS);
-    drop(stop);
-    let _ = thread.join();
+    assert_eq!(run.store.size(0, 0).0, PODS);
     elapsed
 }
 
@@ -334,7 +232,9 @@ fn modify_every_pod(sim: &KubeSim, port: u16) {
         agent
             .patch(&url)
             .header("Content-Type", "application/merge-patch+json")
-            .send(format!(r#"{{"metadata":{{"annotations":{{"churn":"{stamp}"}}}}}}"#))
+            .send(format!(
+                r#"{{"metadata":{{"annotations":{{"churn":"{stamp}"}}}}}}"#
+            ))
             .expect("patch pod");
     }
     let deadline = Instant::now() + Duration::from_secs(120);

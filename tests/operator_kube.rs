@@ -450,10 +450,7 @@ fn bindings_with_different_settings_share_one_watch() {
         .expect("create");
     let runs = by_hook(4);
     let b = live(&sim, "default", "b");
-    let events: Vec<&(String, Value)> = runs
-        .iter()
-        .filter(|(_, c)| c["type"] == "Event")
-        .collect();
+    let events: Vec<&(String, Value)> = runs.iter().filter(|(_, c)| c["type"] == "Event").collect();
     assert_eq!(
         events,
         [
@@ -501,8 +498,10 @@ fn relist_without_jq_filter_reports_only_real_changes() {
     let ctx = contexts(&op);
     assert_eq!(
         ctx[2..],
-        [json!({"binding": "cms", "type": "Event", "watchEvent": "Modified",
-                "object": live(&sim, "default", "change")})],
+        [
+            json!({"binding": "cms", "type": "Event", "watchEvent": "Modified",
+                "object": live(&sim, "default", "change")})
+        ],
         "{ctx:#?}"
     );
 }

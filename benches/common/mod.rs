@@ -2,6 +2,8 @@
 //! empty config, a handler that counts finished tasks, and writing hook scripts.
 #![allow(dead_code)]
 
+pub mod pods;
+
 use shell_operator::hook::Hook;
 use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
 use shell_operator::queue::Task;

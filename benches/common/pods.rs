@@ -1,0 +1,152 @@
+//! Kubernetes benchmark helpers: 10k seeded pods, a kube-sim process serving them,
+//! and the monitor enabling one binding over them in-process.
+
+use shell_operator::hook::{self, Hook};
+use shell_operator::kube::{Client, KubeSettings};
+use shell_operator::metrics::Metrics;
+use shell_operator::monitor::store::SnapshotStore;
+use shell_operator::monitor::{Control, Monitor};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+pub const PODS: usize = 10_000;
+
+/// Writes `PODS` pods (~720 bytes of JSON each) as a kube-sim seed file.
+pub fn write_pods(path: &Path) {
+    let mut out = std::fs::File::create(path).expect("seed file");
+    for i in 0..PODS {
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("pod-{i:05}"), "namespace": format!("ns-{}", i % 10),
+                "labels": {"app": format!("app-{}", i % 50), "tier": "backend", "pod-template-hash": "5d8f9c7b6"},
+                "annotations": {"prometheus.io/scrape": "true"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.example.com/team/app:1.2.3",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                "env": [{"name": "MODE", "value": "production"}]}],
+                "nodeName": format!("node-{}", i % 20), "serviceAccountName": "default"},
+            "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", i / 250, i % 250),
+                "conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        writeln!(out, "---\n{pod}").expect("write");
+    }
+}
+
+/// A kube-sim process serving the seeded pods.
+pub struct KubeSim {
+    child: Child,
+    pub kubeconfig: PathBuf,
+    pub url: String,
+}
+
+impl KubeSim {
+    /// Starts `bin` seeded from `work/seed`, writing `work/kubeconfig`.
+    pub fn start(bin: &Path, work: &Path) -> KubeSim {
+        let kubeconfig = work.join("kubeconfig");
+        let mut child = Command::new(bin)
+            .args(["--port", "0", "--history", "50000", "--seed"])
+            .arg(work.join("seed"))
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "start {}: {e} (run `cargo build --release -p kube-sim`)",
+                    bin.display()
+                )
+            });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
+        let url = line.trim().trim_start_matches("listening on ").to_string();
+        KubeSim {
+            child,
+            kubeconfig,
+            url,
+        }
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client for `sim` with no client-side rate limit.
+pub fn client(sim: &KubeSim) -> Client {
+    let settings = KubeSettings {
+        kubeconfig: sim.kubeconfig.display().to_string(),
+        qps: -1.0,
+        ..KubeSettings::default()
+    };
+    Client::from_config(&settings).expect("client")
+}
+
+/// A monitor thread with one hook whose only binding is `binding` (YAML under
+/// `kubernetes:`), its jqFilter `filter` compiled as the operator does.
+pub struct MonitorRun {
+    pub store: Arc<SnapshotStore>,
+    control: crossbeam_channel::Sender<Control>,
+    stop: Option<crossbeam_channel::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MonitorRun {
+    pub fn start(client: &Client, binding: &str, filter: &str) -> MonitorRun {
+        let text = format!("configVersion: v1\nkubernetes:\n- name: pods\n  {binding}");
+        let config = hook::config::parse("bench.sh", &text).expect("config");
+        let jq = shell_operator::jq::JqFilter::compile(filter, None, &[]).expect("jq");
+        let hook = Hook {
+            name: "bench.sh".into(),
+            path: PathBuf::from("/bin/true"),
+            limiter: Mutex::new(
+                shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings),
+            ),
+            jq_filters: vec![Some(Arc::new(jq))],
+            config,
+        };
+        let store = Arc::new(SnapshotStore::new([(0, 1)]));
+        let (events, _) = crossbeam_channel::unbounded();
+        let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
+        let monitor = Monitor::new(
+            client.clone(),
+            Arc::new(vec![hook]),
+            Arc::clone(&store),
+            events,
+            metrics,
+        );
+        let (control, control_rx) = crossbeam_channel::unbounded();
+        let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);
+        let thread = std::thread::spawn(move || monitor.run(control_rx, stop_rx));
+        MonitorRun {
+            store,
+            control,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Enables the binding; returns once its snapshot holds the initial list.
+    pub fn enable(&self) {
+        let (reply, reply_rx) = crossbeam_channel::bounded(1);
+        self.control
+            .send(Control::Enable { hook: 0, reply })
+            .expect("enable");
+        reply_rx.recv().expect("reply").expect("enabled");
+    }
+}
+
+impl Drop for MonitorRun {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
