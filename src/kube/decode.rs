@@ -71,7 +71,7 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
 /// Turns a raw list item into a cache item.
 /// Only the metadata is decoded here: a list is held as JSON text while paging (far
 /// smaller than `Value` trees) and parsed into values when delivered.
-pub(crate) fn item_of(raw: Box<RawValue>) -> Result<Item, String> {
+pub(crate) fn item_of(raw: &RawValue) -> Result<Item, String> {
     let json: Arc<str> = Arc::from(raw.get());
     #[derive(serde::Deserialize)]
     struct Obj {

@@ -337,7 +337,7 @@ impl Reflector {
             Err(e) => return self.fail(WatchErrorKind::Fail, &e.to_string(), State::Empty),
         };
         for raw in page.items {
-            match item_of(raw) {
+            match item_of(&raw) {
                 Ok(i) => items.push(i),
                 Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
             }

@@ -357,7 +357,11 @@ mod tests {
         assert_eq!(items.len(), 2);
         let sum: usize = items.iter().map(Item::bytes).sum();
         assert_eq!(items.bytes(), sum);
-        assert_eq!(sum, "\0z\05".len() + "a\0x\04".len());
+        // Each item's text is its key, a NUL and its one-digit filter result.
+        assert_eq!(
+            sum,
+            item_key("", "z").len() + 2 + item_key("a", "x").len() + 2
+        );
     }
 
     #[test]
