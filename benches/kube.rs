@@ -22,13 +22,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(PathBuf::from)
-    };
+    let arg = |name: &str| common::arg_value(name).map(PathBuf::from);
     let operator =
         arg("--operator").unwrap_or_else(|| PathBuf::from("target/release/shell-operator"));
     let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));

@@ -55,13 +55,7 @@ const MODES: [(&str, &str, &str); 2] = [
 ];
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let arg = common::arg_value;
     let kube_sim = arg("--kube-sim").unwrap_or_else(|| "target/release/kube-sim".into());
     let kube_sim = std::fs::canonicalize(&kube_sim).unwrap_or_else(|_| PathBuf::from(&kube_sim));
     if let Some(mode) = arg("--mode").and_then(|m| m.parse::<usize>().ok()) {
@@ -69,7 +63,8 @@ fn main() {
     }
     println!("snapshot heap, {PODS} pods (live bytes held once the binding is enabled):");
     for mode in 0..MODES.len() {
-        let status = std::process::Command::new(&args[0])
+        let me = std::env::current_exe().expect("own path");
+        let status = std::process::Command::new(me)
             .args(["--mode", &mode.to_string(), "--kube-sim"])
             .arg(&kube_sim)
             .status()

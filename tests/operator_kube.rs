@@ -66,6 +66,16 @@ fn live(sim: &Sim, ns: &str, name: &str) -> Value {
         .expect("object in kube-sim")
 }
 
+/// Breaks every watch and keeps the operator out while `changes` run, then forgets
+/// that history: the operator's resume version is gone (410), so it must relist.
+fn while_cut_off(sim: &Sim, changes: impl FnOnce()) {
+    sim.fail_next(1_000_000, 500);
+    sim.drop_watches();
+    changes();
+    sim.compact();
+    sim.fail_next(0, 500);
+}
+
 #[test]
 fn synchronization_then_added_modified_deleted_with_jq_suppression() {
     let sim = Sim::start();
@@ -273,19 +283,15 @@ fn watches_dropped_and_history_compacted_lose_and_double_nothing() {
     let config = "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data.v\n  keepFullObjectsInMemory: false";
     let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
     wait_contexts(&op, 1);
-    // Break the stream and keep the operator out while objects change, then forget
-    // that history: the operator's resume version is gone (410) and it must relist.
-    sim.fail_next(1_000_000, 500);
-    sim.drop_watches();
-    let mut changed = live(&sim, "default", "change");
-    changed["data"] = json!({"v": "2"});
-    sim.update(changed).expect("update");
-    sim.delete("v1", "ConfigMap", "default", "remove")
-        .expect("delete");
-    sim.create(cm("default", "new", json!({"v": "1"})))
-        .expect("create");
-    sim.compact();
-    sim.fail_next(0, 500);
+    while_cut_off(&sim, || {
+        let mut changed = live(&sim, "default", "change");
+        changed["data"] = json!({"v": "2"});
+        sim.update(changed).expect("update");
+        sim.delete("v1", "ConfigMap", "default", "remove")
+            .expect("delete");
+        sim.create(cm("default", "new", json!({"v": "1"})))
+            .expect("create");
+    });
     let ctx = wait_contexts(&op, 4);
     std::thread::sleep(Duration::from_secs(2));
     let mut seen: Vec<(String, String)> = contexts(&op)[1..]
@@ -486,13 +492,11 @@ fn relist_without_jq_filter_reports_only_real_changes() {
     assert_eq!(ctx[1]["watchEvent"], "Modified");
     assert_eq!(ctx[1]["object"], live(&sim, "default", "keep"));
 
-    sim.fail_next(1_000_000, 500);
-    sim.drop_watches();
-    let mut change = live(&sim, "default", "change");
-    change["data"] = json!({"v": "2"});
-    sim.update(change).expect("update");
-    sim.compact();
-    sim.fail_next(0, 500);
+    while_cut_off(&sim, || {
+        let mut change = live(&sim, "default", "change");
+        change["data"] = json!({"v": "2"});
+        sim.update(change).expect("update");
+    });
     wait_contexts(&op, 3);
     std::thread::sleep(Duration::from_secs(2));
     let ctx = contexts(&op);
