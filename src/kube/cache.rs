@@ -118,22 +118,6 @@ impl Store {
         }
     }
 
-    /// What this cache keeps.
-    pub fn mode(&self) -> Cache {
-        self.mode
-    }
-
-    /// The cached JSON of `key` ("namespace/name") if it is at `rv`, shared, not copied.
-    pub fn json_at(&self, key: &str, rv: &str) -> Option<Arc<str>> {
-        match self.map.get(key) {
-            Some(Entry {
-                rv: r,
-                body: Body::Json(j),
-            }) if &**r == rv => Some(Arc::clone(j)),
-            _ => None,
-        }
-    }
-
     /// Number of cached objects.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -179,17 +163,6 @@ impl Store {
             .values()
             .filter_map(|e| match &e.body {
                 Body::Json(j) => Some(Arc::clone(j)),
-                Body::Uid(_) => None,
-            })
-            .collect()
-    }
-
-    /// Every cached object decoded, in no particular order (empty in keys-only mode).
-    pub fn objects(&self) -> Vec<serde_json::Value> {
-        self.map
-            .values()
-            .filter_map(|e| match &e.body {
-                Body::Json(j) => serde_json::from_str(j).ok(),
                 Body::Uid(_) => None,
             })
             .collect()
@@ -396,13 +369,12 @@ mod tests {
     }
 
     #[test]
-    fn cached_json_is_shared_at_the_same_version() {
+    fn cached_json_is_shared_not_copied() {
         let mut s = Store::new(Cache::Objects);
         let i = item("x", "5", "u");
         let json = i.json.clone();
         s.put(i.key, "5", i.json);
-        let shared = s.json_at("ns/x", "5").expect("cached");
-        assert!(Arc::ptr_eq(&shared, &json));
-        assert!(s.json_at("ns/x", "6").is_none());
+        let shared = s.objects_json();
+        assert!(Arc::ptr_eq(&shared[0], &json));
     }
 }
