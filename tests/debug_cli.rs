@@ -206,31 +206,15 @@ fn socket_is_removed_on_shutdown_and_unbindable_socket_fails_startup() {
     std::fs::write(&blocker, "not a socket").expect("file");
     std::fs::create_dir_all(dir.0.join("hooks")).expect("hooks");
     let started = Instant::now();
-    let (code, out, _) = run_binary(
-        &[
-            "start",
-            "--hooks-dir",
-            dir.0.join("hooks").to_str().expect("utf8"),
-            "--tmp-dir",
-            dir.0.join("tmp").to_str().expect("utf8"),
-            "--listen-port",
-            "0",
-            "--debug-unix-socket",
-            blocker.to_str().expect("utf8"),
-        ],
-        &[],
-    );
+    let (code, out) = start_on_socket(&dir, &blocker);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("exists and is not a socket"), "{out}");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-#[test]
-fn a_live_socket_is_never_stolen() {
-    let op = start();
-    let socket = op.debug_socket();
-    let dir = common::TempDir::new("dbg2");
-    std::fs::create_dir_all(dir.0.join("hooks")).expect("hooks");
+/// Runs `start` with empty hooks in `dir` and the debug socket at `socket`;
+/// returns the exit code and output.
+fn start_on_socket(dir: &common::TempDir, socket: &std::path::Path) -> (i32, String) {
     let (code, out, _) = run_binary(
         &[
             "start",
@@ -245,6 +229,16 @@ fn a_live_socket_is_never_stolen() {
         ],
         &[],
     );
+    (code, out)
+}
+
+#[test]
+fn a_live_socket_is_never_stolen() {
+    let op = start();
+    let socket = op.debug_socket();
+    let dir = common::TempDir::new("dbg2");
+    std::fs::create_dir_all(dir.0.join("hooks")).expect("hooks");
+    let (code, out) = start_on_socket(&dir, &socket);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("another process is listening on it"), "{out}");
     assert_eq!(ok(&op, &["hook", "list"]), "[\"a.sh\",\"dir/b.sh\"]\n");

@@ -21,9 +21,8 @@ impl Monitor {
         if !sub.wants(name) {
             return;
         }
-        let key = item_key(ns, name);
         if kind == WatchEventType::Deleted {
-            return self.delete(sub, &key);
+            return self.delete(sub, &item_key(ns, name));
         }
         let labels = &sub.labels;
         let filter_started = Instant::now();
@@ -43,7 +42,7 @@ impl Monitor {
             return;
         };
         let state = &mut *guard;
-        let old = state.items.get(&key).map(|old| old.checksum);
+        let old = state.items.get(item.key()).map(|old| old.checksum);
         if old == Some(item.checksum) {
             state.items.insert(item);
             self.count_snapshot(sub, state);

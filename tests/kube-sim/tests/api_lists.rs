@@ -3,18 +3,9 @@
 
 mod common;
 
-use common::{Client, cm};
+use common::{Client, cm, names};
 use kube_sim::Sim;
-use serde_json::{Value, json};
-
-fn names(list: &Value) -> Vec<String> {
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-        .collect()
-}
+use serde_json::json;
 
 /// Label and field selectors of every operator, and paging with continue tokens.
 #[test]

@@ -4,19 +4,10 @@
 
 mod common;
 
-use common::{Client, cm};
+use common::{Client, cm, names};
 use kube_sim::{Sim, SimOptions};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, Instant};
-
-fn names(list: &Value) -> Vec<String> {
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// fail_next answers N requests with a Status (429 with Retry-After), then recovers.
 #[test]

@@ -163,6 +163,16 @@ pub fn brief(e: &Value) -> (String, String) {
 }
 
 /// A ConfigMap manifest.
+/// The `metadata.name` of every item of a list response.
+pub fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub fn cm(ns: &str, name: &str, labels: Value) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"k": "v"}})
