@@ -25,4 +25,5 @@ pub mod process;
 pub mod queue;
 pub mod runner;
 pub mod schedule;
+pub mod threads;
 pub mod webhook;
