@@ -164,7 +164,6 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
         timeout: None,
     };
     executor.prepare_tmp_dir().expect("tmp");
-    shell_operator::process::init_reaper();
     let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
     let handler = Admission {
         routes: admission::routes(&hooks).expect("routes"),

@@ -96,18 +96,19 @@ impl Executor {
         std::fs::set_permissions(&self.tmp_dir, std::fs::Permissions::from_mode(0o700))
     }
 
-    /// Runs `path` with `context` as its binding context. An `Err` means the temp
-    /// files could not be written or the hook could not be started.
+    /// Runs `path` with the binding context that `context` writes (streamed into
+    /// the file). An `Err` means the temp files could not be written or the hook
+    /// could not be started.
     pub fn run(
         &self,
         path: &Path,
-        context: &[u8],
+        context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
         labels: &RunLabels,
     ) -> std::io::Result<RunResult> {
         let files = self.temp_files(&labels.hook)?;
         write_new(&files.paths[0], context)?;
         for p in &files.paths[1..] {
-            write_new(p, b"")?;
+            write_new(p, &|_| Ok(()))?;
         }
         let mut cmd = Command::new(path);
         cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
@@ -185,13 +186,19 @@ impl Executor {
 }
 
 /// Creates `path` exclusively with mode 0600 and writes `data`.
-fn write_new(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut f: File = OpenOptions::new()
+/// Creates `path` (0600, never an existing file) and writes it through a buffer.
+fn write_new(
+    path: &Path,
+    content: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let f: File = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)?;
-    f.write_all(data)
+    let mut w = std::io::BufWriter::with_capacity(64 << 10, f);
+    content(&mut w)?;
+    w.flush()
 }
 
 fn read_all(path: &Path) -> Vec<u8> {
@@ -245,7 +252,7 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let run = e
             .run(
                 &hook,
-                b"[{\"binding\":\"onStartup\"}]\n",
+                &|w| w.write_all(b"[{\"binding\":\"onStartup\"}]\n"),
                 &RunLabels::default(),
             )
             .expect("run");
@@ -282,12 +289,12 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let e = executor("fail");
         let dir = e.tmp_dir.parent().expect("parent").join("hooks");
         let hook = script(&dir, "echo 'bad things' >&2; exit 2");
-        let run = e.run(&hook, b"[]", &RunLabels::default()).expect("run");
+        let run = e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).expect("run");
         assert_eq!(run.status, ExitStatus::Code(2));
         assert_eq!(run.error_text(), "exit status 2: bad things");
         let quiet = script(&dir.join("q"), "exit 1");
         assert_eq!(
-            e.run(&quiet, b"[]", &RunLabels::default())
+            e.run(&quiet, &|w| w.write_all(b"[]"), &RunLabels::default())
                 .expect("run")
                 .error_text(),
             "cmd run: exit status 1"

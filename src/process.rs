@@ -73,33 +73,28 @@ fn is_pid1() -> bool {
 
 fn registry() -> MutexGuard<'static, Registry> {
     let reg = REGISTRY.get_or_init(|| {
-        let wake = is_pid1().then(|| {
-            let (wake, woken) = bounded(1);
-            std::thread::Builder::new()
-                .name("reaper".into())
-                .spawn(move || reap_forever(woken))
-                .map_err(|e| {
-                    crate::log::error("cannot start reaper thread", &[("error", &e.to_string())])
-                })
-                .ok();
-            wake
-        });
         Mutex::new(Registry {
             running: HashMap::new(),
-            wake,
+            wake: None,
         })
     });
     reg.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Starts the reaper early. As PID 1 (a scratch image has no init) the kernel
-/// re-parents orphaned grandchildren of hooks to us; the reaper collects them so
-/// they do not pile up as zombies.
-pub fn init_reaper() {
-    if is_pid1() {
-        crate::log::info("running as PID 1: reaping orphaned processes", &[]);
+/// The reaper thread's body, when this process is PID 1 (a scratch image has no
+/// init): the kernel re-parents orphaned grandchildren of hooks to us, and the
+/// reaper collects every exit so they do not pile up as zombies. From this call
+/// on, children's exits come from the reaper, so the caller must start the body
+/// on a thread at once (`operator.rs` does, in its spawn step). `None` when not
+/// PID 1: each child is waited for by pid.
+pub fn reaper() -> Option<impl FnOnce() + Send + 'static> {
+    if !is_pid1() {
+        return None;
     }
-    drop(registry());
+    crate::log::info("running as PID 1: reaping orphaned processes", &[]);
+    let (wake, woken) = bounded(1);
+    registry().wake = Some(wake);
+    Some(move || reap_forever(woken))
 }
 
 /// A spawned child in its own process group.
@@ -355,11 +350,15 @@ pub fn run_captured(cmd: &mut Command, timeout: Option<Duration>) -> std::io::Re
 
 fn read_in_thread(mut pipe: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
     let (tx, rx) = bounded(1);
-    std::thread::spawn(move || {
+    let name = "hook-output";
+    let spawned = crate::threads::spawn(name, move || {
         let mut buf = Vec::new();
         let _ = pipe.read_to_end(&mut buf);
         let _ = tx.send(buf);
     });
+    if let Err(e) = spawned {
+        crate::log::error("cannot read a child's output", &[("error", &e)]);
+    }
     rx
 }
 

@@ -7,7 +7,7 @@
 
 use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
-use crate::hook::context::{BindingType, Snapshots, render_file};
+use crate::hook::context::{BindingType, Snapshots, write_file};
 use crate::kube::Client;
 use crate::log;
 use crate::metrics::Metrics;
@@ -85,11 +85,10 @@ impl Runner {
             .task_wait_in_queue_seconds_total
             .with_label_values(&metric_labels)
             .inc_by(task.queued_at.elapsed().as_secs_f64());
-        let (contexts, snapshots) = match &self.kube {
+        let snapshots = match &self.kube {
             Some(kube) => kube.prepare(task.hook, &task.contexts),
-            None => (task.contexts.clone(), Snapshots::new()),
+            None => Snapshots::default(),
         };
-        let context = render_file(&contexts, hook.is_v0(), &snapshots);
         log::info(
             "Execute hook",
             &[
@@ -101,7 +100,11 @@ impl Runner {
         );
         let result = self
             .executor
-            .run(&hook.path, &context, &labels)
+            .run(
+                &hook.path,
+                &|w| write_file(w, &task.contexts, hook.is_v0(), &snapshots),
+                &labels,
+            )
             .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
         let outcome = match &result {
             Ok(run) => {

@@ -1,20 +1,20 @@
-//! How one watch event changes one binding: the jq filter and checksum, the snapshot
-//! update, and the hook event (sent at once, or buffered while the binding waits for
-//! its Synchronization run). Part of the monitor thread (`monitor/mod.rs`).
+//! How one watch event changes one binding: the jq filter and checksum, then one
+//! step of the binding's Synchronization protocol (`sync.rs`), whose deliveries go
+//! to the router. Part of the monitor thread (`monitor/mod.rs`).
 
 use super::filter::{self, key_of};
-use super::store::{self, item_key};
+use super::sync::Input;
 use super::{Monitor, Sub};
 use crate::hook::config::WatchEventType;
+use crate::hook::context::item_key;
 use crate::log;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
-use store::KubeEvent;
 
 impl Monitor {
     /// Applies one event to one binding: snapshot update, checksum comparison, and
-    /// the hook event (buffered while the binding is locked). Whether an object is
+    /// the hook event (buffered while the binding is held). Whether an object is
     /// Added or Modified follows the snapshot (so a relist can say either).
     pub(super) fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Value, json: &Arc<str>) {
         let (ns, name) = key_of(obj);
@@ -24,94 +24,55 @@ impl Monitor {
         if kind == WatchEventType::Deleted {
             return self.delete(sub, &item_key(ns, name));
         }
-        let labels = &sub.labels;
         let filter_started = Instant::now();
         let item = sub.filter.item(obj, json);
         if sub.filter.jq.is_some() {
-            let l = labels.each_ref().map(String::as_str);
+            let l = sub.labels.each_ref().map(String::as_str);
             self.metrics
                 .kube_jq_filter_duration_seconds
                 .with_label_values(&l)
                 .observe(filter_started.elapsed().as_secs_f64());
         }
-        let item = match item {
-            Ok(item) => item,
-            Err(e) => return sub.filter_failed(ns, name, &e),
-        };
-        let Some(mut guard) = self.store.binding(sub.hook, sub.binding) else {
-            return;
-        };
-        let state = &mut *guard;
-        let old = state.items.get(item.key()).map(|old| old.checksum);
-        if old == Some(item.checksum) {
-            state.items.insert(item);
-            self.count_snapshot(sub, state);
-            return;
+        match item {
+            Ok(item) => self.step(sub, Input::Upsert(item)),
+            Err(e) => sub.filter_failed(ns, name, &e),
         }
-        let kind = match old {
-            Some(_) => WatchEventType::Modified,
-            None => WatchEventType::Added,
-        };
-        let context = sub
-            .events
-            .contains(&kind)
-            .then(|| item.to_json(state.type_meta.as_ref()));
-        state.items.insert(item);
-        self.after_change(sub, guard, kind, context);
     }
 
     /// Removes an object from one binding's snapshot, with a Deleted event carrying
     /// the last state the binding saw.
     pub(super) fn delete(&self, sub: &Sub, key: &str) {
-        let Some(mut guard) = self.store.binding(sub.hook, sub.binding) else {
-            return;
-        };
-        let Some(old) = guard.items.remove(key) else {
-            return;
-        };
-        let context = sub
-            .events
-            .contains(&WatchEventType::Deleted)
-            .then(|| old.to_json(guard.type_meta.as_ref()));
-        self.after_change(sub, guard, WatchEventType::Deleted, context);
+        self.step(sub, Input::Delete(key));
+    }
+
+    /// Deletes (with Deleted events, in key order) every object of `sub`'s snapshot
+    /// that `gone` picks.
+    pub(super) fn delete_where(&self, sub: &Sub, gone: impl Fn(&crate::hook::context::Item) -> bool) {
+        for key in self.store.keys_where(sub.hook, sub.binding, gone) {
+            self.delete(sub, &key);
+        }
+    }
+
+    /// One protocol step for `sub`: counts the snapshot and sends what it delivers.
+    pub(super) fn step(&self, sub: &Sub, input: Input) {
+        let steps = self.store.step(sub.hook, sub.binding, input);
+        self.count_snapshot(sub);
+        for event in steps.events {
+            let _ = self.events.send(event);
+        }
     }
 
     /// Sets the binding's snapshot size metrics.
-    pub(super) fn count_snapshot(&self, sub: &Sub, state: &store::BindingState) {
+    pub(super) fn count_snapshot(&self, sub: &Sub) {
         let labels = sub.labels.each_ref().map(String::as_str);
+        let (objects, bytes) = self.store.size(sub.hook, sub.binding);
         let m = &self.metrics;
         m.kube_snapshot_objects
             .with_label_values(&labels)
-            .set(state.items.len() as f64);
+            .set(objects as f64);
         m.kube_snapshot_bytes
             .with_label_values(&labels)
-            .set(state.items.bytes() as f64);
-    }
-
-    /// Counts the snapshot and sends (or, while locked, buffers) the hook event.
-    fn after_change(
-        &self,
-        sub: &Sub,
-        mut state: std::sync::MutexGuard<'_, store::BindingState>,
-        kind: WatchEventType,
-        item: Option<Value>,
-    ) {
-        self.count_snapshot(sub, &state);
-        let Some(item) = item else {
-            return;
-        };
-        let event = KubeEvent {
-            hook: sub.hook,
-            binding: sub.binding,
-            watch_event: kind,
-            item,
-        };
-        if state.locked {
-            state.buffer.push(event);
-        } else {
-            drop(state);
-            let _ = self.events.send(event);
-        }
+            .set(bytes as f64);
     }
 }
 

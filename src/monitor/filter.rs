@@ -2,7 +2,7 @@
 //! the checksum that decides whether a Modified event matters, and the object text
 //! kept only when the binding wants full objects.
 
-use super::store::Item;
+use crate::hook::context::Item;
 use crate::jq::JqFilter;
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -20,8 +20,14 @@ pub struct ItemFilter {
 pub struct FilterError(pub String);
 
 impl ItemFilter {
-    /// Builds the item for `object`, whose compact JSON is `object_json` (shared
-    /// between the bindings of one watch).
+    /// Whether the binding needs the object's compact text: to keep it, or to
+    /// checksum it when there is no filter.
+    pub fn needs_text(&self) -> bool {
+        self.keep_full_object || self.jq.is_none()
+    }
+
+    /// Builds the item for `object`, whose compact JSON is `object_json` (made once
+    /// and shared between the bindings of one watch; see [`object_text`]).
     pub fn item(&self, object: &Value, object_json: &Arc<str>) -> Result<Item, FilterError> {
         let (filter_result, checksum) = match &self.jq {
             Some(jq) => {
@@ -29,7 +35,7 @@ impl ItemFilter {
                 let sum = checksum_str(&text);
                 (Some(text), sum)
             }
-            None => (None, checksum_value(object)),
+            None => (None, checksum_str(object_json)),
         };
         let object_text = self.keep_full_object.then(|| Arc::clone(object_json));
         Ok(Item::new(
@@ -47,22 +53,16 @@ fn checksum_str(text: &str) -> u64 {
     h.finish()
 }
 
-/// Hash of a whole object, independent of the text it came in: values keep their
-/// map keys sorted, so a list item and a watch event of the same object agree.
-fn checksum_value(object: &Value) -> u64 {
-    struct HashWriter(DefaultHasher);
-    impl std::io::Write for HashWriter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.write(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+/// The object's compact JSON, keys sorted (what every binding keeps and hooks
+/// get), when some binding of `filters` needs it; empty otherwise. Made once per
+/// object: hashing it gives every binding without a jqFilter the same checksum for
+/// a list item and a watch event of the same object, whatever text they came in.
+pub fn object_text<'a>(mut filters: impl Iterator<Item = &'a ItemFilter>, object: &Value) -> Arc<str> {
+    if filters.any(ItemFilter::needs_text) {
+        Arc::from(object.to_string())
+    } else {
+        Arc::from("")
     }
-    let mut w = HashWriter(DefaultHasher::new());
-    let _ = serde_json::to_writer(&mut w, object);
-    w.0.finish()
 }
 
 /// `(namespace, name)` of an object, borrowed from it.
@@ -87,8 +87,8 @@ mod tests {
         };
         let a = json!({"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "1"}});
         let b = json!({"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "2"}});
-        let ia = f.item(&a, &Arc::from(a.to_string())).expect("item");
-        let ib = f.item(&b, &Arc::from(b.to_string())).expect("item");
+        let ia = f.item(&a, &Arc::from("")).expect("item");
+        let ib = f.item(&b, &Arc::from("")).expect("item");
         assert_eq!(ia.checksum, ib.checksum);
         assert!(ia.object.is_none());
         assert_eq!(ia.filter_result(), Some(r#"{"a":"1"}"#));
@@ -97,8 +97,9 @@ mod tests {
             jq: None,
             keep_full_object: true,
         };
-        let fa = full.item(&a, &Arc::from(a.to_string())).expect("item");
-        let fb = full.item(&b, &Arc::from(b.to_string())).expect("item");
+        let text_of = |v: &Value| object_text([&full].into_iter(), v);
+        let fa = full.item(&a, &text_of(&a)).expect("item");
+        let fb = full.item(&b, &text_of(&b)).expect("item");
         assert_ne!(
             fa.checksum, fb.checksum,
             "without a filter every change counts"
@@ -106,7 +107,8 @@ mod tests {
         // ...but not the order of fields in the text the object arrived as.
         let text = r#"{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"name":"x"}}"#;
         let reordered: Value = serde_json::from_str(text).expect("json");
-        let fr = full.item(&reordered, &Arc::from(text)).expect("item");
+        let fr = full.item(&reordered, &text_of(&reordered)).expect("item");
         assert_eq!(fa.checksum, fr.checksum);
+        assert_eq!(fr.object.as_deref(), Some(a.to_string().as_str()));
     }
 }

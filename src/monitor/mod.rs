@@ -25,6 +25,7 @@ mod relist;
 pub mod runtime;
 mod selectors;
 pub mod store;
+pub mod sync;
 
 use crate::hook::Hook;
 use crate::hook::config::{KubernetesBinding, WatchEventType};
@@ -32,13 +33,15 @@ use crate::kube::{self, Client, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Select, Sender};
-use filter::{ItemFilter, key_of};
+use crate::hook::context::Item;
+use filter::{ItemFilter, key_of, object_text};
 use selectors::{selectors, with_type_meta};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::{Item, KubeEvent, SnapshotStore};
+use store::{KubeEvent, SnapshotStore};
+use sync::Input;
 
 /// Requests to the monitor thread.
 pub enum Control {
@@ -235,10 +238,7 @@ impl Monitor {
             labels: Arc::new([hook.name.clone(), b.name.clone(), b.queue.clone()]),
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
         };
-        if let Some(mut state) = self.store.binding(hi, bi) {
-            state.items.clear();
-            state.type_meta = Some((resource.api_version(), resource.kind.clone()));
-        }
+        let events = sub.events.clone();
         let template = WatchKey {
             resource: resource.clone(),
             namespace: None,
@@ -247,36 +247,36 @@ impl Monitor {
         };
         let namespaced = resource.namespaced;
         let ns = b.namespace.as_ref().filter(|_| namespaced);
-        match (
+        let items = match (
             ns.and_then(|n| n.label_selector.as_ref()),
             ns.and_then(|n| n.name_selector.as_ref())
                 .filter(|n| !n.is_empty()),
         ) {
             (Some(selector), _) => {
-                self.watch_namespaces_by_label(template, sub, selector, &context)?
+                self.watch_namespaces_by_label(template, sub.clone(), selector, &context)?
             }
             (None, Some(names)) => {
+                let mut items = Vec::new();
                 for name in names {
                     let key = WatchKey {
                         namespace: Some(name.clone()),
                         ..template.clone()
                     };
-                    self.attach(key, sub.clone(), false, &context)?;
+                    items.extend(self.attach(key, sub.clone(), false, &context)?);
                 }
+                items
             }
-            (None, None) => self.attach(template, sub, false, &context)?,
-        }
-        let needs_sync = !hook.is_v0() && b.execute_hook_on_synchronization;
-        if let Some(mut state) = self.store.binding(hi, bi) {
-            state.locked = needs_sync;
-            state.buffer.clear();
-        }
+            (None, None) => self.attach(template, sub.clone(), false, &context)?,
+        };
+        let hold = !hook.is_v0() && b.execute_hook_on_synchronization;
+        self.step(&sub, Input::Begin { items, hold, events });
         Ok(())
     }
 
-    /// Adds `sub` to the watch for `key`, starting it if needed. The binding's
-    /// snapshot gets the watch's current objects; with `announce` they are also sent
-    /// as Added events (a namespace that started matching).
+    /// Adds `sub` to the watch for `key`, starting it if needed, and returns the
+    /// watch's current objects as the binding's items; with `announce` they go
+    /// through the binding as Added events instead (a namespace that started
+    /// matching) and none are returned.
     ///
     /// Watches keep no objects of their own (the snapshots do), so a binding that
     /// joins a running watch gets a fresh list. Events the monitor has not yet taken
@@ -288,7 +288,7 @@ impl Monitor {
         sub: Sub,
         announce: bool,
         context: &str,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<Item>, String> {
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
             Some(i) => (i, self.list(&key)?),
             None => {
@@ -308,22 +308,19 @@ impl Monitor {
             .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
         w.subs.push(sub.clone());
         let mut initial = Vec::new();
-        for json in objects {
-            let Ok(obj) = serde_json::from_str::<Value>(&json) else {
+        for wire in objects {
+            let Some(obj) = decode_listed(&wire, &resource) else {
                 continue;
             };
-            let obj = with_type_meta(obj, &resource);
+            drop(wire);
+            let json = object_text(std::iter::once(&sub.filter), &obj);
             if announce {
                 self.apply(&sub, WatchEventType::Added, &obj, &json);
             } else if let Some(item) = initial_item(&sub, &obj, &json) {
                 initial.push(item);
             }
         }
-        if let Some(mut state) = self.store.binding(sub.hook, sub.binding) {
-            state.items.extend_bulk(initial);
-            self.count_snapshot(&sub, &state);
-        }
-        Ok(())
+        Ok(initial)
     }
 
     /// Lists a watch's objects for a binding that joins it late.
@@ -402,7 +399,7 @@ impl Monitor {
         let watch = &self.watches[index];
         let obj = with_type_meta(obj, &watch.key.resource);
         let subs = watch.subs.clone();
-        let json = object_text(&subs, &obj);
+        let json = object_text(subs.iter().map(|s| &s.filter), &obj);
         for sub in &subs {
             self.apply(sub, kind, &obj, &json);
         }
@@ -443,14 +440,11 @@ fn initial_item(sub: &Sub, obj: &Value, json: &Arc<str>) -> Option<Item> {
         .ok()
 }
 
-/// The object's compact JSON when some binding keeps full objects; empty otherwise
-/// (nobody reads it).
-fn object_text(subs: &[Sub], obj: &Value) -> Arc<str> {
-    if subs.iter().any(|s| s.filter.keep_full_object) {
-        Arc::from(obj.to_string())
-    } else {
-        Arc::from("")
-    }
+/// A listed object (the text the server sent) as a value with `apiVersion` and
+/// `kind` filled in; `None` (skipped) if it is not JSON.
+fn decode_listed(wire: &str, resource: &Resource) -> Option<Value> {
+    let obj = serde_json::from_str::<Value>(wire).ok()?;
+    Some(with_type_meta(obj, resource))
 }
 
 impl Sub {

@@ -7,6 +7,7 @@ use super::filter::key_of;
 use super::{Monitor, NamespaceWatch, Sub, WatchKey};
 use crate::kube;
 use crate::log;
+use crate::hook::context::Item;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -17,7 +18,7 @@ impl Monitor {
         sub: Sub,
         selector: &vendor_k8s_types::LabelSelector,
         context: &str,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<Item>, String> {
         let ns_resource = self
             .client
             .resolve("v1", "Namespace", context)
@@ -33,11 +34,12 @@ impl Monitor {
         // Namespaces are few; their watch keeps keys so the reflector diffs relists.
         let (handle, rx, namespaces) = self.start_watch(&ns_key, kube::Cache::Keys, context)?;
         let mut active = BTreeSet::new();
+        let mut initial = Vec::new();
         for ns in &namespaces {
             let name = serde_json::from_str::<Value>(ns)
                 .map(|v| key_of(&v).1.to_string())
                 .unwrap_or_default();
-            self.attach(
+            initial.extend(self.attach(
                 WatchKey {
                     namespace: Some(name.clone()),
                     ..template.clone()
@@ -45,7 +47,7 @@ impl Monitor {
                 sub.clone(),
                 false,
                 context,
-            )?;
+            )?);
             active.insert(name);
         }
         self.namespace_watches
@@ -57,7 +59,7 @@ impl Monitor {
             rx,
             active,
         });
-        Ok(())
+        Ok(initial)
     }
 
     pub(super) fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {

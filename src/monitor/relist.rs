@@ -5,12 +5,10 @@
 //! list no longer has are Deleted. So a hook sees each change made while the watch
 //! was down exactly once, and the reflector needs no copy of the objects to find them.
 
-use super::filter::key_of;
-use super::selectors::with_type_meta;
-use super::store::{Item, item_key};
-use super::{Monitor, Sub};
+use super::filter::{key_of, object_text};
+use super::{Monitor, decode_listed};
 use crate::hook::config::WatchEventType;
-use serde_json::Value;
+use crate::hook::context::{Item, item_key};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -22,11 +20,12 @@ impl Monitor {
         let namespace = watch.key.namespace.clone();
         let subs = watch.subs.clone();
         let mut listed = HashSet::with_capacity(objects.len());
-        for json in objects {
-            let Ok(obj) = serde_json::from_str::<Value>(&json) else {
+        for wire in objects {
+            let Some(obj) = decode_listed(&wire, &resource) else {
                 continue;
             };
-            let obj = with_type_meta(obj, &resource);
+            drop(wire);
+            let json = object_text(subs.iter().map(|s| &s.filter), &obj);
             let (ns, name) = key_of(&obj);
             listed.insert(item_key(ns, name));
             for sub in &subs {
@@ -45,20 +44,4 @@ impl Monitor {
         }
     }
 
-    /// Deletes (with Deleted events, in key order) every object of `sub`'s snapshot
-    /// that `gone` picks.
-    pub(super) fn delete_where(&self, sub: &Sub, gone: impl Fn(&Item) -> bool) {
-        let keys: Vec<String> = match self.store.binding(sub.hook, sub.binding) {
-            Some(state) => state
-                .items
-                .iter()
-                .filter(|i| gone(i))
-                .map(|i| i.key().to_string())
-                .collect(),
-            None => Vec::new(),
-        };
-        for key in keys {
-            self.delete(sub, &key);
-        }
-    }
 }

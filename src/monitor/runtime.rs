@@ -6,6 +6,7 @@
 
 use super::Control;
 use super::store::{KubeEvent, SnapshotStore};
+use super::sync::Input;
 use crate::hook::Hook;
 use crate::hook::context::{BindingContext, BindingType, Payload, Snapshots};
 use crate::queue::Task;
@@ -39,9 +40,7 @@ impl KubeRuntime {
         let mut tasks = Vec::new();
         for (bi, b) in hook.config.kubernetes.iter().enumerate() {
             if hook.is_v0() || !b.execute_hook_on_synchronization {
-                for e in self.store.unlock(task.hook, bi) {
-                    let _ = self.events.send(e);
-                }
+                // Not held (see `Begin`): nothing is buffered, nothing to release.
                 continue;
             }
             let ctx = BindingContext {
@@ -50,9 +49,7 @@ impl KubeRuntime {
                 group: b.group.clone(),
                 snapshot_names: b.include_snapshots_from.clone(),
                 kube_binding: Some(bi),
-                payload: Payload::Synchronization {
-                    objects: Vec::new(),
-                },
+                payload: Payload::Synchronization,
             };
             let mut t = Task::hook_run(task.hook, &hook.name, true, b.allow_failure, ctx);
             t.sync_bindings.push(bi);
@@ -61,40 +58,34 @@ impl KubeRuntime {
         Ok(tasks)
     }
 
-    /// The contexts as the hook sees them now: Synchronization objects and every
-    /// included snapshot read at this moment (each binding once per run).
-    pub fn prepare(
-        &self,
-        hook_index: usize,
-        contexts: &[BindingContext],
-    ) -> (Vec<BindingContext>, Snapshots) {
-        let mut contexts = contexts.to_vec();
-        let mut snapshots = Snapshots::new();
-        for ctx in &mut contexts {
-            if let (Payload::Synchronization { objects }, Some(bi)) =
-                (&mut ctx.payload, ctx.kube_binding)
-            {
-                *objects = self.store.sync_snapshot(hook_index, bi);
+    /// What the hook's contexts read when it starts: Synchronization objects and
+    /// every included snapshot, read at this moment (each binding once per run).
+    pub fn prepare(&self, hook_index: usize, contexts: &[BindingContext]) -> Snapshots {
+        let mut snapshots = Snapshots::default();
+        for ctx in contexts {
+            if let (Payload::Synchronization, Some(bi)) = (&ctx.payload, ctx.kube_binding) {
+                let read = self.store.step(hook_index, bi, Input::ReadForSync);
+                snapshots.sync.insert(bi, read.objects);
             }
             for name in &ctx.snapshot_names {
-                if snapshots.contains_key(name) {
+                if snapshots.named.contains_key(name) {
                     continue;
                 }
                 let items = self
                     .binding_index(hook_index, name)
                     .map(|bi| self.store.snapshot(hook_index, bi))
                     .unwrap_or_default();
-                snapshots.insert(name.clone(), items);
+                snapshots.named.insert(name.clone(), items);
             }
         }
-        (contexts, snapshots)
+        snapshots
     }
 
-    /// After a successful run: unlocks the bindings whose Synchronization it
+    /// After a successful run: releases the bindings whose Synchronization it
     /// carried and sends their buffered events on.
     pub fn unlock(&self, task: &Task) {
         for &bi in &task.sync_bindings {
-            for e in self.store.unlock(task.hook, bi) {
+            for e in self.store.step(task.hook, bi, Input::Release).events {
                 let _ = self.events.send(e);
             }
         }

@@ -3,8 +3,9 @@
 //! synchronously over HTTPS.
 //!
 //! # Layout
-//! - [`start`] (this file): reads the CA files, starts the two servers and
-//!   registers them with the cluster.
+//! - [`bind`] (this file): reads the certificate and CA files and binds the two
+//!   servers (the operator's bind step); [`Bound::register`] registers them with
+//!   the cluster and hands the operator the thread bodies to spawn.
 //! - `server`, `http1`, `tls`: HTTPS on rustls with bounded handler threads,
 //!   certificate reload and optional client-certificate verification.
 //! - `admission`, `conversion`: request → binding context → hook → response.
@@ -13,10 +14,10 @@
 //! - `register`, `crd`: the webhook configuration objects and CRD conversion.
 //! - `names`: SafeURLString and path splitting; `metrics`: request metrics.
 //!
-//! Threads: `webhook-admission` and `webhook-conversion` accept connections;
-//! `webhook-<server>-N` handler threads run hooks; `webhook-crds` configures
-//! CRDs in the background. Admission registration runs on the main thread
-//! before the queues start, as in flant.
+//! Threads (spawned by `operator.rs` from the bodies [`Bound::register`] returns):
+//! `webhook-admission` and `webhook-conversion` accept connections and start their
+//! handler threads; `webhook-crds` configures CRDs in the background. Admission
+//! registration runs on the main thread before the queues start, as in flant.
 
 pub mod admission;
 pub mod chain;
@@ -43,7 +44,6 @@ use base64::Engine;
 use crossbeam_channel::{Sender, bounded};
 use server::{Handler, Limits, Stopper, TlsServer};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// What [`start`] needs from the operator.
@@ -59,23 +59,58 @@ pub struct Setup<'a> {
     pub patcher: Option<Client>,
 }
 
-/// The running webhook threads; [`Webhooks::stop`] ends them.
+/// Stops the running webhook threads ([`Webhooks::stop`]); the operator joins them.
 #[derive(Default)]
 pub struct Webhooks {
-    threads: Vec<JoinHandle<()>>,
     stoppers: Vec<Stopper>,
     /// Dropping it stops the CRD thread's waits.
     stop: Option<Sender<()>>,
 }
 
 impl Webhooks {
-    /// Stops accepting requests and joins the accept and CRD threads.
+    /// Stops accepting requests and ends the CRD thread's waits.
     pub fn stop(mut self) {
         drop(self.stop.take());
         self.stoppers.iter().for_each(Stopper::stop);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+    }
+}
+
+/// A thread the operator spawns: its name and body.
+pub type ThreadBody = (String, Box<dyn FnOnce() + Send + 'static>);
+
+/// The bound servers and what registering them needs.
+#[derive(Default)]
+pub struct Bound {
+    servers: Vec<TlsServer>,
+    admission: Option<(Client, register::Target)>,
+    crds: Option<(Client, Vec<String>, crd::Target)>,
+    hooks: Arc<Vec<Hook>>,
+}
+
+impl Bound {
+    /// Registers the admission webhooks (before any queue starts, as in flant) and
+    /// returns the stop handle and the threads to spawn: each server's accept
+    /// thread and the CRD configuration thread.
+    pub fn register(self) -> Result<(Webhooks, Vec<ThreadBody>), String> {
+        if let Some((client, target)) = &self.admission {
+            register::register_all(client, &self.hooks, target, &register::RETRY_DELAYS)?;
         }
+        let mut out = Webhooks::default();
+        let mut threads: Vec<ThreadBody> = Vec::new();
+        for server in self.servers {
+            out.stoppers.extend(server.stopper());
+            let name = format!("webhook-{}", server.name());
+            threads.push((name, Box::new(move || server.serve())));
+        }
+        if let Some((client, names, target)) = self.crds {
+            let (tx, rx) = bounded::<()>(0);
+            out.stop = Some(tx);
+            threads.push((
+                "webhook-crds".into(),
+                Box::new(move || crd::run(client, names, target, rx)),
+            ));
+        }
+        Ok((out, threads))
     }
 }
 
@@ -88,10 +123,14 @@ fn kinds(hooks: &[Hook]) -> (bool, bool) {
     (admission, conversion)
 }
 
-/// Starts the servers the hooks need (none: nothing happens) and registers them.
-pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
+/// Binds the servers the hooks need (none: nothing happens) and reads every file
+/// they need; nothing is registered or served yet.
+pub fn bind(s: Setup<'_>) -> Result<Bound, String> {
     let (admission, conversion) = kinds(s.hooks);
-    let mut out = Webhooks::default();
+    let mut out = Bound {
+        hooks: Arc::clone(s.hooks),
+        ..Bound::default()
+    };
     if !admission && !conversion {
         return Ok(out);
     }
@@ -128,7 +167,8 @@ pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
             runner: Arc::clone(&runner),
             metrics: Arc::clone(&wm),
         };
-        serve(&mut out, "admission", &c.validating, Arc::new(handler))?;
+        out.servers
+            .push(bind_server("admission", &c.validating, Arc::new(handler))?);
         let target = register::Target {
             name: register::Target::object_name(&c.validating.configuration_name),
             namespace: namespace.clone(),
@@ -136,7 +176,7 @@ pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
             ca_bundle: ca_bundle(&c.validating, "validating")?,
             failure_policy: c.validating.failure_policy.clone(),
         };
-        register::register_all(&client, s.hooks, &target, &register::RETRY_DELAYS)?;
+        out.admission = Some((client.clone(), target));
     }
     if conversion {
         let crds = conversion::rules_by_crd(s.hooks);
@@ -146,17 +186,14 @@ pub fn start(s: Setup<'_>) -> Result<Webhooks, String> {
             runner,
             metrics: wm,
         };
-        serve(&mut out, "conversion", &c.conversion, Arc::new(handler))?;
+        out.servers
+            .push(bind_server("conversion", &c.conversion, Arc::new(handler))?);
         let target = crd::Target {
             namespace,
             service: c.conversion.service_name.clone(),
             ca_bundle: ca_bundle(&c.conversion, "conversion")?,
         };
-        let (tx, rx) = bounded::<()>(0);
-        out.stop = Some(tx);
-        out.threads.push(spawn("webhook-crds", move || {
-            crd::run(client, names, target, rx)
-        })?);
+        out.crds = Some((client, names, target));
     }
     Ok(out)
 }
@@ -182,13 +219,12 @@ fn ca_bundle(f: &WebhookFlags, kind: &str) -> Result<String, String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(pem))
 }
 
-/// Binds one server and starts its accept thread.
-fn serve(
-    out: &mut Webhooks,
+/// Binds one server.
+fn bind_server(
     name: &'static str,
     f: &WebhookFlags,
     handler: Arc<dyn Handler>,
-) -> Result<(), String> {
+) -> Result<TlsServer, String> {
     let kind = if name == "admission" {
         "validating"
     } else {
@@ -212,15 +248,5 @@ fn serve(
         &format!("{name} webhook server listening"),
         &[("address", &addr)],
     );
-    out.stoppers.extend(server.stopper());
-    out.threads
-        .push(spawn(&format!("webhook-{name}"), move || server.serve())?);
-    Ok(())
-}
-
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(body)
-        .map_err(|e| format!("cannot start thread {name}: {e}"))
+    Ok(server)
 }

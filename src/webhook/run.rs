@@ -7,7 +7,7 @@
 
 use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
-use crate::hook::context::{BindingContext, Snapshots, render_file};
+use crate::hook::context::{BindingContext, Snapshots, write_file};
 use crate::log;
 use crate::metrics::Metrics;
 use std::sync::Arc;
@@ -80,7 +80,7 @@ impl HookRunner {
         }
         std::thread::sleep(wait);
         let snapshots = if ctx.snapshot_names.is_empty() {
-            Snapshots::new()
+            Snapshots::default()
         } else {
             (self.snapshots)(&hook.name, &ctx.snapshot_names)
         };
@@ -91,7 +91,6 @@ impl HookRunner {
             task: "HookRun".into(),
             event: ctx.binding_type.as_str().into(),
         };
-        let context = render_file(std::slice::from_ref(&ctx), hook.is_v0(), &snapshots);
         let mut executor = self.executor.clone();
         let left = budget.saturating_sub(wait);
         executor.timeout = Some(executor.timeout.map_or(left, |t| t.min(left)));
@@ -104,7 +103,11 @@ impl HookRunner {
             ],
         );
         let run = executor
-            .run(&hook.path, &context, &labels)
+            .run(
+                &hook.path,
+                &|w| write_file(w, std::slice::from_ref(&ctx), hook.is_v0(), &snapshots),
+                &labels,
+            )
             .map_err(|e| RunError::Start(e.to_string()))?;
         self.observe(&labels, &run);
         self.apply_patches(&run).map_err(RunError::Patch)?;

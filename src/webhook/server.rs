@@ -132,6 +132,11 @@ impl TlsServer {
         self.listener.local_addr().ok()
     }
 
+    /// `admission` or `conversion`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// A handle that stops [`TlsServer::serve`].
     pub fn stopper(&self) -> Option<Stopper> {
         Some(Stopper {
@@ -151,14 +156,9 @@ impl TlsServer {
                 handler: Arc::clone(&self.handler),
                 limits: self.limits,
             };
-            let spawned = std::thread::Builder::new()
-                .name(format!("webhook-{}-{i}", self.name))
-                .spawn(move || worker.run());
-            if let Err(e) = spawned {
-                crate::log::error(
-                    "cannot start webhook handler thread",
-                    &[("error", &e.to_string())],
-                );
+            let name = format!("webhook-{}-{i}", self.name);
+            if let Err(e) = crate::threads::spawn(&name, move || worker.run()) {
+                crate::log::error("cannot start webhook handler thread", &[("error", &e)]);
             }
         }
         for conn in self.listener.incoming() {

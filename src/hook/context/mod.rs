@@ -3,11 +3,17 @@
 //!
 //! A [`BindingContext`] is created when an event becomes a task; snapshots are filled
 //! in only when the hook starts (by the queue thread), so they are current at
-//! execution time. [`render`] produces flant's exact shapes (spec §3): key presence
-//! and precedence, v0 shapes for v0 hooks, keys sorted.
+//! execution time. [`write_file`] streams flant's exact shapes (spec §3): key
+//! presence and precedence, v0 shapes for v0 hooks, keys sorted.
+
+mod item;
+mod write;
+
+pub use item::{Item, item_key};
+pub use write::write_file;
 
 use super::config::WatchEventType;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Which kind of binding produced a context.
@@ -40,14 +46,14 @@ impl BindingType {
 pub enum Payload {
     OnStartup,
     Schedule,
-    /// Existing objects at startup; items are `{object?, filterResult?}`.
-    Synchronization {
-        objects: Vec<Value>,
-    },
-    /// One watch event; `item` is `{object?, filterResult?}` (absent for synthetic events).
+    /// Existing objects of the binding (`kube_binding`), read from its snapshot
+    /// when the hook starts ([`Snapshots::sync`]).
+    Synchronization,
+    /// One watch event: the object at the time of the event (absent for synthetic
+    /// events).
     Event {
         watch_event: WatchEventType,
-        item: Option<Value>,
+        item: Option<Item>,
     },
     Validating {
         review: Value,
@@ -106,75 +112,13 @@ impl BindingContext {
     }
 }
 
-/// Snapshot items per binding name, read when the hook starts.
-pub type Snapshots = BTreeMap<String, Vec<Value>>;
-
-/// Renders a context in the v1 shape (spec §3, `MapV1`), taking snapshots from `snapshots`.
-pub fn render_v1(ctx: &BindingContext, snapshots: &Snapshots) -> Value {
-    let mut map = Map::new();
-    map.insert("binding".into(), Value::from(ctx.binding.as_str()));
-    if ctx.binding_type == BindingType::OnStartup {
-        return Value::Object(map);
-    }
-    if !ctx.snapshot_names.is_empty() {
-        let snaps: Map<String, Value> = ctx
-            .snapshot_names
-            .iter()
-            .map(|name| {
-                (
-                    name.clone(),
-                    Value::Array(snapshots.get(name).cloned().unwrap_or_default()),
-                )
-            })
-            .collect();
-        map.insert("snapshots".into(), Value::Object(snaps));
-    }
-    let set = |map: &mut Map<String, Value>, k: &str, v: Value| {
-        map.insert(k.to_string(), v);
-    };
-    match &ctx.payload {
-        Payload::Validating { review } => {
-            set(&mut map, "type", "Validating".into());
-            set(&mut map, "review", review.clone());
-        }
-        Payload::Mutating { review } => {
-            set(&mut map, "type", "Mutating".into());
-            set(&mut map, "review", review.clone());
-        }
-        Payload::Conversion {
-            from_version,
-            to_version,
-            review,
-        } => {
-            set(&mut map, "type", "Conversion".into());
-            set(&mut map, "fromVersion", from_version.as_str().into());
-            set(&mut map, "toVersion", to_version.as_str().into());
-            set(&mut map, "review", review.clone());
-        }
-        _ if ctx.group.is_some() => {
-            set(&mut map, "type", "Group".into());
-            set(
-                &mut map,
-                "groupName",
-                ctx.group.clone().unwrap_or_default().into(),
-            );
-        }
-        Payload::Schedule => set(&mut map, "type", "Schedule".into()),
-        Payload::OnStartup => {}
-        Payload::Synchronization { objects } => {
-            set(&mut map, "type", "Synchronization".into());
-            set(&mut map, "objects", Value::Array(objects.clone()));
-        }
-        Payload::Event { watch_event, item } => {
-            set(&mut map, "type", "Event".into());
-            set(&mut map, "watchEvent", format!("{watch_event:?}").into());
-            match item {
-                Some(Value::Object(fields)) => map.extend(fields.clone()),
-                _ => set(&mut map, "object", Value::Null),
-            }
-        }
-    }
-    Value::Object(map)
+/// What a hook run reads from the snapshots when it starts.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    /// Synchronization objects, by kubernetes binding index.
+    pub sync: BTreeMap<usize, Vec<Item>>,
+    /// `includeSnapshotsFrom` / group snapshots, by binding name.
+    pub named: BTreeMap<String, Vec<Item>>,
 }
 
 /// Renders a context in the v0 shape: `{"binding"}`, plus the resource fields for
@@ -188,7 +132,8 @@ pub fn render_v0(ctx: &BindingContext) -> Value {
             WatchEventType::Deleted => "delete",
         };
         map["resourceEvent"] = event.into();
-        if let Some(obj) = item.as_ref().and_then(|i| i.get("object")) {
+        let object = item.as_ref().and_then(|i| i.object.as_deref());
+        if let Some(obj) = object.and_then(|o| serde_json::from_str::<Value>(o).ok()) {
             let meta = &obj["metadata"];
             map["resourceNamespace"] = meta["namespace"].as_str().unwrap_or_default().into();
             map["resourceKind"] = obj["kind"].as_str().unwrap_or_default().into();
@@ -198,26 +143,18 @@ pub fn render_v0(ctx: &BindingContext) -> Value {
     map
 }
 
-/// The binding context file's content: a JSON array plus a newline, keys sorted.
+/// The binding context file's content as bytes (tests and small contexts).
 pub fn render_file(contexts: &[BindingContext], v0: bool, snapshots: &Snapshots) -> Vec<u8> {
-    let array: Vec<Value> = contexts
-        .iter()
-        .map(|c| {
-            if v0 {
-                render_v0(c)
-            } else {
-                render_v1(c, snapshots)
-            }
-        })
-        .collect();
-    let mut bytes = serde_json::to_vec(&array).unwrap_or_else(|_| b"[]".to_vec());
-    bytes.push(b'\n');
+    let mut bytes = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_file(&mut bytes, contexts, v0, snapshots);
     bytes
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn kube(
         binding: &str,
@@ -236,7 +173,18 @@ mod tests {
     }
 
     fn text(ctx: &BindingContext, snapshots: &Snapshots) -> String {
-        render_v1(ctx, snapshots).to_string()
+        let file = String::from_utf8(render_file(std::slice::from_ref(ctx), false, snapshots));
+        let file = file.expect("utf8");
+        file.trim_end()
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .expect("one context")
+            .to_string()
+    }
+
+    /// An item whose object text is `object` (already compact and sorted).
+    fn item(object: &str, filter: Option<&str>) -> Item {
+        Item::new(("ns", "n"), filter, Some(Arc::from(object)), 0)
     }
 
     #[test]
@@ -245,7 +193,7 @@ mod tests {
             String::from_utf8(render_file(
                 &[BindingContext::on_startup()],
                 false,
-                &Snapshots::new()
+                &Snapshots::default()
             ))
             .expect("utf8"),
             "[{\"binding\":\"onStartup\"}]\n"
@@ -256,12 +204,15 @@ mod tests {
     fn schedule_with_and_without_snapshots() {
         let plain = BindingContext::schedule("incremental", None, vec![]);
         assert_eq!(
-            text(&plain, &Snapshots::new()),
+            text(&plain, &Snapshots::default()),
             r#"{"binding":"incremental","type":"Schedule"}"#
         );
         let with =
             BindingContext::schedule("periodic", None, vec!["pods".into(), "missing".into()]);
-        let snaps = Snapshots::from([("pods".to_string(), vec![json!({"object":{"kind":"Pod"}})])]);
+        let mut snaps = Snapshots::default();
+        snaps
+            .named
+            .insert("pods".into(), vec![item(r#"{"kind":"Pod"}"#, None)]);
         assert_eq!(
             text(&with, &snaps),
             r#"{"binding":"periodic","snapshots":{"missing":[],"pods":[{"object":{"kind":"Pod"}}]},"type":"Schedule"}"#
@@ -274,46 +225,40 @@ mod tests {
             "monitor-pods",
             Payload::Event {
                 watch_event: WatchEventType::Added,
-                item: Some(json!({"object":{}})),
+                item: Some(item("{}", None)),
             },
             Some("pods"),
             &["monitor-pods"],
         );
         assert_eq!(
-            text(&ev, &Snapshots::new()),
+            text(&ev, &Snapshots::default()),
             r#"{"binding":"monitor-pods","groupName":"pods","snapshots":{"monitor-pods":[]},"type":"Group"}"#
         );
         let sched = BindingContext::schedule("every", Some("pods".into()), vec![]);
         assert_eq!(
-            text(&sched, &Snapshots::new()),
+            text(&sched, &Snapshots::default()),
             r#"{"binding":"every","groupName":"pods","type":"Group"}"#
         );
     }
 
     #[test]
     fn synchronization_and_event_shapes() {
-        let sync = kube(
-            "kubernetes",
-            Payload::Synchronization { objects: vec![] },
-            None,
-            &[],
-        );
+        let sync = kube("kubernetes", Payload::Synchronization, None, &[]);
         assert_eq!(
-            text(&sync, &Snapshots::new()),
+            text(&sync, &Snapshots::default()),
             r#"{"binding":"kubernetes","objects":[],"type":"Synchronization"}"#
         );
-        let item = json!({"object":{"kind":"Pod"},"filterResult":{"a":1}});
         let ev = kube(
             "pods",
             Payload::Event {
                 watch_event: WatchEventType::Modified,
-                item: Some(item),
+                item: Some(item(r#"{"kind":"Pod"}"#, Some(r#"{"a":1}"#))),
             },
             None,
             &[],
         );
         assert_eq!(
-            text(&ev, &Snapshots::new()),
+            text(&ev, &Snapshots::default()),
             r#"{"binding":"pods","filterResult":{"a":1},"object":{"kind":"Pod"},"type":"Event","watchEvent":"Modified"}"#
         );
         let synthetic = kube(
@@ -326,7 +271,7 @@ mod tests {
             &[],
         );
         assert_eq!(
-            text(&synthetic, &Snapshots::new()),
+            text(&synthetic, &Snapshots::default()),
             r#"{"binding":"pods","object":null,"type":"Event","watchEvent":"Added"}"#
         );
     }
@@ -343,7 +288,7 @@ mod tests {
         );
         v.binding_type = BindingType::Validating;
         assert_eq!(
-            text(&v, &Snapshots::new()),
+            text(&v, &Snapshots::default()),
             r#"{"binding":"v.example.com","review":{"request":{"uid":"1"}},"type":"Validating"}"#
         );
         let c = kube(
@@ -357,19 +302,19 @@ mod tests {
             &[],
         );
         assert_eq!(
-            text(&c, &Snapshots::new()),
+            text(&c, &Snapshots::default()),
             r#"{"binding":"conv","fromVersion":"a/v1","review":{},"toVersion":"a/v2","type":"Conversion"}"#
         );
     }
 
     #[test]
     fn v0_shapes() {
-        let obj = json!({"object":{"kind":"Pod","metadata":{"name":"p","namespace":"ns"}}});
+        let obj = r#"{"kind":"Pod","metadata":{"name":"p","namespace":"ns"}}"#;
         let ev = kube(
             "onKubernetesEvent",
             Payload::Event {
                 watch_event: WatchEventType::Deleted,
-                item: Some(obj),
+                item: Some(item(obj, None)),
             },
             None,
             &[],
@@ -381,6 +326,49 @@ mod tests {
         assert_eq!(
             render_v0(&BindingContext::schedule("s", None, vec![])).to_string(),
             r#"{"binding":"s"}"#
+        );
+    }
+
+    /// The streamed file equals the same context built as one value the slow way
+    /// (what the operator wrote before streaming), for a large Synchronization with
+    /// snapshots, odd strings and numbers.
+    #[test]
+    fn streamed_synchronization_matches_the_value_built_reference() {
+        let objects: Vec<Value> = (0..10_000)
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("p-{i}"), "namespace": "ns\u{e9}\"q",
+                        "labels": {"z": "1", "a": i}},
+                    "spec": {"n": 1.5e3, "list": [1, "two", null, {"b": true}]}})
+            })
+            .collect();
+        let items: Vec<Item> = objects
+            .iter()
+            .map(|o| {
+                let filter = o["metadata"]["labels"].to_string();
+                Item::new(("ns", "x"), Some(&filter), Some(Arc::from(o.to_string())), 0)
+            })
+            .collect();
+        let mut ctx = kube("pods", Payload::Synchronization, None, &["pods", "cms"]);
+        ctx.kube_binding = Some(3);
+        let mut snaps = Snapshots::default();
+        snaps.sync.insert(3, items.clone());
+        snaps.named.insert("pods".into(), items[..2].to_vec());
+        let as_values = |objs: &[Value]| -> Vec<Value> {
+            objs.iter()
+                .map(|o| json!({"object": o, "filterResult": o["metadata"]["labels"]}))
+                .collect()
+        };
+        let reference = json!([{
+            "binding": "pods",
+            "type": "Synchronization",
+            "objects": as_values(&objects),
+            "snapshots": {"pods": as_values(&objects[..2]), "cms": []},
+        }]);
+        let streamed = render_file(&[ctx], false, &snaps);
+        assert_eq!(
+            String::from_utf8(streamed).expect("utf8"),
+            format!("{reference}\n")
         );
     }
 }
