@@ -17,7 +17,7 @@ use shell_operator::executor::Executor;
 use shell_operator::hook::Hook;
 use shell_operator::hook::config::{AdmissionBinding, ConfigVersion, HookConfig, Settings};
 use shell_operator::metrics::Metrics;
-use shell_operator::queue::ratelimit::TokenBucket;
+use shell_operator::hook::limiter::TokenBucket;
 use shell_operator::webhook::admission::{self, Admission};
 use shell_operator::webhook::metrics::WebhookMetrics;
 use shell_operator::webhook::run::HookRunner;

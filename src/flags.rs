@@ -6,7 +6,7 @@
 //! message naming the flag (or env var) and what it accepts. `cli.rs` feeds argv and
 //! the environment in; everything after startup reads the typed `Config`.
 
-use crate::hook::config::go_duration;
+use crate::duration::go_duration;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;

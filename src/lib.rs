@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod debug;
+pub mod duration;
 pub mod executor;
 pub mod flags;
 pub mod hook;

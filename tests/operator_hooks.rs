@@ -353,3 +353,34 @@ fn metrics_and_health_endpoints() {
         "{body}"
     );
 }
+
+/// Startup binds everything before anything runs: a debug socket that cannot be
+/// bound exits 1, and no hook ran. The socket path is too long for a unix socket
+/// and sits 600 directories deep, so its bind fails only after the operator made
+/// those directories: when binding came after the queues started, the onStartup
+/// hooks ran meanwhile. The fence for "no hook ran": every process started from
+/// this test's hooks dir is gone (a hook writes its record as its first action, so
+/// a hook that started has written it by then), and the operator, having exited,
+/// can start no more.
+#[test]
+fn unbindable_debug_socket_exits_1_before_any_hook_runs() {
+    let deep = common::TempDir::new("deep");
+    let socket = deep.0.join("d/".repeat(600)).join("debug.socket");
+    let mut op = Operator::start(
+        &[
+            ("001-a.sh", hook("a", "configVersion: v1\nonStartup: 1", "")),
+            ("002-b.sh", hook("b", "configVersion: v1\nonStartup: 2", "")),
+        ],
+        &["--debug-unix-socket", socket.to_str().expect("utf8")],
+        &[],
+    );
+    assert_eq!(op.wait_exit(10 * SECOND), Some(1));
+    op.wait_log("debug socket", 10 * SECOND);
+    let hooks_dir = op.dir.0.join("hooks");
+    let deadline = Instant::now() + 10 * SECOND;
+    while common::processes_mentioning(&hooks_dir) > 0 {
+        assert!(Instant::now() < deadline, "hook processes did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(op.runs().is_empty(), "hooks ran: {:?}", op.runs());
+}

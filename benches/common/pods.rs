@@ -106,7 +106,7 @@ impl MonitorRun {
             name: "bench.sh".into(),
             path: PathBuf::from("/bin/true"),
             limiter: Mutex::new(
-                shell_operator::queue::ratelimit::TokenBucket::from_settings(&config.settings),
+                shell_operator::hook::limiter::TokenBucket::from_settings(&config.settings),
             ),
             jq_filters: vec![Some(Arc::new(jq))],
             config,

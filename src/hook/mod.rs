@@ -6,10 +6,11 @@
 
 pub mod config;
 pub mod context;
+pub mod limiter;
 
 use crate::jq::JqFilter;
 use crate::process::{self, ExitStatus};
-use crate::queue::ratelimit::TokenBucket;
+use limiter::TokenBucket;
 use config::{ConfigVersion, HookConfig};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

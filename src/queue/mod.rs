@@ -3,7 +3,6 @@
 //! send tasks to it over a crossbeam channel. This module holds the task type and
 //! the pure combining rules (spec §4) the worker applies before each run.
 
-pub mod ratelimit;
 pub mod worker;
 
 use crate::hook::context::{BindingContext, BindingType, Payload};

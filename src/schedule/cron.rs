@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Local, TimeZone, Timelike, Utc};
 
-use crate::hook::config::duration::go_duration;
+use crate::duration::go_duration;
 
 /// A parsed crontab, ready to compute fire times.
 #[derive(Debug, Clone)]

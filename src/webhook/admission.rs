@@ -272,7 +272,7 @@ mod tests {
         Hook {
             name: name.into(),
             path: name.into(),
-            limiter: std::sync::Mutex::new(crate::queue::ratelimit::TokenBucket::from_settings(
+            limiter: std::sync::Mutex::new(crate::hook::limiter::TokenBucket::from_settings(
                 &config.settings,
             )),
             jq_filters: vec![],

@@ -27,7 +27,7 @@
 
 mod admission;
 mod conversion;
-pub mod duration;
+
 mod error;
 mod group;
 mod k8s_names;
@@ -46,7 +46,7 @@ mod tests_valid;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use duration::go_duration;
+pub use crate::duration::go_duration;
 pub use error::{ConfigError, Problem};
 pub use types::*;
 

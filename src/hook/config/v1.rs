@@ -10,7 +10,7 @@ use super::error::Problem;
 use super::group;
 use super::types::{ConfigVersion, HookConfig, ScheduleBinding, Settings};
 use super::validate::{Checker, binding_at};
-use super::{admission, conversion, duration, kubernetes};
+use super::{admission, conversion, kubernetes};
 use crate::schedule::cron::CronSchedule;
 
 const TOP_KEYS: &[&str] = &[
@@ -161,7 +161,7 @@ fn settings(probs: &mut Vec<Problem>, v: &Value) -> Settings {
     };
     c.strict("", m, &["executionMinInterval", "executionBurst"]);
     let interval = c.opt_str(m, "", "executionMinInterval").and_then(|s| {
-        let parsed = duration::go_duration(&s);
+        let parsed = crate::duration::go_duration(&s);
         parsed.map_err(|e| c.err("executionMinInterval", e)).ok()
     });
     let burst = c.opt_int(m, "", "executionBurst").and_then(|n| {
