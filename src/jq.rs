@@ -101,6 +101,12 @@ impl JqFilter {
 
     /// Runs the filter on `input` with the global variables' values; returns every output.
     pub fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, String> {
+        let out = self.run_val(to_val(input)?, vars)?;
+        out.iter().map(from_val).collect()
+    }
+
+    /// Runs the filter on a jq value; returns jq values.
+    fn run_val(&self, input: Val, vars: &[Value]) -> Result<Vec<Val>, String> {
         if vars.len() != self.var_count {
             return Err(format!(
                 "jq filter expects {} variables, got {}",
@@ -108,13 +114,12 @@ impl JqFilter {
                 vars.len()
             ));
         }
-        let input = to_val(input)?;
         let vals = vars.iter().map(to_val).collect::<Result<Vec<_>, _>>()?;
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new(vals));
         let mut out = Vec::new();
         for result in self.filter.id.run((ctx, input)) {
             match result {
-                Ok(v) => out.push(from_val(&v)?),
+                Ok(v) => out.push(v),
                 Err(exn) => match exn.get_err() {
                     Ok(e) => return Err(format!("jq error: {e}")),
                     Err(exn) => match exn.get_halt() {
@@ -125,6 +130,25 @@ impl JqFilter {
             }
         }
         Ok(out)
+    }
+
+    /// [`apply`](Self::apply) from the input's JSON text to the result's canonical
+    /// JSON text (keys sorted, as serde_json writes a value), with no serde_json
+    /// value tree on the way: the monitor's per-object path.
+    pub fn apply_text(&self, input: &str) -> Result<String, String> {
+        let mut de = serde_json::Deserializer::from_str(input);
+        let input = Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))?;
+        let out = self.run_val(input, &[])?;
+        let text = match out.as_slice() {
+            [] => "null".to_string(),
+            [one] => one.to_string(),
+            many => {
+                let parts: Vec<String> = many.iter().map(Val::to_string).collect();
+                format!("[{}]", parts.join(","))
+            }
+        };
+        crate::canonical::canonical_value(&text)
+            .map_err(|e| format!("jq output is not JSON: {e}"))
     }
 
     /// flant's filter result: one output is that value, several are an array of them,

@@ -5,6 +5,9 @@
 //! lives in modules, each owning one concept; `operator.rs` starts every thread and
 //! owns every channel.
 
+#[cfg(test)]
+mod alloc_count;
+pub mod canonical;
 pub mod cli;
 pub mod debug;
 pub mod duration;

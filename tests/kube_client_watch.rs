@@ -177,7 +177,7 @@ fn expired_watch_relists_and_emits_exact_diff() {
     );
     // Deleted carries the last known state.
     let del = got.iter().find_map(|e| match e {
-        Event::Deleted(o) if name(o) == "recreate" => Some(o.clone()),
+        Event::Deleted(o) if o.meta.name == "recreate" => Some(o.value()),
         _ => None,
     });
     assert_eq!(del.unwrap()["data"]["v"], "1");

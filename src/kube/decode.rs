@@ -3,7 +3,7 @@
 //! public so benchmarks can drive the exact decoder from memory.
 
 use super::cache::{Item, Store, Stored};
-use super::reflector::Event;
+use super::reflector::{Event, Object};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -30,13 +30,13 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Applied::Blank;
     }
-    let (t, json, parsed) = match decode_event(line) {
+    let (t, json) = match decode_event(line) {
         Ok(d) => d,
         Err(m) => return Applied::Failed(m),
     };
     match t {
         EventType::Error => {
-            let st: Status = serde_json::from_str(&json).unwrap_or_default();
+            let st: Status = serde_json::from_str(json).unwrap_or_default();
             if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
                 return Applied::Expired(st.message);
             }
@@ -45,22 +45,23 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
                 st.code, st.reason, st.message
             ))
         }
-        EventType::Bookmark => Applied::Bookmark(resource_version(&json)),
+        EventType::Bookmark => Applied::Bookmark(resource_version(json)),
         t => {
-            let (item, value) = match item_of_str(json, parsed) {
-                Ok(x) => x,
-                Err(m) => return Applied::Failed(m),
+            let object = match Object::decode(json, None) {
+                Ok(o) => o,
+                Err(m) => return Applied::Failed(format!("bad watch object: {m}")),
             };
-            let rv = item.rv.clone();
+            let rv = object.meta.resource_version.clone();
+            let key = format!("{}/{}", object.meta.namespace, object.meta.name);
             let event = if t == EventType::Deleted {
-                store.remove(&item.key);
-                Some(Event::Deleted(value))
+                store.remove(&key);
+                Some(Event::Deleted(object))
             } else {
-                match store.put(item.key, &item.rv, item.json) {
+                match store.put(key, &rv, Arc::clone(&object.json)) {
                     Stored::Same => None,
-                    Stored::Untracked if t == EventType::Added => Some(Event::Added(value)),
-                    Stored::New if t == EventType::Added => Some(Event::Added(value)),
-                    _ => Some(Event::Modified(value)),
+                    Stored::Untracked if t == EventType::Added => Some(Event::Added(object)),
+                    Stored::New if t == EventType::Added => Some(Event::Added(object)),
+                    _ => Some(Event::Modified(object)),
                 }
             };
             Applied::Object { event, rv }
@@ -87,11 +88,12 @@ pub(crate) fn item_of(raw: &RawValue) -> Result<Item, String> {
     })
 }
 
-/// Splits a watch line into its type, the object's JSON text and, for object events,
-/// the object decoded. Fast path: API servers write exactly
-/// `{"type":"T","object":{...}}`, so the object is the text between those fixed
-/// parts and is parsed once; anything else goes through a general decoder.
-fn decode_event(line: &[u8]) -> Result<(EventType, Box<str>, Option<Value>), String> {
+/// Splits a watch line into its type and the object's JSON text, borrowed from the
+/// line. Fast path: API servers write exactly `{"type":"T","object":{...}}`, so the
+/// object is the text between those fixed parts when that text is one JSON value
+/// (checked without building anything); anything else goes through a general
+/// decoder.
+fn decode_event(line: &[u8]) -> Result<(EventType, &str), String> {
     let text = std::str::from_utf8(line)
         .map_err(|e| format!("bad watch event: {e}"))?
         .trim_end();
@@ -104,11 +106,11 @@ fn decode_event(line: &[u8]) -> Result<(EventType, Box<str>, Option<Value>), Str
                 _ => return None,
             };
             let obj = obj.strip_suffix('}')?;
-            let v: Value = serde_json::from_str(obj).ok()?;
-            Some((t, obj, v))
+            serde_json::from_str::<serde::de::IgnoredAny>(obj).ok()?;
+            Some((t, obj))
         });
-        if let Some((t, obj, v)) = fast {
-            return Ok((t, obj.into(), Some(v)));
+        if let Some(found) = fast {
+            return Ok(found);
         }
     }
     #[derive(serde::Deserialize)]
@@ -119,26 +121,7 @@ fn decode_event(line: &[u8]) -> Result<(EventType, Box<str>, Option<Value>), Str
         object: &'a RawValue,
     }
     let raw: Raw<'_> = serde_json::from_str(text).map_err(|e| format!("bad watch event: {e}"))?;
-    Ok((raw.t, raw.object.get().into(), None))
-}
-
-/// Decodes a watched object once: the cache item and the Value for the consumer.
-fn item_of_str(json: Box<str>, parsed: Option<Value>) -> Result<(Item, Value), String> {
-    let v: Value = match parsed {
-        Some(v) => v,
-        None => serde_json::from_str(&json).map_err(|e| format!("bad watch object: {e}"))?,
-    };
-    let meta = &v["metadata"];
-    let s = |f: &str| meta[f].as_str().unwrap_or_default().to_string();
-    let key = format!("{}/{}", s("namespace"), s("name"));
-    Ok((
-        Item {
-            key,
-            rv: s("resourceVersion"),
-            json: Arc::from(json),
-        },
-        v,
-    ))
+    Ok((raw.t, raw.object.get()))
 }
 
 fn resource_version(json: &str) -> Option<String> {
@@ -158,22 +141,21 @@ mod tests {
         let obj =
             r#"{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"data":{"k":"}"}}"#;
         let fast = format!("{{\"type\":\"MODIFIED\",\"object\":{obj}}}\n");
-        let (t, json, v) = decode_event(fast.as_bytes()).unwrap();
+        let (t, json) = decode_event(fast.as_bytes()).unwrap();
         assert_eq!(t, EventType::Modified);
-        assert_eq!(&*json, obj);
-        assert!(v.is_some());
+        assert_eq!(json, obj);
         // Reordered keys, spaces, extra fields: the general decoder.
         let slow = format!("{{ \"object\": {obj}, \"type\": \"DELETED\", \"x\": 1 }}");
-        let (t, json, v) = decode_event(slow.as_bytes()).unwrap();
-        assert_eq!((t, &*json, v), (EventType::Deleted, obj, None));
+        let (t, json) = decode_event(slow.as_bytes()).unwrap();
+        assert_eq!((t, json), (EventType::Deleted, obj));
         // A trailing field after object defeats the fast path's slice; still right.
         let tricky = format!("{{\"type\":\"ADDED\",\"object\":{obj},\"x\":{{}}}}");
-        let (t, json, _) = decode_event(tricky.as_bytes()).unwrap();
-        assert_eq!((t, &*json), (EventType::Added, obj));
-        let (t, _, v) =
+        let (t, json) = decode_event(tricky.as_bytes()).unwrap();
+        assert_eq!((t, json), (EventType::Added, obj));
+        let (t, _) =
             decode_event(br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}"#)
                 .unwrap();
-        assert_eq!((t, v), (EventType::Bookmark, None));
+        assert_eq!(t, EventType::Bookmark);
         assert!(decode_event(b"{not json").is_err());
         assert!(decode_event(br#"{"type":"WHAT","object":{}}"#).is_err());
     }

@@ -36,7 +36,7 @@ pub use discovery::Resource;
 pub use error::KubeError;
 pub use http::RetryPolicy;
 pub use metrics::ClientMetrics;
-pub use reflector::{Event, ReflectorHandle, WatchErrorKind, WatchParams};
+pub use reflector::{Event, Object, ReflectorHandle, WatchErrorKind, WatchParams};
 pub use write::{Api, ListParams, Patch, PatchParams, Propagation};
 
 use std::sync::Arc;

@@ -19,6 +19,7 @@
 
 use super::Client;
 use super::backoff::Backoff;
+use crate::canonical::{Meta, canonicalize};
 use super::cache::{Cache, Change, Item, Store};
 use super::decode::{self, Applied, item_of};
 use super::discovery::Resource;
@@ -44,16 +45,41 @@ pub enum Event {
     /// [`Cache::Off`] only: the complete list after a desync (410), to be diffed by
     /// the consumer; events missed while disconnected are only in this list.
     Relisted(Vec<Arc<str>>),
-    Added(Value),
-    Modified(Value),
+    Added(Object),
+    Modified(Object),
     /// The object's last known state.
-    Deleted(Value),
+    Deleted(Object),
     /// The watch failed or ended; the reflector recovers by itself. For logs and the
     /// `kubernetes_client_watch_errors_total{error_type}` metric.
     WatchError {
         kind: WatchErrorKind,
         message: String,
     },
+}
+
+/// A watched object, decoded once: its canonical JSON (compact, keys sorted: see
+/// [`canonical`](crate::canonical)) and the metadata read on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    pub json: Arc<str>,
+    pub meta: Meta,
+}
+
+impl Object {
+    /// Decodes an object's JSON text; `type_meta` (apiVersion, kind) fills in
+    /// what list items come without.
+    pub fn decode(text: &str, type_meta: Option<(&str, &str)>) -> Result<Object, String> {
+        let (json, meta) = canonicalize(text, type_meta)?;
+        Ok(Object {
+            json: Arc::from(json),
+            meta,
+        })
+    }
+
+    /// The object as a value (tests and rare paths; the data path keeps the text).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
 }
 
 /// Why a watch stopped, named as shell-operator's `error_type` label.
@@ -371,13 +397,13 @@ impl Reflector {
         }
         let changes = self.lock().replace(items);
         for c in changes {
-            let (json, make): (Arc<str>, fn(Value) -> Event) = match c {
+            let (json, make): (Arc<str>, fn(Object) -> Event) = match c {
                 Change::Added(j) => (j, Event::Added),
                 Change::Modified(j) => (j, Event::Modified),
                 Change::Deleted(j) => (j, Event::Deleted),
             };
-            if let Ok(v) = serde_json::from_str(&json) {
-                if !self.send(make(v)) {
+            if let Ok(o) = Object::decode(&json, None) {
+                if !self.send(make(o)) {
                     return false;
                 }
             }

@@ -2,22 +2,21 @@
 //! step of the binding's Synchronization protocol (`sync.rs`), whose deliveries go
 //! to the router. Part of the monitor thread (`monitor/mod.rs`).
 
-use super::filter::{self, key_of};
+use super::filter;
 use super::sync::Input;
 use super::{Monitor, Sub};
 use crate::hook::config::WatchEventType;
 use crate::hook::context::item_key;
+use crate::kube::Object;
 use crate::log;
-use serde_json::Value;
-use std::sync::Arc;
 use std::time::Instant;
 
 impl Monitor {
     /// Applies one event to one binding: snapshot update, checksum comparison, and
     /// the hook event (buffered while the binding is held). Whether an object is
     /// Added or Modified follows the snapshot (so a relist can say either).
-    pub(super) fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Value, json: &Arc<str>) {
-        let (ns, name) = key_of(obj);
+    pub(super) fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Object) {
+        let (ns, name) = (obj.meta.namespace.as_str(), obj.meta.name.as_str());
         if !sub.wants(name) {
             return;
         }
@@ -25,7 +24,7 @@ impl Monitor {
             return self.delete(sub, &item_key(ns, name));
         }
         let filter_started = Instant::now();
-        let item = sub.filter.item(obj, json);
+        let item = sub.filter.item(obj);
         if sub.filter.jq.is_some() {
             let l = sub.labels.each_ref().map(String::as_str);
             self.metrics

@@ -4,7 +4,7 @@
 
 use crate::hook::context::Item;
 use crate::jq::JqFilter;
-use serde_json::Value;
+use crate::kube::Object;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -20,62 +20,39 @@ pub struct ItemFilter {
 pub struct FilterError(pub String);
 
 impl ItemFilter {
-    /// Whether the binding needs the object's compact text: to keep it, or to
-    /// checksum it when there is no filter.
-    pub fn needs_text(&self) -> bool {
-        self.keep_full_object || self.jq.is_none()
-    }
-
-    /// Builds the item for `object`, whose compact JSON is `object_json` (made once
-    /// and shared between the bindings of one watch; see [`object_text`]).
-    pub fn item(&self, object: &Value, object_json: &Arc<str>) -> Result<Item, FilterError> {
+    /// Builds the item for `object`: the jq filter runs on its text, the checksum
+    /// hashes the filter result (or the whole canonical text without a filter),
+    /// and the text itself is shared, not copied, when the binding keeps it.
+    pub fn item(&self, object: &Object) -> Result<Item, FilterError> {
         let (filter_result, checksum) = match &self.jq {
             Some(jq) => {
-                let text = jq.apply(object).map_err(FilterError)?.to_string();
+                let text = jq.apply_text(&object.json).map_err(FilterError)?;
                 let sum = checksum_str(&text);
                 (Some(text), sum)
             }
-            None => (None, checksum_str(object_json)),
+            None => (None, checksum_str(&object.json)),
         };
-        let object_text = self.keep_full_object.then(|| Arc::clone(object_json));
-        Ok(Item::new(
-            key_of(object),
-            filter_result.as_deref(),
-            object_text,
-            checksum,
-        ))
+        let object_text = self.keep_full_object.then(|| Arc::clone(&object.json));
+        let key = (object.meta.namespace.as_str(), object.meta.name.as_str());
+        Ok(Item::new(key, filter_result.as_deref(), object_text, checksum))
     }
 }
 
+/// Hash of a canonical text: the same object always has the same text, whatever
+/// order its fields came in, so a list item and a watch event of it agree.
 fn checksum_str(text: &str) -> u64 {
     let mut h = DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
 }
 
-/// The object's compact JSON, keys sorted (what every binding keeps and hooks
-/// get), when some binding of `filters` needs it; empty otherwise. Made once per
-/// object: hashing it gives every binding without a jqFilter the same checksum for
-/// a list item and a watch event of the same object, whatever text they came in.
-pub fn object_text<'a>(mut filters: impl Iterator<Item = &'a ItemFilter>, object: &Value) -> Arc<str> {
-    if filters.any(ItemFilter::needs_text) {
-        Arc::from(object.to_string())
-    } else {
-        Arc::from("")
-    }
-}
-
-/// `(namespace, name)` of an object, borrowed from it.
-pub fn key_of(object: &Value) -> (&str, &str) {
-    let meta = &object["metadata"];
-    let s = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default();
-    (s("namespace"), s("name"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn object(text: &str) -> Object {
+        Object::decode(text, None).expect("object")
+    }
 
     #[test]
     fn checksum_follows_the_filter_result_only() {
@@ -85,10 +62,10 @@ mod tests {
             )),
             keep_full_object: false,
         };
-        let a = json!({"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "1"}});
-        let b = json!({"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "2"}});
-        let ia = f.item(&a, &Arc::from("")).expect("item");
-        let ib = f.item(&b, &Arc::from("")).expect("item");
+        let a = object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "1"}}"#);
+        let b = object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "2"}}"#);
+        let ia = f.item(&a).expect("item");
+        let ib = f.item(&b).expect("item");
         assert_eq!(ia.checksum, ib.checksum);
         assert!(ia.object.is_none());
         assert_eq!(ia.filter_result(), Some(r#"{"a":"1"}"#));
@@ -97,18 +74,29 @@ mod tests {
             jq: None,
             keep_full_object: true,
         };
-        let text_of = |v: &Value| object_text([&full].into_iter(), v);
-        let fa = full.item(&a, &text_of(&a)).expect("item");
-        let fb = full.item(&b, &text_of(&b)).expect("item");
+        let fa = full.item(&a).expect("item");
+        let fb = full.item(&b).expect("item");
         assert_ne!(
             fa.checksum, fb.checksum,
             "without a filter every change counts"
         );
         // ...but not the order of fields in the text the object arrived as.
-        let text = r#"{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"name":"x"}}"#;
-        let reordered: Value = serde_json::from_str(text).expect("json");
-        let fr = full.item(&reordered, &text_of(&reordered)).expect("item");
+        let reordered =
+            object(r#"{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"name":"x"}}"#);
+        let fr = full.item(&reordered).expect("item");
         assert_eq!(fa.checksum, fr.checksum);
-        assert_eq!(fr.object.as_deref(), Some(a.to_string().as_str()));
+        assert_eq!(fr.object.as_deref(), Some(&*a.json));
+    }
+
+    #[test]
+    fn a_failing_filter_is_an_error_for_that_object() {
+        let f = ItemFilter {
+            jq: Some(Arc::new(
+                JqFilter::compile(".spec | keys", None, &[]).expect("jq"),
+            )),
+            keep_full_object: true,
+        };
+        let e = f.item(&object(r#"{"spec":"text"}"#)).expect_err("keys of a string");
+        assert!(e.0.contains("jq"), "{}", e.0);
     }
 }

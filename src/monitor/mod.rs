@@ -26,17 +26,18 @@ pub mod runtime;
 mod selectors;
 pub mod store;
 pub mod sync;
+#[cfg(test)]
+mod life;
 
 use crate::hook::Hook;
 use crate::hook::config::{KubernetesBinding, WatchEventType};
-use crate::kube::{self, Client, Resource, WatchParams};
+use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Select, Sender};
 use crate::hook::context::Item;
-use filter::{ItemFilter, key_of, object_text};
-use selectors::{selectors, with_type_meta};
-use serde_json::Value;
+use filter::ItemFilter;
+use selectors::selectors;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -313,10 +314,9 @@ impl Monitor {
                 continue;
             };
             drop(wire);
-            let json = object_text(std::iter::once(&sub.filter), &obj);
             if announce {
-                self.apply(&sub, WatchEventType::Added, &obj, &json);
-            } else if let Some(item) = initial_item(&sub, &obj, &json) {
+                self.apply(&sub, WatchEventType::Added, &obj);
+            } else if let Some(item) = initial_item(&sub, &obj) {
                 initial.push(item);
             }
         }
@@ -397,11 +397,15 @@ impl Monitor {
             kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
         };
         let watch = &self.watches[index];
-        let obj = with_type_meta(obj, &watch.key.resource);
         let subs = watch.subs.clone();
-        let json = object_text(subs.iter().map(|s| &s.filter), &obj);
+        // Watch events carry apiVersion and kind; a server that leaves them out
+        // costs one more decode here.
+        let obj = match obj.meta.has_type_meta {
+            true => obj,
+            false => decode_listed(&obj.json, &watch.key.resource).unwrap_or(obj),
+        };
         for sub in &subs {
-            self.apply(sub, kind, &obj, &json);
+            self.apply(sub, kind, &obj);
         }
         let elapsed = started.elapsed().as_secs_f64();
         for sub in &subs {
@@ -429,22 +433,24 @@ impl Monitor {
 
 /// An object's item for a binding's initial snapshot; `None` when the binding's
 /// name filter skips it, or its jqFilter fails on it (logged; the object is left out).
-fn initial_item(sub: &Sub, obj: &Value, json: &Arc<str>) -> Option<Item> {
-    let (ns, name) = key_of(obj);
+fn initial_item(sub: &Sub, obj: &Object) -> Option<Item> {
+    let (ns, name) = (&obj.meta.namespace, &obj.meta.name);
     if !sub.wants(name) {
         return None;
     }
     sub.filter
-        .item(obj, json)
+        .item(obj)
         .map_err(|e| sub.filter_failed(ns, name, &e))
         .ok()
 }
 
-/// A listed object (the text the server sent) as a value with `apiVersion` and
-/// `kind` filled in; `None` (skipped) if it is not JSON.
-fn decode_listed(wire: &str, resource: &Resource) -> Option<Value> {
-    let obj = serde_json::from_str::<Value>(wire).ok()?;
-    Some(with_type_meta(obj, resource))
+/// A listed object (the text the server sent) decoded once, with `apiVersion` and
+/// `kind` filled in; `None` (skipped, logged) if it is not a JSON object.
+fn decode_listed(wire: &str, resource: &Resource) -> Option<Object> {
+    let api_version = resource.api_version();
+    Object::decode(wire, Some((&api_version, &resource.kind)))
+        .map_err(|e| log::error("skipping a listed object", &[("error", &e)]))
+        .ok()
 }
 
 impl Sub {

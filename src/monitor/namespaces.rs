@@ -3,12 +3,10 @@
 //! matching has its objects removed from the snapshot as Deleted. Part of the monitor
 //! thread (`monitor/mod.rs`).
 
-use super::filter::key_of;
 use super::{Monitor, NamespaceWatch, Sub, WatchKey};
 use crate::kube;
 use crate::log;
 use crate::hook::context::Item;
-use serde_json::Value;
 use std::collections::BTreeSet;
 
 impl Monitor {
@@ -36,8 +34,8 @@ impl Monitor {
         let mut active = BTreeSet::new();
         let mut initial = Vec::new();
         for ns in &namespaces {
-            let name = serde_json::from_str::<Value>(ns)
-                .map(|v| key_of(&v).1.to_string())
+            let name = kube::Object::decode(ns, None)
+                .map(|o| o.meta.name)
                 .unwrap_or_default();
             initial.extend(self.attach(
                 WatchKey {
@@ -64,8 +62,8 @@ impl Monitor {
 
     pub(super) fn on_namespace_event(&mut self, index: usize, ev: kube::Event) {
         let (name, added) = match &ev {
-            kube::Event::Added(ns) => (key_of(ns).1.to_string(), true),
-            kube::Event::Deleted(ns) => (key_of(ns).1.to_string(), false),
+            kube::Event::Added(ns) => (ns.meta.name.clone(), true),
+            kube::Event::Deleted(ns) => (ns.meta.name.clone(), false),
             kube::Event::WatchError { kind, message } => return self.watch_error(*kind, message),
             _ => return,
         };

@@ -5,7 +5,6 @@
 //! list no longer has are Deleted. So a hook sees each change made while the watch
 //! was down exactly once, and the reflector needs no copy of the objects to find them.
 
-use super::filter::{key_of, object_text};
 use super::{Monitor, decode_listed};
 use crate::hook::config::WatchEventType;
 use crate::hook::context::{Item, item_key};
@@ -25,11 +24,9 @@ impl Monitor {
                 continue;
             };
             drop(wire);
-            let json = object_text(subs.iter().map(|s| &s.filter), &obj);
-            let (ns, name) = key_of(&obj);
-            listed.insert(item_key(ns, name));
+            listed.insert(item_key(&obj.meta.namespace, &obj.meta.name));
             for sub in &subs {
-                self.apply(sub, WatchEventType::Added, &obj, &json);
+                self.apply(sub, WatchEventType::Added, &obj);
             }
         }
         // A binding watching several namespaces has one watch per namespace: this

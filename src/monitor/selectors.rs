@@ -2,20 +2,7 @@
 //! the type fields list items come without. Pure functions used by the monitor.
 
 use crate::hook::config::{FieldOp, KubernetesBinding};
-use crate::kube::{self, Resource};
-use serde_json::Value;
-
-/// Sets `apiVersion` and `kind` when missing: list items come without them from real
-/// API servers, and hooks expect them (as flant's dynamic informers provide them).
-pub(super) fn with_type_meta(mut obj: Value, resource: &Resource) -> Value {
-    if let Some(map) = obj.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::from(resource.api_version()));
-        map.entry("kind")
-            .or_insert_with(|| Value::from(resource.kind.clone()));
-    }
-    obj
-}
+use crate::kube;
 
 /// Encodes a binding's selectors: (label selector, field selector, client-side names).
 /// One object name becomes a `metadata.name` field selector; several are filtered here.
@@ -61,6 +48,7 @@ pub(super) fn selectors(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::Resource;
     use serde_json::json;
 
     #[test]
@@ -72,17 +60,16 @@ mod tests {
             kind: "Deployment".into(),
             namespaced: true,
         };
-        let item = with_type_meta(json!({"metadata": {"name": "d"}}), &deployments);
+        let listed = |text: &str| {
+            let o = super::super::decode_listed(text, &deployments).expect("object");
+            serde_json::from_str::<serde_json::Value>(&o.json).expect("json")
+        };
         assert_eq!(
-            item,
+            listed(r#"{"metadata": {"name": "d"}}"#),
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})
         );
         let typed = json!({"apiVersion": "apps/v1beta2", "kind": "Deployment"});
-        assert_eq!(
-            with_type_meta(typed.clone(), &deployments),
-            typed,
-            "present fields are kept"
-        );
+        assert_eq!(listed(&typed.to_string()), typed, "present fields are kept");
     }
 
     #[test]

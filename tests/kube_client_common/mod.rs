@@ -84,13 +84,13 @@ pub fn show(events: &[Event]) -> Vec<String> {
                 };
                 Some(format!("{what}[{}]", n.join(",")))
             }
-            Event::Added(o) => Some(format!("+{}", name(o))),
+            Event::Added(o) => Some(format!("+{}", o.meta.name)),
             Event::Modified(o) => Some(format!(
                 "~{}:{}",
-                name(o),
-                o["data"]["v"].as_str().unwrap_or("")
+                o.meta.name,
+                o.value()["data"]["v"].as_str().unwrap_or("")
             )),
-            Event::Deleted(o) => Some(format!("-{}", name(o))),
+            Event::Deleted(o) => Some(format!("-{}", o.meta.name)),
             Event::WatchError { .. } => None,
         })
         .collect()
