@@ -45,7 +45,7 @@ use crate::log;
 use crate::metrics::Metrics;
 use crate::monitor::runtime::KubeRuntime;
 use crate::monitor::store::{KubeEvent, SnapshotStore};
-use crate::monitor::{self, Monitor};
+use crate::monitor::{self, Monitor, WatchEvent};
 use crate::process;
 use crate::queue::Task;
 use crate::queue::worker::{QueueView, SharedView, Worker};
@@ -243,12 +243,16 @@ impl Bound {
         };
         threads.push(threads::spawn("router", move || router.run())?);
         if let Some(k) = self.kube {
+            // One channel carries every reflector's events to the monitor.
+            let (watch_tx, watch_rx) = unbounded::<WatchEvent>();
             let monitor = Monitor::new(
                 k.client,
                 Arc::clone(&self.hooks),
                 k.store,
-                k.events_tx,
                 Arc::clone(&self.metrics),
+                watch_tx,
+                watch_rx,
+                k.events_tx,
             );
             let (control, stop) = (k.control_rx, stop_rx.clone());
             threads.push(threads::spawn("monitor", move || monitor.run(control, stop))?);

@@ -114,12 +114,15 @@ impl MonitorRun {
         let store = Arc::new(SnapshotStore::new([(0, 1)]));
         let (events, _) = crossbeam_channel::unbounded();
         let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
+        let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
         let monitor = Monitor::new(
             client.clone(),
             Arc::new(vec![hook]),
             Arc::clone(&store),
-            events,
             metrics,
+            watch_tx,
+            watch_rx,
+            events,
         );
         let (control, control_rx) = crossbeam_channel::unbounded();
         let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);

@@ -34,11 +34,11 @@ use crate::hook::config::{KubernetesBinding, WatchEventType};
 use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
-use crossbeam_channel::{Receiver, Select, Sender};
+use crossbeam_channel::{Receiver, Sender, select};
 use crate::hook::context::Item;
 use filter::ItemFilter;
 use selectors::selectors;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{KubeEvent, SnapshotStore};
@@ -81,22 +81,28 @@ struct WatchKey {
     field: String,
 }
 
-/// A watch just started: its reflector, its events, and its initial list.
-type StartedWatch = (kube::ReflectorHandle, Receiver<kube::Event>, Vec<Arc<str>>);
+/// Which watch an event comes from.
+pub type WatchId = u64;
+
+/// An event of one watch, on the channel every reflector shares.
+pub type WatchEvent = (WatchId, kube::Event);
+
+/// A watch just started: its id, its reflector, and its initial list.
+type StartedWatch = (WatchId, kube::ReflectorHandle, Vec<Arc<str>>);
 
 struct Watch {
+    id: WatchId,
     key: WatchKey,
     handle: kube::ReflectorHandle,
-    rx: Receiver<kube::Event>,
     subs: Vec<Sub>,
 }
 
 /// A `namespace.labelSelector` binding's namespace watch.
 struct NamespaceWatch {
+    id: WatchId,
     template: WatchKey,
     sub: Sub,
     handle: kube::ReflectorHandle,
-    rx: Receiver<kube::Event>,
     active: BTreeSet<String>,
 }
 
@@ -107,17 +113,25 @@ pub struct Monitor {
     store: Arc<SnapshotStore>,
     events: Sender<KubeEvent>,
     metrics: Arc<Metrics>,
+    watch_tx: Sender<WatchEvent>,
+    watch_rx: Receiver<WatchEvent>,
+    /// Events of other watches that arrived while waiting for an initial list.
+    pending: VecDeque<WatchEvent>,
+    next_id: WatchId,
     watches: Vec<Watch>,
     namespace_watches: Vec<NamespaceWatch>,
 }
 
 impl Monitor {
+    /// The monitor for `hooks`; `run` is its thread body.
     pub fn new(
         client: Client,
         hooks: Arc<Vec<Hook>>,
         store: Arc<SnapshotStore>,
-        events: Sender<KubeEvent>,
         metrics: Arc<Metrics>,
+        watch_tx: Sender<WatchEvent>,
+        watch_rx: Receiver<WatchEvent>,
+        events: Sender<KubeEvent>,
     ) -> Monitor {
         Monitor {
             client,
@@ -125,6 +139,10 @@ impl Monitor {
             store,
             events,
             metrics,
+            watch_tx,
+            watch_rx,
+            pending: VecDeque::new(),
+            next_id: 0,
             watches: Vec::new(),
             namespace_watches: Vec::new(),
         }
@@ -133,40 +151,20 @@ impl Monitor {
     /// The thread body: serves control requests and watch events until stopped.
     pub fn run(mut self, control: Receiver<Control>, stop: Receiver<()>) {
         loop {
-            let watch_rx: Vec<Receiver<kube::Event>> =
-                self.watches.iter().map(|w| w.rx.clone()).collect();
-            let ns_rx: Vec<Receiver<kube::Event>> = self
-                .namespace_watches
-                .iter()
-                .map(|w| w.rx.clone())
-                .collect();
-            let mut sel = Select::new();
-            sel.recv(&control);
-            sel.recv(&stop);
-            for rx in watch_rx.iter().chain(ns_rx.iter()) {
-                sel.recv(rx);
+            while let Some((id, ev)) = self.pending.pop_front() {
+                self.dispatch(id, ev);
             }
-            let op = sel.select();
-            match op.index() {
-                0 => match op.recv(&control) {
+            select! {
+                recv(control) -> c => match c {
                     Ok(Control::Enable { hook, reply }) => {
                         let _ = reply.send(self.enable(hook));
                     }
                     Err(_) => break,
                 },
-                1 => {
-                    let _ = op.recv(&stop);
-                    break;
-                }
-                i if i - 2 < watch_rx.len() => {
-                    if let Ok(ev) = op.recv(&watch_rx[i - 2]) {
-                        self.on_watch_event(i - 2, ev);
-                    }
-                }
-                i => {
-                    let n = i - 2 - watch_rx.len();
-                    if let Ok(ev) = op.recv(&ns_rx[n]) {
-                        self.on_namespace_event(n, ev);
+                recv(stop) -> _ => break,
+                recv(self.watch_rx) -> e => {
+                    if let Ok((id, ev)) = e {
+                        self.dispatch(id, ev);
                     }
                 }
             }
@@ -175,13 +173,23 @@ impl Monitor {
         self.namespace_watches.iter().for_each(|w| w.handle.stop());
     }
 
+    /// Hands an event to its watch; events of a watch stopped meanwhile are dropped.
+    fn dispatch(&mut self, id: WatchId, ev: kube::Event) {
+        if let Some(i) = self.watches.iter().position(|w| w.id == id) {
+            self.on_watch_event(i, ev);
+        } else if let Some(n) = self.namespace_watches.iter().position(|w| w.id == id) {
+            self.on_namespace_event(n, ev);
+        }
+    }
+
     /// Processes every event already waiting, so snapshots are as current as the
     /// watches.
     fn drain(&mut self) {
-        for i in 0..self.watches.len() {
-            while let Ok(ev) = self.watches[i].rx.try_recv() {
-                self.on_watch_event(i, ev);
-            }
+        while let Some((id, ev)) = self.pending.pop_front() {
+            self.dispatch(id, ev);
+        }
+        while let Ok((id, ev)) = self.watch_rx.try_recv() {
+            self.dispatch(id, ev);
         }
     }
 
@@ -293,11 +301,11 @@ impl Monitor {
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
             Some(i) => (i, self.list(&key)?),
             None => {
-                let (handle, rx, objects) = self.start_watch(&key, kube::Cache::Off, context)?;
+                let (id, handle, objects) = self.start_watch(&key, kube::Cache::Off, context)?;
                 self.watches.push(Watch {
+                    id,
                     key,
                     handle,
-                    rx,
                     subs: Vec::new(),
                 });
                 (self.watches.len() - 1, objects)
@@ -342,8 +350,10 @@ impl Monitor {
             .collect())
     }
 
+    /// Starts a reflector sending on the shared watch channel and waits for its
+    /// initial list; other watches' events meanwhile wait in `pending`, in order.
     fn start_watch(
-        &self,
+        &mut self,
         key: &WatchKey,
         cache: kube::Cache,
         context: &str,
@@ -355,12 +365,25 @@ impl Monitor {
             cache,
             ..WatchParams::default()
         };
-        let (handle, rx) = self.client.watch(&key.resource, params);
+        let id = self.next_id;
+        self.next_id += 1;
+        let tx = self.watch_tx.clone();
+        let handle = self
+            .client
+            .watch_with_sink(&key.resource, params, move |e| tx.send((id, e)).is_ok());
         let deadline = Instant::now() + INITIAL_LIST_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(kube::Event::Synced(objects)) => return Ok((handle, rx, objects)),
+            let event = match self.watch_rx.recv_timeout(left) {
+                Ok((from, event)) if from == id => Ok(event),
+                Ok(other) => {
+                    self.pending.push_back(other);
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            match event {
+                Ok(kube::Event::Synced(objects)) => return Ok((id, handle, objects)),
                 Ok(kube::Event::WatchError { kind, message }) => {
                     self.metrics
                         .kubernetes_client_watch_errors_total

@@ -30,7 +30,7 @@ impl Monitor {
             field: String::new(),
         };
         // Namespaces are few; their watch keeps keys so the reflector diffs relists.
-        let (handle, rx, namespaces) = self.start_watch(&ns_key, kube::Cache::Keys, context)?;
+        let (id, handle, namespaces) = self.start_watch(&ns_key, kube::Cache::Keys, context)?;
         let mut active = BTreeSet::new();
         let mut initial = Vec::new();
         for ns in &namespaces {
@@ -51,10 +51,10 @@ impl Monitor {
         self.namespace_watches
             .retain(|w| !(w.sub.hook == sub.hook && w.sub.binding == sub.binding));
         self.namespace_watches.push(NamespaceWatch {
+            id,
             template,
             sub,
             handle,
-            rx,
             active,
         });
         Ok(initial)
