@@ -30,7 +30,12 @@ pub fn canonicalize(text: &str, type_meta: Option<(&str, &str)>) -> Result<(Stri
     let quoted: Vec<(&str, Box<RawValue>)> = type_meta
         .into_iter()
         .flat_map(|(api, kind)| [("apiVersion", api), ("kind", kind)])
-        .filter_map(|(k, v)| Some((k, RawValue::from_string(serde_json::to_string(v).ok()?).ok()?)))
+        .filter_map(|(k, v)| {
+            Some((
+                k,
+                RawValue::from_string(serde_json::to_string(v).ok()?).ok()?,
+            ))
+        })
         .collect();
     let mut w = Writer::new(text.len() + 64);
     w.read_entries(text).map_err(bad)?;
@@ -41,7 +46,11 @@ pub fn canonicalize(text: &str, type_meta: Option<(&str, &str)>) -> Result<(Stri
         ..Meta::default()
     };
     for (key, value) in &quoted {
-        let present = if *key == "kind" { has_kind } else { has_api_version };
+        let present = if *key == "kind" {
+            has_kind
+        } else {
+            has_api_version
+        };
         if !present {
             w.scratch.push((Cow::Borrowed(*key), &**value));
         }
@@ -255,7 +264,9 @@ mod tests {
 
     /// The reference: serde_json's own writing of the parsed value.
     fn via_value(text: &str) -> String {
-        serde_json::from_str::<Value>(text).expect("json").to_string()
+        serde_json::from_str::<Value>(text)
+            .expect("json")
+            .to_string()
     }
 
     #[test]
@@ -273,7 +284,8 @@ mod tests {
 
     #[test]
     fn reads_metadata_and_fills_type_meta() {
-        let text = r#"{"metadata":{"name":"p-\u0031","namespace":"ns","resourceVersion":"42"},"spec":{}}"#;
+        let text =
+            r#"{"metadata":{"name":"p-\u0031","namespace":"ns","resourceVersion":"42"},"spec":{}}"#;
         let (got, meta) = canonicalize(text, Some(("v1", "Pod"))).expect("canonical");
         assert_eq!(
             got,

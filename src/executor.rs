@@ -289,7 +289,9 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let e = executor("fail");
         let dir = e.tmp_dir.parent().expect("parent").join("hooks");
         let hook = script(&dir, "echo 'bad things' >&2; exit 2");
-        let run = e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).expect("run");
+        let run = e
+            .run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default())
+            .expect("run");
         assert_eq!(run.status, ExitStatus::Code(2));
         assert_eq!(run.error_text(), "exit status 2: bad things");
         let quiet = script(&dir.join("q"), "exit 1");

@@ -137,7 +137,8 @@ impl JqFilter {
     /// value tree on the way: the monitor's per-object path.
     pub fn apply_text(&self, input: &str) -> Result<String, String> {
         let mut de = serde_json::Deserializer::from_str(input);
-        let input = Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))?;
+        let input =
+            Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))?;
         let out = self.run_val(input, &[])?;
         let text = match out.as_slice() {
             [] => "null".to_string(),
@@ -147,8 +148,7 @@ impl JqFilter {
                 format!("[{}]", parts.join(","))
             }
         };
-        crate::canonical::canonical_value(&text)
-            .map_err(|e| format!("jq output is not JSON: {e}"))
+        crate::canonical::canonical_value(&text).map_err(|e| format!("jq output is not JSON: {e}"))
     }
 
     /// flant's filter result: one output is that value, several are an array of them,

@@ -185,8 +185,11 @@ impl Bound {
         let (signal_tx, signal_rx) = bounded::<i32>(4);
         let (schedule_tx, schedule_rx) = unbounded::<Control>();
         let (fire_tx, fire_rx) = unbounded::<Fire>();
-        let queues: BTreeMap<String, (Sender<Task>, Receiver<Task>)> =
-            self.views.keys().map(|n| (n.clone(), unbounded())).collect();
+        let queues: BTreeMap<String, (Sender<Task>, Receiver<Task>)> = self
+            .views
+            .keys()
+            .map(|n| (n.clone(), unbounded()))
+            .collect();
         let startup = startup_tasks(&self.hooks);
         let runner = Arc::new(Runner {
             hooks: Arc::clone(&self.hooks),
@@ -229,15 +232,18 @@ impl Bound {
         for (name, (tx, rx)) in queues {
             let view = self.views.get(&name).cloned().unwrap_or_default();
             let worker = Worker::new(&name, rx, stop_rx.clone(), runner.clone(), view);
-            threads.push(threads::spawn(&format!("queue-{name}"), move || worker.run())?);
+            threads.push(threads::spawn(&format!("queue-{name}"), move || {
+                worker.run()
+            })?);
             senders.insert(name, tx);
         }
         let router = Router {
             hooks: Arc::clone(&self.hooks),
             fires: fire_rx,
-            kube_events: self.kube.as_ref().map_or_else(crossbeam_channel::never, |k| {
-                k.events_rx.clone()
-            }),
+            kube_events: self
+                .kube
+                .as_ref()
+                .map_or_else(crossbeam_channel::never, |k| k.events_rx.clone()),
             stop: stop_rx.clone(),
             queues: senders,
         };
@@ -255,7 +261,9 @@ impl Bound {
                 k.events_tx,
             );
             let (control, stop) = (k.control_rx, stop_rx.clone());
-            threads.push(threads::spawn("monitor", move || monitor.run(control, stop))?);
+            threads.push(threads::spawn("monitor", move || {
+                monitor.run(control, stop)
+            })?);
         }
         let (entries, stop) = (self.schedule, stop_rx);
         threads.push(threads::spawn("scheduler", move || {

@@ -6,8 +6,8 @@ pub mod pods;
 
 use shell_operator::hook::Hook;
 use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
-use shell_operator::queue::Task;
 use shell_operator::hook::limiter::TokenBucket;
+use shell_operator::queue::Task;
 use shell_operator::queue::worker::Handler;
 use shell_operator::runner::Runner;
 use std::io::Read;

@@ -105,9 +105,9 @@ impl MonitorRun {
         let hook = Hook {
             name: "bench.sh".into(),
             path: PathBuf::from("/bin/true"),
-            limiter: Mutex::new(
-                shell_operator::hook::limiter::TokenBucket::from_settings(&config.settings),
-            ),
+            limiter: Mutex::new(shell_operator::hook::limiter::TokenBucket::from_settings(
+                &config.settings,
+            )),
             jq_filters: vec![Some(Arc::new(jq))],
             config,
         };

@@ -10,8 +10,8 @@ pub mod limiter;
 
 use crate::jq::JqFilter;
 use crate::process::{self, ExitStatus};
-use limiter::TokenBucket;
 use config::{ConfigVersion, HookConfig};
+use limiter::TokenBucket;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -25,7 +25,7 @@ mod http;
 mod kubeconfig;
 mod metrics;
 mod ratelimit;
-pub mod reflector;
+pub(crate) mod reflector;
 pub mod selector;
 mod tls;
 mod write;

@@ -19,13 +19,12 @@
 
 use super::Client;
 use super::backoff::Backoff;
-use crate::canonical::{Meta, canonicalize};
 use super::cache::{Cache, Change, Item, Store};
 use super::decode::{self, Applied, item_of};
 use super::discovery::Resource;
-use super::error::KubeError;
 use super::http::{Request, Stream};
 use super::selector::query_escape;
+use crate::canonical::{Meta, canonicalize};
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -510,32 +509,5 @@ impl Reflector {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Reads the consumer channel until `pred` holds or `timeout` passes (test helper).
-pub fn wait_for(
-    rx: &Receiver<Event>,
-    timeout: Duration,
-    mut pred: impl FnMut(&Event) -> bool,
-) -> Result<Vec<Event>, KubeError> {
-    let deadline = std::time::Instant::now() + timeout;
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(e) => {
-                let done = pred(&e);
-                seen.push(e);
-                if done {
-                    return Ok(seen);
-                }
-            }
-            Err(_) => {
-                return Err(KubeError::Invalid(format!(
-                    "timed out after {timeout:?}; saw {seen:?}"
-                )));
-            }
-        }
     }
 }

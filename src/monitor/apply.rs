@@ -46,7 +46,11 @@ impl Monitor {
 
     /// Deletes (with Deleted events, in key order) every object of `sub`'s snapshot
     /// that `gone` picks.
-    pub(super) fn delete_where(&self, sub: &Sub, gone: impl Fn(&crate::hook::context::Item) -> bool) {
+    pub(super) fn delete_where(
+        &self,
+        sub: &Sub,
+        gone: impl Fn(&crate::hook::context::Item) -> bool,
+    ) {
         for key in self.store.keys_where(sub.hook, sub.binding, gone) {
             self.delete(sub, &key);
         }

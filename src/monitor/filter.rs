@@ -34,7 +34,12 @@ impl ItemFilter {
         };
         let object_text = self.keep_full_object.then(|| Arc::clone(&object.json));
         let key = (object.meta.namespace.as_str(), object.meta.name.as_str());
-        Ok(Item::new(key, filter_result.as_deref(), object_text, checksum))
+        Ok(Item::new(
+            key,
+            filter_result.as_deref(),
+            object_text,
+            checksum,
+        ))
     }
 }
 
@@ -62,8 +67,10 @@ mod tests {
             )),
             keep_full_object: false,
         };
-        let a = object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "1"}}"#);
-        let b = object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "2"}}"#);
+        let a =
+            object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "1"}}"#);
+        let b =
+            object(r#"{"metadata": {"name": "x", "labels": {"a": "1"}, "resourceVersion": "2"}}"#);
         let ia = f.item(&a).expect("item");
         let ib = f.item(&b).expect("item");
         assert_eq!(ia.checksum, ib.checksum);
@@ -96,7 +103,9 @@ mod tests {
             )),
             keep_full_object: true,
         };
-        let e = f.item(&object(r#"{"spec":"text"}"#)).expect_err("keys of a string");
+        let e = f
+            .item(&object(r#"{"spec":"text"}"#))
+            .expect_err("keys of a string");
         assert!(e.0.contains("jq"), "{}", e.0);
     }
 }

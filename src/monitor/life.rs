@@ -13,9 +13,9 @@ use crate::alloc_count::measure;
 use crate::hook::config::WatchEventType;
 use crate::hook::context::{BindingContext, BindingType, Payload, Snapshots, write_file};
 use crate::jq::JqFilter;
-use crate::kube::{Cache, Store};
-use crate::kube::decode::{Applied, apply_line};
 use crate::kube::Event;
+use crate::kube::decode::{Applied, apply_line};
+use crate::kube::{Cache, Store};
 use std::sync::Arc;
 
 /// A pod as kube-sim and kube-apiserver send it in a watch event (~750 bytes).
@@ -61,11 +61,15 @@ fn released_store() -> SnapshotStore {
     let others = (0..8)
         .map(|i| crate::hook::context::Item::new(("team-a", &format!("other-{i}")), None, None, i))
         .collect();
-    store.step(0, 0, Input::Begin {
-        items: others,
-        hold: false,
-        events: WatchEventType::ALL.to_vec(),
-    });
+    store.step(
+        0,
+        0,
+        Input::Begin {
+            items: others,
+            hold: false,
+            events: WatchEventType::ALL.to_vec(),
+        },
+    );
     store
 }
 
@@ -80,11 +84,25 @@ fn an_added_event_allocates_at_most_four_times_its_wire_size() {
     let store = released_store();
     let mut file = Vec::with_capacity(8192);
     let ((), count, bytes) = measure(|| one_event(line.as_bytes(), &full, &store, &mut file));
-    eprintln!("Added event, full object: {wire} bytes on the wire, {count} allocations, {bytes} bytes ({:.2}x)", bytes as f64 / wire as f64);
-    assert!(bytes <= 4 * wire, "{bytes} bytes allocated for a {wire}-byte event");
+    eprintln!(
+        "Added event, full object: {wire} bytes on the wire, {count} allocations, {bytes} bytes ({:.2}x)",
+        bytes as f64 / wire as f64
+    );
+    assert!(
+        bytes <= 4 * wire,
+        "{bytes} bytes allocated for a {wire}-byte event"
+    );
     let text = String::from_utf8(file).expect("utf8");
-    assert!(text.starts_with(r#"[{"binding":"pods","object":{"apiVersion":"v1","kind":"Pod","metadata":"#), "{text}");
-    assert!(text.ends_with("\"type\":\"Event\",\"watchEvent\":\"Added\"}]\n"), "{text}");
+    assert!(
+        text.starts_with(
+            r#"[{"binding":"pods","object":{"apiVersion":"v1","kind":"Pod","metadata":"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\"type\":\"Event\",\"watchEvent\":\"Added\"}]\n"),
+        "{text}"
+    );
 }
 
 /// With a jqFilter, jaq builds its own value tree of the object to run the filter
@@ -113,5 +131,8 @@ fn an_added_event_with_a_jq_filter_stays_within_budget_besides_jq_itself() {
         String::from_utf8(file).expect("utf8"),
         "[{\"binding\":\"pods\",\"filterResult\":{\"app\":\"web\",\"pod-template-hash\":\"7d4b9c8f6d\",\"tier\":\"frontend\"},\"type\":\"Event\",\"watchEvent\":\"Added\"}]\n"
     );
-    assert!(ours <= 4 * wire, "{ours} bytes besides jq for a {wire}-byte event");
+    assert!(
+        ours <= 4 * wire,
+        "{ours} bytes besides jq for a {wire}-byte event"
+    );
 }

@@ -19,23 +19,23 @@
 //! snapshots are full before the hook's Synchronization tasks run.
 
 mod apply;
-pub mod filter;
-mod namespaces;
-mod relist;
-pub mod runtime;
-mod selectors;
-pub mod store;
-pub mod sync;
+pub(crate) mod filter;
 #[cfg(test)]
 mod life;
+mod namespaces;
+mod relist;
+pub(crate) mod runtime;
+mod selectors;
+pub mod store;
+pub(crate) mod sync;
 
 use crate::hook::Hook;
 use crate::hook::config::{KubernetesBinding, WatchEventType};
+use crate::hook::context::Item;
 use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Sender, select};
-use crate::hook::context::Item;
 use filter::ItemFilter;
 use selectors::selectors;
 use std::collections::{BTreeSet, VecDeque};
@@ -278,7 +278,14 @@ impl Monitor {
             (None, None) => self.attach(template, sub.clone(), false, &context)?,
         };
         let hold = !hook.is_v0() && b.execute_hook_on_synchronization;
-        self.step(&sub, Input::Begin { items, hold, events });
+        self.step(
+            &sub,
+            Input::Begin {
+                items,
+                hold,
+                events,
+            },
+        );
         Ok(())
     }
 

@@ -4,9 +4,9 @@
 //! thread (`monitor/mod.rs`).
 
 use super::{Monitor, NamespaceWatch, Sub, WatchKey};
+use crate::hook::context::Item;
 use crate::kube;
 use crate::log;
-use crate::hook::context::Item;
 use std::collections::BTreeSet;
 
 impl Monitor {

@@ -40,5 +40,4 @@ impl Monitor {
             self.delete_where(sub, |item| in_watch(item) && !listed.contains(item.key()));
         }
     }
-
 }

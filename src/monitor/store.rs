@@ -43,7 +43,12 @@ impl SnapshotStore {
         SnapshotStore { bindings: map }
     }
 
-    fn with<T>(&self, hook: usize, binding: usize, f: impl FnOnce(&mut BindingSync) -> T) -> Option<T> {
+    fn with<T>(
+        &self,
+        hook: usize,
+        binding: usize,
+        f: impl FnOnce(&mut BindingSync) -> T,
+    ) -> Option<T> {
         let cell = self.bindings.get(&(hook, binding))?;
         let mut state = cell.lock().unwrap_or_else(|p| p.into_inner());
         Some(f(&mut state))
@@ -77,7 +82,12 @@ impl SnapshotStore {
     }
 
     /// Keys of the binding's objects that `pick` selects.
-    pub fn keys_where(&self, hook: usize, binding: usize, pick: impl Fn(&Item) -> bool) -> Vec<String> {
+    pub fn keys_where(
+        &self,
+        hook: usize,
+        binding: usize,
+        pick: impl Fn(&Item) -> bool,
+    ) -> Vec<String> {
         self.with(hook, binding, |s| s.keys_where(pick))
             .unwrap_or_default()
     }
@@ -127,15 +137,26 @@ mod tests {
     #[test]
     fn steps_turn_deliveries_into_events_for_the_binding() {
         let store = SnapshotStore::new([(2, 2)]);
-        store.step(2, 1, Input::Begin {
-            items: Vec::new(),
-            hold: false,
-            events: WatchEventType::ALL.to_vec(),
-        });
-        let steps = store.step(2, 1, Input::Upsert(Item::new(("ns", "a"), Some("1"), None, 1)));
+        store.step(
+            2,
+            1,
+            Input::Begin {
+                items: Vec::new(),
+                hold: false,
+                events: WatchEventType::ALL.to_vec(),
+            },
+        );
+        let steps = store.step(
+            2,
+            1,
+            Input::Upsert(Item::new(("ns", "a"), Some("1"), None, 1)),
+        );
         assert_eq!(steps.events.len(), 1);
         let e = &steps.events[0];
-        assert_eq!((e.hook, e.binding, e.watch_event), (2, 1, WatchEventType::Added));
+        assert_eq!(
+            (e.hook, e.binding, e.watch_event),
+            (2, 1, WatchEventType::Added)
+        );
         assert_eq!(e.item.filter_result(), Some("1"));
         // The other binding of the hook was never enabled: it delivers nothing.
         let held = store.step(2, 0, Input::Upsert(Item::new(("ns", "a"), None, None, 1)));

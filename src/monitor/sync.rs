@@ -337,14 +337,23 @@ mod tests {
             hold: false,
             events: vec![Modified],
         });
-        assert!(s.step(Input::Upsert(item("a", 1))).is_empty(), "same checksum");
-        assert!(s.step(Input::Upsert(item("n", 5))).is_empty(), "Added not wanted");
+        assert!(
+            s.step(Input::Upsert(item("a", 1))).is_empty(),
+            "same checksum"
+        );
+        assert!(
+            s.step(Input::Upsert(item("n", 5))).is_empty(),
+            "Added not wanted"
+        );
         assert_eq!(s.size().0, 2);
         assert_eq!(
             delivered(s.step(Input::Upsert(item("a", 2)))),
             [(Modified, "a".into(), 2)]
         );
-        assert!(s.step(Input::Delete("ns\0a")).is_empty(), "Deleted not wanted");
+        assert!(
+            s.step(Input::Delete("ns\0a")).is_empty(),
+            "Deleted not wanted"
+        );
         assert!(s.step(Input::Delete("ns\0a")).is_empty(), "already gone");
         assert_eq!(s.size().0, 1);
     }
@@ -363,7 +372,11 @@ mod tests {
             .iter()
             .map(|i| (i.namespace_and_name().1, i.checksum))
             .collect();
-        assert_eq!(got, [("a", 2), ("b", 3)], "sorted, the later duplicate wins");
+        assert_eq!(
+            got,
+            [("a", 2), ("b", 3)],
+            "sorted, the later duplicate wins"
+        );
         let bytes: usize = snap.iter().map(Item::bytes).sum();
         assert_eq!(s.size(), (2, bytes));
         assert_eq!(s.keys_where(|i| i.checksum == 3), ["ns\0b"]);

@@ -127,7 +127,7 @@ impl Task {
             && self.group.is_none()
             && matches!(
                 self.contexts.first().map(|c| &c.payload),
-                Some(Payload::Synchronization { .. })
+                Some(Payload::Synchronization)
             );
         self.kind == TaskKind::HookRun && self.combinable && !ungrouped_sync
     }

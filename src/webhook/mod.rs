@@ -20,14 +20,14 @@
 //! registration runs on the main thread before the queues start, as in flant.
 
 pub mod admission;
-pub mod chain;
-pub mod conversion;
-pub mod crd;
+pub(crate) mod chain;
+pub(crate) mod conversion;
+pub(crate) mod crd;
 pub mod http1;
 pub mod metrics;
-pub mod names;
-pub mod register;
-pub mod response;
+pub(crate) mod names;
+pub(crate) mod register;
+pub(crate) mod response;
 pub mod run;
 pub mod server;
 pub mod tls;

@@ -346,7 +346,12 @@ mod tests {
             .iter()
             .map(|o| {
                 let filter = o["metadata"]["labels"].to_string();
-                Item::new(("ns", "x"), Some(&filter), Some(Arc::from(o.to_string())), 0)
+                Item::new(
+                    ("ns", "x"),
+                    Some(&filter),
+                    Some(Arc::from(o.to_string())),
+                    0,
+                )
             })
             .collect();
         let mut ctx = kube("pods", Payload::Synchronization, None, &["pods", "cms"]);

@@ -45,10 +45,7 @@ fn write_v1(w: &mut dyn Write, ctx: &BindingContext, snapshots: &Snapshots) -> i
     let mut parts: Vec<(&str, Part)> = vec![("binding", Part::Str(&ctx.binding))];
     if ctx.binding_type != BindingType::OnStartup {
         if !ctx.snapshot_names.is_empty() {
-            parts.push((
-                "snapshots",
-                Part::Snapshots(&ctx.snapshot_names, snapshots),
-            ));
+            parts.push(("snapshots", Part::Snapshots(&ctx.snapshot_names, snapshots)));
         }
         payload_parts(ctx, snapshots, &mut parts);
     }
