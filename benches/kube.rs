@@ -100,6 +100,18 @@ fn main() {
         mb(slim.saturating_sub(idle)),
         mb(filter_bytes + 100 * PODS)
     );
+    println!("Synchronization, {PODS} pods, the hook run once with all of them:");
+    for (what, binding) in [
+        ("full objects              ", "kind: Pod"),
+        ("keepFull false, .metadata.name", "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name"),
+    ] {
+        let (peak, after) = synchronization_peak(&operator, &sim, &work, binding);
+        println!(
+            "  {what}: peak (VmHWM) {:>6.1} MB, RSS after {:>6.1} MB",
+            mb(peak),
+            mb(after)
+        );
+    }
     let (p50, p99) = latency(&operator, &sim, &work);
     println!(
         "event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms",
@@ -199,16 +211,34 @@ fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, churn: bool) 
         modify_every_pod(sim, port);
     }
     std::thread::sleep(Duration::from_secs(2));
+    let rss = proc_status(&child, "VmRSS:");
+    let _ = child.kill();
+    let _ = child.wait();
+    rss
+}
+
+/// Peak and current RSS of an operator whose binding runs its Synchronization with
+/// every pod (the hook reads nothing and exits), once it is ready (the run is done).
+fn synchronization_peak(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> (usize, usize) {
+    let (mut child, _) = operator(bin, sim, work, &format!("{binding}\n  executeHookOnEvent: []"), "");
+    std::thread::sleep(Duration::from_secs(1));
+    let peak = proc_status(&child, "VmHWM:");
+    let rss = proc_status(&child, "VmRSS:");
+    let _ = child.kill();
+    let _ = child.wait();
+    (peak, rss)
+}
+
+/// A `/proc/<pid>/status` field in bytes (the file gives kB).
+fn proc_status(child: &Child, field: &str) -> usize {
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
     let kb: usize = status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let _ = child.kill();
-    let _ = child.wait();
     kb * 1024
 }
 
