@@ -12,7 +12,7 @@ use crate::log::HookOutput;
 use crate::pipes::{self, ReadFd, Stream};
 use crate::process::{self, ExitStatus, Usage};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,8 +97,9 @@ impl Executor {
     }
 
     /// Runs `path` with the binding context that `context` writes (streamed into
-    /// the file). An `Err` means the temp files could not be written or the hook
-    /// could not be started.
+    /// the file). An `Err` means the temp files could not be written, the hook could
+    /// not be started, or an output file it left cannot be read (see
+    /// [`read_output`]; nothing of that run is used).
     pub fn run(
         &self,
         path: &Path,
@@ -152,10 +153,10 @@ impl Executor {
             usage: exit.usage,
             duration,
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            metrics: read_all(&files.paths[1]),
-            kubernetes_patch: read_all(&files.paths[2]),
-            validating_response: read_all(&files.paths[3]),
-            conversion_response: read_all(&files.paths[4]),
+            metrics: read_output(&files.paths[1], "METRICS_PATH")?,
+            kubernetes_patch: read_output(&files.paths[2], "KUBERNETES_PATCH_PATH")?,
+            validating_response: read_output(&files.paths[3], "VALIDATING_RESPONSE_PATH")?,
+            conversion_response: read_output(&files.paths[4], "CONVERSION_RESPONSE_PATH")?,
         })
     }
 
@@ -201,8 +202,33 @@ fn write_new(
     w.flush()
 }
 
-fn read_all(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_default()
+/// Reads the output file the hook got as `$var`. The operator created it empty
+/// before the run, so a file the hook removed means it wrote nothing. Anything else
+/// that cannot be read as a regular file (a directory, a FIFO, no permission) is an
+/// error naming the variable and the path. The bytes are not decoded here: each
+/// reader refuses what is not valid UTF-8 JSON or YAML with its own message.
+fn read_output(path: &Path, var: &str) -> std::io::Result<Vec<u8>> {
+    let bad = |e: std::io::Error| {
+        let text = format!("${var} file {}: cannot read it: {e}", path.display());
+        std::io::Error::new(e.kind(), text)
+    };
+    // O_NONBLOCK: a FIFO put in the file's place must not hang the run here.
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(bad(e)),
+    };
+    if !file.metadata().map_err(bad)?.is_file() {
+        let kind = std::io::ErrorKind::InvalidInput;
+        return Err(bad(std::io::Error::new(kind, "not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(bad)?;
+    Ok(bytes)
 }
 
 fn keep_tail(kept: &mut Vec<u8>, line: &str) {
@@ -282,6 +308,60 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
             .mode()
             & 0o777;
         assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn an_output_file_that_cannot_be_read_fails_the_run() {
+        let e = executor("unreadable");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        for var in [
+            "METRICS_PATH",
+            "KUBERNETES_PATCH_PATH",
+            "VALIDATING_RESPONSE_PATH",
+            "CONVERSION_RESPONSE_PATH",
+        ] {
+            let body = format!("echo \"${var}\" > \"$PWD/path\"; rm \"${var}\"; mkdir \"${var}\"");
+            let hook = script(&dir.join(var), &body);
+            let err = e
+                .run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default())
+                .expect_err("a directory is no output file");
+            let path = std::fs::read_to_string(dir.join(var).join("path")).expect("path");
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("${var} file {}: cannot read it: ", path.trim())),
+                "{text}"
+            );
+            let _ = std::fs::remove_dir(path.trim());
+        }
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_an_output_file_fails_the_run_without_blocking() {
+        let e = executor("fifo");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(&dir, r#"rm "$METRICS_PATH"; mkfifo "$METRICS_PATH""#);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).map(drop));
+        });
+        let result = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the run ends although nobody writes the FIFO");
+        let err = result.expect_err("a FIFO is no output file").to_string();
+        assert!(
+            err.starts_with("$METRICS_PATH file ") && err.ends_with(": not a regular file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_output_file_the_hook_removed_is_empty() {
+        let e = executor("removed");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(&dir, r#"rm "$METRICS_PATH" "$KUBERNETES_PATCH_PATH""#);
+        let run = e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).expect("run");
+        assert!(run.success(), "{}", run.error_text());
+        assert!(run.metrics.is_empty() && run.kubernetes_patch.is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub enum Kind {
     Str,
     Port,
     Int,
+    /// A Kubernetes client rate in requests per second (see [`check_qps`]).
     Float,
     Bool,
     Duration,
@@ -568,10 +569,7 @@ fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
             Ok(_) => Ok(()),
             Err(_) => bad("expected a non-negative integer"),
         },
-        Kind::Float => match value.trim().parse::<f32>() {
-            Ok(f) if f.is_finite() && f >= 0.0 => Ok(()),
-            _ => bad("expected a non-negative number"),
-        },
+        Kind::Float => check_qps(value).or_else(|e| bad(&e)),
         Kind::Bool => match parse_bool(value) {
             Some(_) => Ok(()),
             None => bad("expected a boolean: true, false, 1, 0, t, f"),
@@ -595,6 +593,32 @@ fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
             }
         }
     }
+}
+
+/// The slowest client rate that can be honoured: the wait for one token, 1e19 s,
+/// still fits a `Duration` (at most about 1.8e19 s).
+const MIN_QPS: f64 = 1e-19;
+
+/// Checks a client QPS: 0 (client-go's "the default rate") or a rate from
+/// [`MIN_QPS`] up to the largest `f32`. Negative values are refused, as they always
+/// were here (client-go would take them as "no limit").
+fn check_qps(value: &str) -> Result<(), String> {
+    let q = match value.trim().parse::<f64>() {
+        Ok(q) if q >= 0.0 && q.is_finite() => q,
+        _ => return Err("expected a non-negative number (0 = the default rate)".into()),
+    };
+    if (q as f32).is_infinite() {
+        return Err(format!(
+            "too large, at most {:e} requests per second",
+            f32::MAX
+        ));
+    }
+    if q > 0.0 && q < MIN_QPS {
+        return Err(format!(
+            "too small: the wait for one request would overflow; expected 0 (the default rate) or at least {MIN_QPS:e} requests per second"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -707,6 +731,43 @@ mod tests {
             err.starts_with("flag --hook-run-timeout: invalid value"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn qps_that_cannot_be_honoured_is_refused_naming_the_variable() {
+        for (flag, env) in [
+            ("kube-client-qps", "KUBE_CLIENT_QPS"),
+            (
+                "object-patcher-kube-client-qps",
+                "OBJECT_PATCHER_KUBE_CLIENT_QPS",
+            ),
+        ] {
+            // Too small to schedule, too small for f32 (it would read as 0, the
+            // default), too big for f32, and not numbers at all.
+            for bad in ["1e-30", "1e-50", "1e39", "NaN", "inf", "-inf"] {
+                let err = resolve(&[(env, bad)], &[]).unwrap_err().0;
+                assert!(
+                    err.starts_with(&format!("env {env}: invalid value {bad:?}: ")),
+                    "{err}"
+                );
+                let err = resolve(&[], &[(flag, bad)]).unwrap_err().0;
+                assert!(
+                    err.starts_with(&format!("flag --{flag}: invalid value {bad:?}: ")),
+                    "{err}"
+                );
+            }
+            // Negative values are refused as before (see the Float check).
+            let err = resolve(&[(env, "-1")], &[]).unwrap_err().0;
+            assert!(err.contains("non-negative"), "{err}");
+        }
+        let c = resolve(
+            &[("KUBE_CLIENT_QPS", "0")],
+            &[("object-patcher-kube-client-qps", "0.001")],
+        )
+        .expect("0 (the default rate) and small rates are fine");
+        assert_eq!((c.kube.qps, c.kube.patcher_qps), (0.0, 0.001));
+        let c = resolve(&[("KUBE_CLIENT_QPS", "1e-19")], &[]).expect("the smallest rate");
+        assert!(c.kube.qps > 0.0);
     }
 
     #[test]

@@ -38,6 +38,39 @@ fn bad_flag_values_exit_1_naming_flag_and_accepted_values() {
     );
 }
 
+/// A client rate too small to schedule a request stops startup, before any hook
+/// runs, naming the variable or flag (it used to panic in the rate limiter).
+#[test]
+fn unusable_kube_client_qps_exits_1_naming_the_variable() {
+    let startup = [("a.sh", hook("a", "configVersion: v1\nonStartup: 1", ""))];
+    let mut op = Operator::start(&startup, &[], &[("KUBE_CLIENT_QPS", "1e-30")]);
+    let stderr = exit_1_stderr(&mut op);
+    assert!(
+        stderr.contains("env KUBE_CLIENT_QPS: invalid value \"1e-30\""),
+        "{stderr}"
+    );
+    assert!(op.runs().is_empty(), "no hook ran");
+    let mut op = Operator::start(&startup, &["--object-patcher-kube-client-qps", "NaN"], &[]);
+    let stderr = exit_1_stderr(&mut op);
+    assert!(
+        stderr.contains("flag --object-patcher-kube-client-qps: invalid value \"NaN\""),
+        "{stderr}"
+    );
+}
+
+/// Waits for `op` to exit, asserts code 1 and returns its stderr.
+fn exit_1_stderr(op: &mut Operator) -> String {
+    let code = op.wait_exit(Duration::from_secs(15));
+    let mut stderr = String::new();
+    if code.is_some() {
+        if let Some(mut pipe) = op.child.stderr.take() {
+            std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("read stderr");
+        }
+    }
+    assert_eq!(code, Some(1), "stderr: {stderr}\nlogs:\n{}", op.logs());
+    stderr
+}
+
 #[test]
 fn missing_hooks_dir_exits_1() {
     let (code, out, _) = run_binary(

@@ -154,6 +154,52 @@ fn failed_hook_is_retried_after_backoff_and_blocks_its_queue() {
     );
 }
 
+/// An output file the operator cannot read (here the hook made
+/// `$KUBERNETES_PATCH_PATH` a directory) fails the run, naming the variable and the
+/// path, and nothing the run wrote is applied (its metric); the retry then succeeds.
+#[test]
+fn an_unreadable_output_file_fails_the_run_and_applies_nothing() {
+    let body = r#"echo '{"name":"runs_total","add":1}' > "$METRICS_PATH"
+[ -f "$OUT_DIR/first" ] || { touch "$OUT_DIR/first"; rm "$KUBERNETES_PATCH_PATH"; mkdir "$KUBERNETES_PATCH_PATH"; }"#;
+    let op = Operator::start(
+        &[("p.sh", hook("p", "configVersion: v1\nonStartup: 1", body))],
+        &[],
+        &[],
+    );
+    op.wait_runs(15 * SECOND, |r| r.len() >= 2);
+    let log = op.wait_log("Hook failed, will retry", SECOND);
+    assert!(
+        log.contains("$KUBERNETES_PATCH_PATH file ")
+            && log.contains("kubernetes-patch")
+            && log.contains("cannot read it"),
+        "{log}"
+    );
+    let labels = "{binding=\"onStartup\",hook=\"p.sh\",queue=\"main\"}";
+    let deadline = Instant::now() + 5 * SECOND;
+    let body = loop {
+        let (_, body) = op.http_get("/metrics");
+        if metric(
+            &body,
+            &format!("shell_operator_hook_run_success_total{labels}"),
+        ) == Some(1.0)
+            || Instant::now() > deadline
+        {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for (series, value) in [
+        (format!("shell_operator_hook_run_errors_total{labels}"), 1.0),
+        (
+            format!("shell_operator_hook_run_success_total{labels}"),
+            1.0,
+        ),
+        ("runs_total{hook=\"p.sh\"}".to_string(), 1.0),
+    ] {
+        assert_eq!(metric(&body, &series), Some(value), "{series}\n{body}");
+    }
+}
+
 #[test]
 fn allow_failure_moves_on_without_backoff() {
     let config = "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n  allowFailure: true";

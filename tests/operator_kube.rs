@@ -232,6 +232,36 @@ fn namespace_label_selector_follows_relabelled_namespaces() {
     );
 }
 
+/// A namespace whose watch fails to start when it begins to match is started again
+/// on its next event: here its objects arrive after the namespace is modified. The
+/// failure is one refused LIST: binding "fixed" already watches ns2, so "cms" joins
+/// that watch with a LIST of its own, which kube-sim answers 403.
+#[test]
+fn a_namespace_whose_watch_failed_to_start_is_retried_on_its_next_event() {
+    let sim = Sim::start();
+    sim.create(namespace("ns2", json!({}))).expect("ns");
+    sim.create(cm("ns2", "c2", json!({}))).expect("cm");
+    let config = "configVersion: v1\nkubernetes:\n- name: fixed\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [ns2]\n  executeHookOnEvent: []\n  executeHookOnSynchronization: false\n- name: cms\n  kind: ConfigMap\n  namespace:\n    labelSelector:\n      matchLabels: {watch: \"yes\"}\n  jqFilter: '.metadata.namespace + \"/\" + .metadata.name'\n  keepFullObjectsInMemory: false";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    assert_eq!(
+        wait_contexts(&op, 1)[0],
+        json!({"binding": "cms", "type": "Synchronization", "objects": []})
+    );
+    sim.fail_matching("GET /api/v1/namespaces/ns2/configmaps", 1, 403);
+    let mut ns2 = sim.get("v1", "Namespace", "", "ns2").expect("ns2");
+    ns2["metadata"]["labels"] = json!({"watch": "yes"});
+    sim.update(ns2).expect("label ns2");
+    let line = op.wait_log("cannot watch a namespace", WAIT);
+    assert!(line.contains("403"), "{line}");
+    let mut ns2 = sim.get("v1", "Namespace", "", "ns2").expect("ns2");
+    ns2["metadata"]["annotations"] = json!({"touched": "yes"});
+    sim.update(ns2).expect("annotate ns2");
+    assert_eq!(
+        wait_contexts(&op, 2)[1],
+        json!({"binding": "cms", "type": "Event", "watchEvent": "Added", "filterResult": "ns2/c2"})
+    );
+}
+
 #[test]
 fn group_and_include_snapshots_and_snapshot_only_bindings() {
     let sim = Sim::start();

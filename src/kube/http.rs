@@ -111,7 +111,7 @@ impl Transport {
             agent,
             base,
             auth: Auth::new(&cfg.auth),
-            limiter: TokenBucket::new(qps, burst),
+            limiter: TokenBucket::new(f64::from(qps), burst),
             metrics,
             timeout,
             retry: RetryPolicy::default(),

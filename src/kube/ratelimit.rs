@@ -3,12 +3,17 @@
 //! token before each request and sleeps when the bucket is empty. Shared by every
 //! thread using one client; the state is one mutex held for a few arithmetic
 //! operations, never while sleeping.
+//!
+//! Any `f64` is safe: a rate that is not a positive finite number means no limit,
+//! and a rate so small that a wait overflows `Duration` waits `Duration::MAX`
+//! (`flags.rs` refuses such rates at startup, so this is only a backstop).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A blocking token bucket. `qps <= 0` disables limiting.
+/// A blocking token bucket.
 pub(crate) struct TokenBucket {
+    /// Tokens per second; 0 when limiting is off (`qps` was <= 0, NaN or infinite).
     qps: f64,
     burst: f64,
     state: Mutex<State>,
@@ -21,11 +26,15 @@ struct State {
 }
 
 impl TokenBucket {
-    /// A full bucket.
-    pub(crate) fn new(qps: f32, burst: u32) -> TokenBucket {
+    /// A full bucket; see the module doc for rates that are not positive and finite.
+    pub(crate) fn new(qps: f64, burst: u32) -> TokenBucket {
         let burst = f64::from(burst.max(1));
         TokenBucket {
-            qps: f64::from(qps),
+            qps: if qps.is_finite() && qps > 0.0 {
+                qps
+            } else {
+                0.0
+            },
             burst,
             state: Mutex::new(State {
                 tokens: burst,
@@ -56,7 +65,7 @@ impl TokenBucket {
         if s.tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-s.tokens / self.qps)
+            Duration::try_from_secs_f64(-s.tokens / self.qps).unwrap_or(Duration::MAX)
         }
     }
 }
@@ -106,6 +115,23 @@ mod tests {
         let el = t0.elapsed().as_secs_f64();
         // The upper bound is loose: a loaded CI machine delays threads.
         assert!((0.65..3.0).contains(&el), "{el}");
+    }
+
+    /// No rate panics: what cannot be a rate means no limit, and a rate too small
+    /// to schedule gives the longest wait instead of overflowing `Duration`.
+    #[test]
+    fn any_rate_is_safe() {
+        let t0 = Instant::now();
+        for qps in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 0.0, 1e308] {
+            let b = TokenBucket::new(qps, 1);
+            for _ in 0..3 {
+                assert_eq!(b.reserve(t0), Duration::ZERO, "qps {qps}");
+            }
+        }
+        let b = TokenBucket::new(1e-30, 1);
+        assert_eq!(b.reserve(t0), Duration::ZERO, "the burst token is free");
+        assert_eq!(b.reserve(t0), Duration::MAX);
+        assert_eq!(b.reserve(t0 + Duration::from_secs(3600)), Duration::MAX);
     }
 
     #[test]
