@@ -599,13 +599,13 @@ fn check(spec: &FlagSpec, value: &str, source: &str) -> Result<(), FlagError> {
 /// still fits a `Duration` (at most about 1.8e19 s).
 const MIN_QPS: f64 = 1e-19;
 
-/// Checks a client QPS: 0 (client-go's "the default rate") or a rate from
-/// [`MIN_QPS`] up to the largest `f32`. Negative values are refused, as they always
-/// were here (client-go would take them as "no limit").
+/// Checks a client QPS: 0 (client-go's "the default rate"), a negative number
+/// (client-go's "no limit"), or a rate from [`MIN_QPS`] up to the largest `f32`.
 fn check_qps(value: &str) -> Result<(), String> {
+    // client-go's meanings: 0 is the default rate, a negative rate no limit.
     let q = match value.trim().parse::<f64>() {
-        Ok(q) if q >= 0.0 && q.is_finite() => q,
-        _ => return Err("expected a non-negative number (0 = the default rate)".into()),
+        Ok(q) if q.is_finite() => q,
+        _ => return Err("expected a number (0 = the default rate, negative = no limit)".into()),
     };
     if (q as f32).is_infinite() {
         return Err(format!(
@@ -756,9 +756,8 @@ mod tests {
                     "{err}"
                 );
             }
-            // Negative values are refused as before (see the Float check).
-            let err = resolve(&[(env, "-1")], &[]).unwrap_err().0;
-            assert!(err.contains("non-negative"), "{err}");
+            // Negative means no limit, as in client-go.
+            assert!(resolve(&[(env, "-1")], &[]).is_ok(), "{env}=-1");
         }
         let c = resolve(
             &[("KUBE_CLIENT_QPS", "0")],
