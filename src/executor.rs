@@ -107,9 +107,12 @@ impl Executor {
         labels: &RunLabels,
     ) -> std::io::Result<RunResult> {
         let files = self.temp_files(&labels.hook)?;
-        write_new(&files.paths[0], context)?;
+        let mut file = std::io::BufWriter::new(create_new(&files.paths[0])?);
+        context(&mut file)?;
+        file.flush()?;
+        drop(file);
         for p in &files.paths[1..] {
-            write_new(p, &|_| Ok(()))?;
+            create_new(p)?;
         }
         let mut cmd = Command::new(path);
         cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
@@ -186,20 +189,13 @@ impl Executor {
     }
 }
 
-/// Creates `path` exclusively with mode 0600 and writes `data`.
-/// Creates `path` (0600, never an existing file) and writes it through a buffer.
-fn write_new(
-    path: &Path,
-    content: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let f: File = OpenOptions::new()
+/// Creates `path` empty, 0600, never opening an existing file.
+fn create_new(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)?;
-    let mut w = std::io::BufWriter::with_capacity(64 << 10, f);
-    content(&mut w)?;
-    w.flush()
+        .open(path)
 }
 
 /// Reads the output file the hook got as `$var`. The operator created it empty
