@@ -117,9 +117,19 @@ impl<'a> Writer<'a> {
                 self.out.push(b']');
                 Ok(())
             }
+            // Without escapes a string is already in serde_json's form: a raw
+            // string holds no quote, backslash or control character.
+            Some(b'"') if !text.contains('\\') => {
+                self.out.extend_from_slice(text.as_bytes());
+                Ok(())
+            }
             Some(b'"') => {
                 let s: Str = serde_json::from_str(text)?;
                 serde_json::to_writer(&mut self.out, &*s.0)
+            }
+            _ if is_plain(text) => {
+                self.out.extend_from_slice(text.as_bytes());
+                Ok(())
             }
             _ => {
                 // Numbers, booleans and null: serde_json's own form (`1e3` → `1000.0`).
@@ -163,6 +173,17 @@ impl<'a> Writer<'a> {
         self.out.push(b'}');
         Ok(())
     }
+}
+
+/// Whether a scalar's text is already what serde_json writes: `true`, `false`,
+/// `null`, or an integer small enough for an `i64` without a leading minus zero.
+fn is_plain(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    matches!(text, "true" | "false" | "null")
+        || (!digits.is_empty()
+            && digits.len() <= 18
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && text != "-0")
 }
 
 /// Fills namespace, name and resourceVersion from a `metadata` object.
@@ -276,6 +297,8 @@ mod tests {
             r#"{ "metadata" : { "name" : "p\u002d1", "namespace":"ns", "resourceVersion":"7" }, "k": 1E2 }"#,
             r#"{"dup":1,"dup":2,"e":{},"f":[],"g":12345678901234567890,"h":1.0}"#,
             r#"{"emoji":"\ud83d\ude00","ctl":"\u0001","slash":"\/"}"#,
+            r#"{"n":[0,-0,7,-12,123456789012345678,1234567890123456789,-9223372036854775808,1.0,2e0,true,false,null]}"#,
+            r#"{"plain":"é ü 日本","t":"tab\there"}"#,
         ] {
             let (got, _) = canonicalize(text, None).expect("canonical");
             assert_eq!(got, via_value(text), "{text}");
