@@ -2,7 +2,10 @@
 //! message names the document (counted from 1), the operation and the field.
 //! Also the valid and invalid shapes of flant's oracle files, restated.
 
+mod common;
+
 use shell_operator::patch::parse;
+use std::time::Duration;
 
 /// (name, file, expected error).
 const CASES: &[(&str, &str, &str)] = &[
@@ -281,15 +284,38 @@ subresource: status
 }
 
 /// One invalid document fails the whole file, so nothing is applied, even the
-/// valid operations before it.
+/// valid operations before it: the real operator runs a hook whose patch file
+/// creates a ConfigMap and then has a misspelt field. The fence is the run's
+/// failure in the log (written after the patch file was handled); by then a
+/// patcher that applied the valid part would have created the ConfigMap.
 #[test]
 fn invalid_file_applies_nothing() {
     let sim = kube_sim::Sim::start();
-    let text = r#"{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first", "namespace": "default"}}}
-{"operation": "Delete", "kind": "ConfigMap", "name": "x", "namspace": "default"}"#;
+    let dir = common::TempDir::new("patch-invalid");
+    let kubeconfig = dir.0.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let body = r#"cat > "$KUBERNETES_PATCH_PATH" <<'EOF'
+{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first", "namespace": "default"}}}
+{"operation": "Delete", "kind": "ConfigMap", "name": "x", "namspace": "default"}
+EOF"#;
+    let op = common::Operator::start(
+        &[(
+            "patch.sh",
+            common::hook("patch", "configVersion: v1\nonStartup: 1", body),
+        )],
+        &["--kube-config", kubeconfig.to_str().expect("utf8")],
+        &[],
+    );
+    let log = op.wait_log("Hook failed, will retry", Duration::from_secs(20));
+    assert!(
+        log.contains("patch document 2 (Delete), field 'namspace'"),
+        "{log}"
+    );
+    assert_eq!(sim.get("v1", "ConfigMap", "default", "first"), None);
+    // The same file parsed directly names the same document and field.
+    let text = body.lines().skip(1).take(2).collect::<Vec<_>>().join("\n");
     let err = parse(text.as_bytes()).unwrap_err();
     assert_eq!((err.document(), err.field()), (Some(2), Some("namspace")));
-    assert_eq!(sim.get("v1", "ConfigMap", "default", "first"), None);
 }
 
 /// The README's patcher examples parse, and its error examples are real.
