@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Operator, TempDir, hook, run_binary, write_hooks};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[test]
 fn version_and_help() {
@@ -188,18 +188,21 @@ fn text_logs_without_time() {
 }
 
 /// As PID 1 (in a new PID namespace) the operator reaps orphaned grandchildren,
-/// and still sees each hook's own exit status.
+/// and still sees each hook's own exit status. No fixed wait: each orphan marks
+/// its start, then runs `sleep 0.3`; the test waits until none of the operator's
+/// children is such a sleep or a zombie, which only a reaper can bring about.
 #[test]
 fn pid1_reaps_orphans_without_stealing_hook_status() {
     let dir = TempDir::new("pid1");
-    let orphaner = "( sleep 0.2 & ) ; ( sleep 0.2 & )";
+    let orphan = r#"( sh -c 'touch "$OUT_DIR/orphan-$$"; exec sleep 0.3' & )"#;
+    let orphaner = format!("{orphan} ; {orphan}");
     let config = "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n  allowFailure: true";
     write_hooks(
         &dir.0.join("hooks"),
         &[
             (
                 "o.sh",
-                hook("o", "configVersion: v1\nonStartup: 1", orphaner),
+                hook("o", "configVersion: v1\nonStartup: 1", &orphaner),
             ),
             ("f.sh", hook("f", config, "exit 7")),
         ],
@@ -226,8 +229,23 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("unshare must be available (util-linux)");
-    std::thread::sleep(Duration::from_secs(4));
-    // The operator is unshare's only child; find it and list its children's states.
+    let out = dir.0.join("out");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let orphans_started = || {
+        std::fs::read_dir(&out).map_or(0, |d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("orphan-"))
+                .count()
+        })
+    };
+    let failing_hook_ran = || {
+        std::fs::read_to_string(out.join("runs.log")).is_ok_and(|l| l.contains("f [{"))
+    };
+    while orphans_started() < 2 || !failing_hook_ran() {
+        assert!(Instant::now() < deadline, "orphans or the failing hook never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The operator is unshare's only child.
     let operator_pid =
         std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
             .expect("children");
@@ -236,28 +254,43 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .next()
         .expect("operator pid")
         .to_string();
-    let mut zombies = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{operator_pid}/task")).expect("tasks") {
-        let children = std::fs::read_to_string(task.expect("task").path().join("children"))
-            .unwrap_or_default();
-        for pid in children.split_whitespace() {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-            {
-                zombies.push(pid.to_string());
-            }
-        }
+    let mut left = orphans_left(&operator_pid);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        left = orphans_left(&operator_pid);
     }
     let _ = child.kill();
     let output = child.wait_with_output().expect("output");
     let logs = String::from_utf8_lossy(&output.stdout);
-    assert!(zombies.is_empty(), "zombies left: {zombies:?}");
+    assert!(left.is_empty(), "orphans not reaped (pid, state): {left:?}");
     assert!(logs.contains("running as PID 1"), "{logs}");
     assert!(
         logs.contains("exit status 7"),
         "the failing hook's own status was seen: {logs}"
     );
+}
+
+/// The operator's children that are orphans still sleeping or already zombies, as
+/// (pid, state).
+fn orphans_left(operator_pid: &str) -> Vec<(String, char)> {
+    let mut left = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{operator_pid}/task")) else {
+        return left;
+    };
+    for task in tasks.filter_map(Result::ok) {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.trim_start().chars().next())
+                .unwrap_or('?');
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if state == 'Z' || cmdline == b"sleep\x000.3\x00" {
+                left.push((pid.to_string(), state));
+            }
+        }
+    }
+    left
 }

@@ -61,6 +61,22 @@ fn wait_contexts(op: &Operator, n: usize) -> Vec<Value> {
     contexts(op)
 }
 
+/// A fence for "nothing else ran": creates ConfigMap `fence` (data `v: fence`) in
+/// `ns` and waits until a hook context mentions it. Events are handled in order, so
+/// every context from an event before the fence is in the returned list, before
+/// the fence's own context (the last one).
+fn fence(sim: &Sim, op: &Operator, ns: &str) -> Vec<Value> {
+    sim.create(cm(ns, "fence", json!({"v": "fence"})))
+        .expect("create fence");
+    op.wait_runs(WAIT, |r| r.iter().any(|(_, c)| c.to_string().contains("fence")));
+    let ctx = contexts(op);
+    assert!(
+        ctx.last().is_some_and(|c| c.to_string().contains("fence")),
+        "the fence is the last context: {ctx:#?}"
+    );
+    ctx
+}
+
 fn live(sim: &Sim, ns: &str, name: &str) -> Value {
     sim.get("v1", "ConfigMap", ns, name)
         .expect("object in kube-sim")
@@ -117,13 +133,8 @@ fn synchronization_then_added_modified_deleted_with_jq_suppression() {
     assert_eq!(ctx[3]["object"]["metadata"]["name"], "cm2");
     assert_eq!(ctx[3]["object"]["data"], last["data"]);
     assert_eq!(ctx[3]["filterResult"], json!({"a": "2"}));
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        contexts(&op).len(),
-        4,
-        "the annotation change ran nothing: {:#?}",
-        contexts(&op)
-    );
+    let all = fence(&sim, &op, "default");
+    assert_eq!(all.len(), 5, "the annotation change ran nothing: {all:#?}");
 }
 
 #[test]
@@ -322,9 +333,9 @@ fn watches_dropped_and_history_compacted_lose_and_double_nothing() {
         sim.create(cm("default", "new", json!({"v": "1"})))
             .expect("create");
     });
-    let ctx = wait_contexts(&op, 4);
-    std::thread::sleep(Duration::from_secs(2));
-    let mut seen: Vec<(String, String)> = contexts(&op)[1..]
+    wait_contexts(&op, 4);
+    let ctx = fence(&sim, &op, "default");
+    let mut seen: Vec<(String, String)> = ctx[1..ctx.len() - 1]
         .iter()
         .map(|c| {
             (
@@ -352,11 +363,9 @@ fn v0_hooks_get_v0_contexts_and_no_synchronization() {
         .expect("seed");
     let config = "onKubernetesEvent:\n- kind: ConfigMap\n  event: [add]";
     let op = start(&sim, &[("v0.sh", hook("v0", config, ""))]);
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        contexts(&op).is_empty(),
-        "no Synchronization run for v0 hooks"
-    );
+    // Once the bindings are enabled, the first context is the later Added: no
+    // Synchronization ran before it.
+    op.wait_log("startup finished", WAIT);
     sim.create(cm("default", "after", json!({})))
         .expect("create");
     assert_eq!(
@@ -528,10 +537,9 @@ fn relist_without_jq_filter_reports_only_real_changes() {
         sim.update(change).expect("update");
     });
     wait_contexts(&op, 3);
-    std::thread::sleep(Duration::from_secs(2));
-    let ctx = contexts(&op);
+    let ctx = fence(&sim, &op, "default");
     assert_eq!(
-        ctx[2..],
+        ctx[2..ctx.len() - 1],
         [
             json!({"binding": "cms", "type": "Event", "watchEvent": "Modified",
                 "object": live(&sim, "default", "change")})
@@ -566,9 +574,9 @@ fn a_failing_jq_filter_skips_only_that_object() {
     op.wait_log("default/c", WAIT);
     sim.create(cm("default", "d", json!({"v": "2"})))
         .expect("create");
+    // "d" is the fence: "c" was handled before it and ran nothing.
     let ctx = wait_contexts(&op, 2);
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(contexts(&op).len(), 2, "{ctx:#?}");
+    assert_eq!(ctx.len(), 2, "{ctx:#?}");
     assert_eq!(ctx[1]["watchEvent"], "Added");
     assert_eq!(ctx[1]["filterResult"], 2);
 }
