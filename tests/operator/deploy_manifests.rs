@@ -1,0 +1,168 @@
+//! What we ship besides the binary: `deploy/` manifests and `Dockerfile.scratch`.
+//! The manifests must hold the properties the README promises (probes, read-only
+//! root, non-root, emptyDirs, a comment on every RBAC rule, names that match), and
+//! the ConfigMap's example hook must really run under the operator, with `jq`
+//! being the operator binary itself.
+
+use crate::common;
+
+use common::{Operator, TempDir, binary, metric};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn docs(file: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("manifest");
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).expect("YAML document"))
+        .collect()
+}
+
+fn find(file: &str, kind: &str) -> Value {
+    docs(file)
+        .into_iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {file}"))
+}
+
+#[test]
+fn deployment_is_locked_down_and_probed() {
+    let d = find("deployment.yaml", "Deployment");
+    let pod = &d["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/ready");
+    let mounts: Vec<(&str, &str)> = c["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .map(|m| {
+            (
+                m["mountPath"].as_str().unwrap_or(""),
+                m["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let volume = |name: &str| {
+        pod["volumes"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["name"] == name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    for path in ["/tmp", "/var/run/shell-operator"] {
+        let (_, name) = mounts.iter().find(|(p, _)| *p == path).expect(path);
+        assert!(
+            volume(name)["emptyDir"].is_object(),
+            "{path} is an emptyDir"
+        );
+    }
+    let (_, hooks) = mounts.iter().find(|(p, _)| *p == "/hooks").expect("/hooks");
+    let cm = find("hooks-configmap.yaml", "ConfigMap");
+    assert_eq!(volume(hooks)["configMap"]["name"], cm["metadata"]["name"]);
+    let sa = find("rbac.yaml", "ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
+    let binding = find("rbac.yaml", "ClusterRoleBinding");
+    assert_eq!(binding["subjects"][0]["name"], sa["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        d["metadata"]["namespace"]
+    );
+    for svc in docs("service.yaml") {
+        assert_eq!(
+            svc["spec"]["selector"],
+            d["spec"]["selector"]["matchLabels"]
+        );
+    }
+}
+
+#[test]
+fn every_rbac_rule_has_a_comment() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
+    let text = std::fs::read_to_string(path).expect("rbac.yaml");
+    let lines: Vec<&str> = text.lines().collect();
+    let rules: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("- apiGroups:"))
+        .collect();
+    assert_eq!(
+        rules.len(),
+        find("rbac.yaml", "ClusterRole")["rules"]
+            .as_array()
+            .map_or(0, Vec::len)
+    );
+    for i in rules {
+        assert!(
+            lines[i - 1].starts_with('#'),
+            "rule at line {} has no comment",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn dockerfile_ships_only_the_binary_as_non_root() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile.scratch");
+    let text = std::fs::read_to_string(path).expect("Dockerfile.scratch");
+    let instructions: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(
+        instructions
+            .iter()
+            .filter(|l| l.starts_with("FROM "))
+            .count(),
+        1
+    );
+    assert!(instructions.contains(&"FROM scratch"));
+    let copies: Vec<&&str> = instructions
+        .iter()
+        .filter(|l| l.starts_with("COPY ") || l.starts_with("ADD "))
+        .collect();
+    assert_eq!(
+        copies,
+        [&"COPY target/x86_64-unknown-linux-musl/release/shell-operator /shell-operator"]
+    );
+    let user = instructions
+        .iter()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("USER");
+    let uid: u32 = user
+        .split(':')
+        .next()
+        .and_then(|u| u.parse().ok())
+        .expect("numeric uid");
+    assert_ne!(uid, 0);
+}
+
+#[test]
+fn configmap_example_hook_runs_with_the_builtin_jq() {
+    let cm = find("hooks-configmap.yaml", "ConfigMap");
+    let script = cm["data"]["hello.sh"]
+        .as_str()
+        .expect("hello.sh")
+        .to_string();
+    let bin = TempDir::new("jq-bin");
+    std::os::unix::fs::symlink(binary(), bin.0.join("jq")).expect("jq link");
+    let path = format!("{}:/usr/bin:/bin", bin.0.display());
+    let op = Operator::start(&[("hello.sh", script)], &[], &[("PATH", path.as_str())]);
+    let series = "example_hook_runs_total{binding=\"onStartup\",hook=\"hello.sh\"}";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let (_, body) = op.http_get("/metrics");
+        if body.contains(series) || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(metric(&body, series), Some(1.0), "{body}\n{}", op.logs());
+    assert!(op.logs().contains("hello from onStartup"), "{}", op.logs());
+}

@@ -1,0 +1,17 @@
+//! The operator end to end: the real binary on temp hooks dirs (CLI, hooks, kubernetes bindings against kube-sim, the debug CLI, hook metrics, the README's flag table, the empty-root image, deploy manifests, the jq CLI).
+//!
+//! One test binary for the area (linking one binary per file cost CI most of its
+//! time); each former file is a module.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod operator_cli;
+mod operator_hooks;
+mod operator_kube;
+mod debug_cli;
+mod hook_metrics;
+mod readme_flags;
+mod empty_root;
+mod deploy_manifests;
+mod jq_cli;

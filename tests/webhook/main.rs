@@ -1,0 +1,16 @@
+//! Admission and conversion webhooks: the TLS server, handlers, registration, flant's examples.
+//!
+//! One test binary for the area (linking one binary per file cost CI most of its
+//! time); each former file is a module.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../webhook_common/mod.rs"]
+mod webhook_common;
+
+mod admission;
+mod conversion;
+mod example;
+mod registration;
+mod server;
+mod tls;
