@@ -261,9 +261,10 @@ pub fn spawn_with_sink(
         line: Vec::with_capacity(16 << 10),
     };
     let name = format!("watch-{}", r.resource.resource);
-    let thread = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || r.run(initial))
+    // A thread that cannot start delivers nothing; the consumer's wait for the
+    // initial list times out and says so.
+    let thread = crate::threads::spawn(&name, move || r.run(initial))
+        .map_err(|e| crate::log::error("cannot start a watch", &[("error", &e)]))
         .ok();
     ReflectorHandle {
         stop: Mutex::new(Some(stop_tx)),
