@@ -103,7 +103,10 @@ fn main() {
     println!("Synchronization, {PODS} pods, the hook run once with all of them:");
     for (what, binding) in [
         ("full objects              ", "kind: Pod"),
-        ("keepFull false, .metadata.name", "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name"),
+        (
+            "keepFull false, .metadata.name",
+            "kind: Pod\n  keepFullObjectsInMemory: false\n  jqFilter: .metadata.name",
+        ),
     ] {
         let (peak, after) = synchronization_peak(&operator, &sim, &work, binding);
         println!(
@@ -220,7 +223,13 @@ fn rss_with(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, churn: bool) 
 /// Peak and current RSS of an operator whose binding runs its Synchronization with
 /// every pod (the hook reads nothing and exits), once it is ready (the run is done).
 fn synchronization_peak(bin: &Path, sim: &KubeSim, work: &Path, binding: &str) -> (usize, usize) {
-    let (mut child, _) = operator(bin, sim, work, &format!("{binding}\n  executeHookOnEvent: []"), "");
+    let (mut child, _) = operator(
+        bin,
+        sim,
+        work,
+        &format!("{binding}\n  executeHookOnEvent: []"),
+        "",
+    );
     std::thread::sleep(Duration::from_secs(1));
     let peak = proc_status(&child, "VmHWM:");
     let rss = proc_status(&child, "VmRSS:");

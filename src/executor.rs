@@ -338,7 +338,10 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let hook = script(&dir, r#"rm "$METRICS_PATH"; mkfifo "$METRICS_PATH""#);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).map(drop));
+            let _ = tx.send(
+                e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default())
+                    .map(drop),
+            );
         });
         let result = rx
             .recv_timeout(Duration::from_secs(10))
@@ -355,7 +358,9 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let e = executor("removed");
         let dir = e.tmp_dir.parent().expect("parent").join("hooks");
         let hook = script(&dir, r#"rm "$METRICS_PATH" "$KUBERNETES_PATCH_PATH""#);
-        let run = e.run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default()).expect("run");
+        let run = e
+            .run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default())
+            .expect("run");
         assert!(run.success(), "{}", run.error_text());
         assert!(run.metrics.is_empty() && run.kubernetes_patch.is_empty());
     }

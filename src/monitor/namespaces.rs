@@ -81,7 +81,8 @@ impl Monitor {
         let mut active = std::mem::take(&mut nw.active);
         let result = follow(&mut active, &name, matches, |start| {
             if start {
-                self.attach(key, sub, true, &format!("namespace '{name}'")).map(drop)
+                self.attach(key, sub, true, &format!("namespace '{name}'"))
+                    .map(drop)
             } else {
                 self.detach(&key, &sub);
                 Ok(())

@@ -6,12 +6,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod debug_cli;
+mod deploy_manifests;
+mod empty_root;
+mod hook_metrics;
+mod jq_cli;
 mod operator_cli;
 mod operator_hooks;
 mod operator_kube;
-mod debug_cli;
-mod hook_metrics;
 mod readme_flags;
-mod empty_root;
-mod deploy_manifests;
-mod jq_cli;

@@ -238,11 +238,13 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
                 .count()
         })
     };
-    let failing_hook_ran = || {
-        std::fs::read_to_string(out.join("runs.log")).is_ok_and(|l| l.contains("f [{"))
-    };
+    let failing_hook_ran =
+        || std::fs::read_to_string(out.join("runs.log")).is_ok_and(|l| l.contains("f [{"));
     while orphans_started() < 2 || !failing_hook_ran() {
-        assert!(Instant::now() < deadline, "orphans or the failing hook never ran");
+        assert!(
+            Instant::now() < deadline,
+            "orphans or the failing hook never ran"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // The operator is unshare's only child.

@@ -68,7 +68,9 @@ fn wait_contexts(op: &Operator, n: usize) -> Vec<Value> {
 fn fence(sim: &Sim, op: &Operator, ns: &str) -> Vec<Value> {
     sim.create(cm(ns, "fence", json!({"v": "fence"})))
         .expect("create fence");
-    op.wait_runs(WAIT, |r| r.iter().any(|(_, c)| c.to_string().contains("fence")));
+    op.wait_runs(WAIT, |r| {
+        r.iter().any(|(_, c)| c.to_string().contains("fence"))
+    });
     let ctx = contexts(op);
     assert!(
         ctx.last().is_some_and(|c| c.to_string().contains("fence")),
