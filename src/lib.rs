@@ -19,6 +19,7 @@ pub(crate) mod http;
 pub mod jq;
 pub(crate) mod jq_cli;
 pub mod kube;
+pub(crate) mod listen;
 pub mod log;
 pub mod metrics;
 pub mod monitor;

@@ -7,10 +7,10 @@
 //!
 //! ```text
 //! thread              spawned by              reads                         writes
-//! main                -                       signal                        (ticks metrics), shutdown
+//! main                -                       signal                        (ticks metrics, expiry), shutdown
 //! signals             operator.rs             SIGTERM/SIGINT                signal
-//! http                operator.rs             metrics port                  -
-//! debug-N             operator.rs             debug socket / HTTP           -  (reads queue views, snapshots)
+//! http                operator.rs             metrics port (accepts)        connections → http-N
+//! debug, debug-http   operator.rs             debug socket / HTTP (accept)  connections → debug-N …
 //! queue-<name> × Q    operator.rs             task[name], stop              schedule control, monitor control,
 //!                                                                           kube event (releases); runs hooks
 //! router              operator.rs             fire, kube event, stop        task[*]
@@ -21,8 +21,8 @@
 //! reaper              operator.rs (PID 1)     child exits                   exit per child
 //! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel per watch)
 //!                     (asked by monitor)
-//! webhook-<server>-N  webhook/server.rs       connections                   runs hooks, replies
-//!                     (started by its accept thread)
+//! <server>-N          listen/mod.rs           connections                   replies (webhooks run hooks)
+//!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)
 //! hook-output × 2     process.rs (per run     a child's stdout / stderr     its bytes, once
 //!                     with captured output)
 //! ```
@@ -39,8 +39,9 @@ use crate::executor::Executor;
 use crate::flags::Config;
 use crate::hook::context::BindingContext;
 use crate::hook::{self, Hook};
-use crate::http::HttpServer;
+use crate::http;
 use crate::kube::{Client, KubeSettings};
+use crate::listen::{Server, Stopper};
 use crate::log;
 use crate::metrics::Metrics;
 use crate::monitor::runtime::KubeRuntime;
@@ -86,7 +87,7 @@ struct Bound {
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
     signals: signal_hook::iterator::Signals,
-    http: HttpServer,
+    http: Server,
     debug: DebugServer,
     views: BTreeMap<String, SharedView>,
     kube: Option<KubeParts>,
@@ -125,13 +126,14 @@ impl Bound {
                 .map_err(|e| e.to_string())?,
         );
         let ready = Arc::new(AtomicBool::new(false));
-        let http = HttpServer::bind(
+        let http = http::bind(
             &config.listen_address,
             config.listen_port,
             Arc::clone(&metrics),
             Arc::clone(&ready),
         )?;
-        let address = format!("{}:{}", config.listen_address, http.port());
+        let port = http.local_addr().map_or(0, |a| a.port());
+        let address = format!("{}:{port}", config.listen_address);
         log::info("HTTP server listening", &[("address", &address)]);
         let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let views: BTreeMap<String, SharedView> = queue_names(&hooks)
@@ -218,12 +220,16 @@ impl Bound {
                 let _ = signal_tx.send(sig);
             }
         })?;
-        let http_stopper = self.http.stopper();
+        let http_stopper = self
+            .http
+            .stopper()
+            .ok_or("the metrics server has no address")?;
         let http = self.http;
         threads.push(threads::spawn("http", move || http.serve())?);
         let debug_stopper = self.debug.stopper();
-        for (i, body) in self.debug.into_threads().into_iter().enumerate() {
-            threads.push(threads::spawn(&format!("debug-{i}"), body)?);
+        let expire = Box::new(self.debug.expirer());
+        for (name, body) in self.debug.into_threads() {
+            threads.push(threads::spawn(&name, body)?);
         }
         for (name, body) in webhook_threads {
             threads.push(threads::spawn(&name, body)?);
@@ -278,6 +284,7 @@ impl Bound {
             grace: self.config.shutdown_grace,
             http_stopper,
             debug_stopper,
+            expire,
             webhooks,
         })
     }
@@ -291,19 +298,21 @@ struct Running {
     stop_tx: Sender<()>,
     threads: Vec<JoinHandle<()>>,
     grace: Duration,
-    http_stopper: Arc<tiny_http::Server>,
+    http_stopper: Stopper,
     debug_stopper: DebugStopper,
+    /// Expires the debug socket's temporary runtime parameters.
+    expire: Box<dyn Fn() + Send>,
     webhooks: webhook::Webhooks,
 }
 
 impl Running {
     /// Ticks metrics until a signal, then shuts down in order.
     fn run(self) {
-        let signal = tick_until_signal(&self.metrics, &self.views, &self.signal_rx);
+        let signal = tick_until_signal(&self.metrics, &self.views, &self.signal_rx, &self.expire);
         log::info("shutting down", &[("signal", &signal.to_string())]);
         drop(self.stop_tx);
         process::terminate_all(self.grace);
-        self.http_stopper.unblock();
+        self.http_stopper.stop();
         self.webhooks.stop();
         self.debug_stopper.stop();
         for t in self.threads {
@@ -363,9 +372,15 @@ fn bind_debug_server(
     Ok(server)
 }
 
-/// The main thread's loop: live ticks every 10 s, queue lengths every 5 s, until a signal.
-fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver<i32>) -> i32 {
-    let ticker = tick(Duration::from_secs(5));
+/// The main thread's loop until a signal: every second `expire` (the debug
+/// socket's temporary parameters), queue lengths every 5 s, live ticks every 10 s.
+fn tick_until_signal(
+    metrics: &Metrics,
+    views: &[SharedView],
+    signals: &Receiver<i32>,
+    expire: &dyn Fn(),
+) -> i32 {
+    let ticker = tick(Duration::from_secs(1));
     let mut ticks = 0u64;
     metrics.live_ticks.inc();
     update_queue_lengths(metrics, views);
@@ -374,10 +389,13 @@ fn tick_until_signal(metrics: &Metrics, views: &[SharedView], signals: &Receiver
             recv(signals) -> sig => return sig.unwrap_or(0),
             recv(ticker) -> _ => {
                 ticks += 1;
-                if ticks % 2 == 0 {
+                expire();
+                if ticks % 5 == 0 {
+                    update_queue_lengths(metrics, views);
+                }
+                if ticks % 10 == 0 {
                     metrics.live_ticks.inc();
                 }
-                update_queue_lengths(metrics, views);
             }
         }
     }

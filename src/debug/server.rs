@@ -10,37 +10,32 @@
 
 use super::{DebugState, queues, runtime};
 use crate::hook::config::go_duration;
+use crate::listen::{self, Limits, Reply, Request, Server, Service};
 use crate::log;
 use serde_json::Value;
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
-use tiny_http::{Header, Method, Request, Response, Server};
+use std::time::{Instant, SystemTime};
 
 /// The bound listeners, ready to be served on their threads.
 pub struct DebugServer {
-    servers: Vec<Arc<Server>>,
+    servers: Vec<Server>,
     socket: PathBuf,
     state: Arc<DebugState>,
-    stop: Arc<AtomicBool>,
 }
 
 /// A handle that stops every listener and removes the socket file.
 pub struct Stopper {
-    servers: Vec<Arc<Server>>,
+    stoppers: Vec<listen::Stopper>,
     socket: PathBuf,
-    stop: Arc<AtomicBool>,
 }
 
 impl Stopper {
-    /// Stops the server threads (they finish within a second) and unlinks the socket.
+    /// Stops the listeners and unlinks the socket.
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Release);
-        self.servers.iter().for_each(|s| s.unblock());
+        self.stoppers.iter().for_each(listen::Stopper::stop);
         let _ = std::fs::remove_file(&self.socket);
     }
 }
@@ -64,41 +59,60 @@ impl DebugServer {
     ) -> Result<DebugServer, String> {
         let err = |e: &dyn std::fmt::Display| format!("debug socket '{}': {e}", socket.display());
         prepare_socket_path(socket).map_err(|e| err(&e))?;
-        let unix = Server::http_unix(socket).map_err(|e| err(&e))?;
+        let unix = UnixListener::bind(socket).map_err(|e| err(&e))?;
         std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| err(&e))?;
-        let mut servers = vec![Arc::new(unix)];
+        let service: Arc<dyn Service> = Arc::new(Debug(Arc::clone(&state)));
+        let limits = Limits::small();
+        let path = socket.to_path_buf();
+        let mut servers = vec![Server::on_unix(
+            "debug",
+            unix,
+            path,
+            Arc::clone(&service),
+            limits,
+        )];
         if !http_addr.is_empty() {
-            let tcp = Server::http(http_addr)
+            let (host, port) = http_addr
+                .rsplit_once(':')
+                .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+                .ok_or_else(|| format!("debug HTTP address {http_addr}: expected host:port"))?;
+            let tcp = Server::bind_tcp("debug-http", host, port, None, service, limits)
                 .map_err(|e| format!("debug HTTP address {http_addr}: {e}"))?;
-            servers.push(Arc::new(tcp));
+            servers.push(tcp);
         }
         Ok(DebugServer {
             servers,
             socket: socket.to_path_buf(),
             state,
-            stop: Arc::default(),
         })
     }
 
-    /// The handle that stops the threads started by [`serve`](Self::serve).
+    /// The handle that stops the threads started from [`into_threads`](Self::into_threads).
     pub fn stopper(&self) -> Stopper {
         Stopper {
-            servers: self.servers.clone(),
+            stoppers: self.servers.iter().filter_map(Server::stopper).collect(),
             socket: self.socket.clone(),
-            stop: Arc::clone(&self.stop),
         }
     }
 
-    /// The bodies of the server threads: one per listener. The unix socket's thread
-    /// also expires temporary runtime parameters every second.
-    pub fn into_threads(self) -> Vec<Box<dyn FnOnce() + Send + 'static>> {
-        let mut bodies: Vec<Box<dyn FnOnce() + Send + 'static>> = Vec::new();
-        for (i, server) in self.servers.into_iter().enumerate() {
-            let (state, stop) = (Arc::clone(&self.state), Arc::clone(&self.stop));
-            bodies.push(Box::new(move || serve(&server, &state, &stop, i == 0)));
-        }
-        bodies
+    /// Expires temporary runtime parameters (`config set ... duration`); the main
+    /// thread calls it every second.
+    pub fn expirer(&self) -> impl Fn() + Send + 'static {
+        let state = Arc::clone(&self.state);
+        move || state.config.expire(SystemTime::now())
+    }
+
+    /// The accept threads' (name, body): one per listener.
+    pub fn into_threads(self) -> Vec<(String, Box<dyn FnOnce() + Send + 'static>)> {
+        self.servers
+            .into_iter()
+            .map(|server| {
+                let name = server.name().to_string();
+                let body: Box<dyn FnOnce() + Send> = Box::new(move || server.serve());
+                (name, body)
+            })
+            .collect()
     }
 }
 
@@ -123,80 +137,54 @@ fn prepare_socket_path(socket: &Path) -> std::io::Result<()> {
     }
 }
 
-/// A listener's thread body: answers requests until stopped.
-fn serve(server: &Server, state: &DebugState, stop: &AtomicBool, expire: bool) {
-    while !stop.load(Ordering::Acquire) {
-        if expire {
-            state.config.expire(SystemTime::now());
-        }
-        match server.recv_timeout(Duration::from_secs(1)) {
-            Ok(Some(request)) => answer(request, state),
-            Ok(None) => {}
-            Err(e) => {
-                log::warn("debug server: accept failed", &[("error", &e.to_string())]);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-}
+/// The debug endpoints as a listener service.
+struct Debug(Arc<DebugState>);
 
-fn answer(mut request: Request, state: &DebugState) {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let uri = request.url().to_string();
-    let mut body = String::new();
-    if method == Method::Post {
-        let _ = request
-            .as_reader()
-            .take(64 * 1024)
-            .read_to_string(&mut body);
-    }
-    let (status, content_type, text) = match route(&method, &uri, &body, state) {
-        Ok((format, out)) => match render(&format, out) {
-            Ok((ct, text)) => (200, ct, text),
+impl Service for Debug {
+    fn serve(&self, req: &Request) -> Reply {
+        let started = Instant::now();
+        let body = String::from_utf8_lossy(&req.body);
+        let (status, content_type, text) = match route(req, &body, &self.0) {
+            Ok((format, out)) => match render(&format, out) {
+                Ok((ct, text)) => (200, ct, text),
+                Err(Fail(code, msg)) => (code, "text/plain; charset=utf-8", msg),
+            },
             Err(Fail(code, msg)) => (code, "text/plain; charset=utf-8", msg),
-        },
-        Err(Fail(code, msg)) => (code, "text/plain; charset=utf-8", msg),
-    };
-    let len = text.len();
-    let mut response = Response::from_string(text).with_status_code(status);
-    if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
-        response.add_header(h);
+        };
+        log::debug(
+            "complete",
+            &[
+                ("http_method", &req.method),
+                ("uri", &req.path),
+                ("resp_status", &status.to_string()),
+                ("resp_bytes_length", &text.len().to_string()),
+                (
+                    "resp_elapsed_ms",
+                    &format!("{:.3}", started.elapsed().as_secs_f64() * 1e3),
+                ),
+            ],
+        );
+        Reply {
+            status,
+            content_type,
+            body: text.into_bytes(),
+        }
     }
-    let _ = request.respond(response);
-    log::debug(
-        "complete",
-        &[
-            ("http_method", method.as_str()),
-            ("uri", &uri),
-            ("resp_status", &status.to_string()),
-            ("resp_bytes_length", &len.to_string()),
-            (
-                "resp_elapsed_ms",
-                &format!("{:.3}", started.elapsed().as_secs_f64() * 1e3),
-            ),
-        ],
-    );
 }
 
 /// Finds the handler for a request; returns the output format and the output.
-fn route(
-    method: &Method,
-    uri: &str,
-    body: &str,
-    state: &DebugState,
-) -> Result<(String, Output), Fail> {
-    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
-    let path = percent_decode(path);
+fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Output), Fail> {
+    let (method, query) = (req.method.as_str(), req.query.as_str());
+    let path = percent_decode(&req.path);
     let path = path
         .strip_prefix("/debug")
         .filter(|p| p.is_empty() || p.starts_with('/'))
         .unwrap_or(&path);
     let path = if path.is_empty() { "/" } else { path };
-    if *method == Method::Post && path == "/config/set" {
+    if method == "POST" && path == "/config/set" {
         return config_set(body, state).map(|()| ("text".to_string(), Output::Text(String::new())));
     }
-    if *method != Method::Get {
+    if method != "GET" {
         return Err(Fail(405, format!("method {method} not allowed\n")));
     }
     if path == "/" {

@@ -6,8 +6,9 @@
 //! - [`bind`] (this file): reads the certificate and CA files and binds the two
 //!   servers (the operator's bind step); [`Bound::register`] registers them with
 //!   the cluster and hands the operator the thread bodies to spawn.
-//! - `server`, `http1`, `tls`: HTTPS on rustls with bounded handler threads,
-//!   certificate reload and optional client-certificate verification.
+//! - `server`, `tls`: the webhooks' routing on the shared listener core
+//!   (`listen/`, TLS), certificate reload and optional client-certificate
+//!   verification.
 //! - `admission`, `conversion`: request → binding context → hook → response.
 //! - `run`: running a hook directly (rate limit, snapshots, metrics);
 //!   `response`: the hook's response files; `chain`: conversion paths.
@@ -23,7 +24,6 @@ pub mod admission;
 pub(crate) mod chain;
 pub(crate) mod conversion;
 pub(crate) mod crd;
-pub mod http1;
 pub mod metrics;
 pub(crate) mod names;
 pub(crate) mod register;
@@ -99,7 +99,7 @@ impl Bound {
         let mut threads: Vec<ThreadBody> = Vec::new();
         for server in self.servers {
             out.stoppers.extend(server.stopper());
-            let name = format!("webhook-{}", server.name());
+            let name = server.name().to_string();
             threads.push((name, Box::new(move || server.serve())));
         }
         if let Some((client, names, target)) = self.crds {

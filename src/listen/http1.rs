@@ -1,7 +1,7 @@
-//! A small, strict HTTP/1.1 server side for the webhook servers: reads one
-//! request (request line, headers, a `Content-Length` or chunked body) with hard
-//! limits on every part, and writes one response. Keep-alive is supported; the
-//! caller loops. Runs on the webhook handler threads, over the TLS stream.
+//! A small, strict HTTP/1.1 server side for every listener (`listen/mod.rs`):
+//! reads one request (request line, headers, a `Content-Length` or chunked body)
+//! with hard limits on every part, and writes one response. Keep-alive is
+//! supported; the caller loops. Runs on the listeners' handler threads.
 
 use std::io::{self, BufRead, Read, Write};
 
@@ -10,12 +10,14 @@ const MAX_LINE: u64 = 16 * 1024;
 /// Most header lines in one request.
 const MAX_HEADERS: usize = 100;
 
-/// The parts of a request the webhooks use.
+/// The parts of a request the servers use.
 #[derive(Debug, Default)]
 pub struct Head {
     pub method: String,
     /// Path without the query string.
     pub path: String,
+    /// The query string (after `?`), empty without one.
+    pub query: String,
     pub content_type: String,
     pub content_length: Option<usize>,
     pub chunked: bool,
@@ -29,15 +31,15 @@ pub struct Head {
 pub enum ReadError {
     /// The client closed the connection between requests.
     Closed,
-    /// The connection failed or timed out.
-    Io(io::Error),
+    /// The connection failed or timed out (nothing more can be sent on it).
+    Io,
     /// Malformed or too large: answer with this status and message, then close.
     Reject(u16, &'static str),
 }
 
 impl From<io::Error> for ReadError {
-    fn from(e: io::Error) -> Self {
-        ReadError::Io(e)
+    fn from(_: io::Error) -> Self {
+        ReadError::Io
     }
 }
 
@@ -74,6 +76,10 @@ pub fn read_head(r: &mut impl BufRead) -> Result<Head, ReadError> {
     let mut head = Head {
         method: method.to_string(),
         path: target.split('?').next().unwrap_or_default().to_string(),
+        query: target
+            .split_once('?')
+            .map(|(_, q)| q.to_string())
+            .unwrap_or_default(),
         keep_alive: version == "HTTP/1.1",
         ..Head::default()
     };
