@@ -9,7 +9,6 @@ use crate::patch_common;
 use kube_sim::{Sim, SimOptions};
 use patch_common::World;
 use serde_json::{Value, json};
-use shell_operator::kube::{AuthSettings, Client, ClusterConfig, KubeSettings, TlsSettings};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,23 +29,7 @@ fn seeded_world() -> World {
         ),
         ..Default::default()
     };
-    let sim = Sim::start_with(opts).expect("kube-sim");
-    let cfg = ClusterConfig {
-        server: sim.url(),
-        tls: TlsSettings::default(),
-        auth: AuthSettings::None,
-        namespace: "default".into(),
-        origin: "test".into(),
-    };
-    let client = Client::new(
-        &cfg,
-        &KubeSettings {
-            qps: -1.0,
-            ..Default::default()
-        },
-    )
-    .expect("client");
-    World { sim, client }
+    World::on(Sim::start_with(opts).expect("kube-sim"))
 }
 
 /// The Group context the operator would pass: snapshots of the three bindings.

@@ -21,30 +21,35 @@ pub fn world() -> World {
     let sim = Sim::start();
     sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}))
         .expect("namespace");
-    let cfg = ClusterConfig {
-        server: sim.url(),
-        tls: TlsSettings::default(),
-        auth: AuthSettings::None,
-        namespace: "default".into(),
-        origin: "test".into(),
-    };
-    let settings = KubeSettings {
-        qps: -1.0,
-        burst: 1,
-        timeout: Duration::from_secs(10),
-        ..Default::default()
-    };
-    let client = Client::new(&cfg, &settings)
-        .expect("client")
-        .with_retry(RetryPolicy {
-            max_retries: 2,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(50),
-        });
-    World { sim, client }
+    World::on(sim)
 }
 
 impl World {
+    /// A client for `sim` (no QPS limit, short retry delays).
+    pub fn on(sim: Sim) -> World {
+        let cfg = ClusterConfig {
+            server: sim.url(),
+            tls: TlsSettings::default(),
+            auth: AuthSettings::None,
+            namespace: "default".into(),
+            origin: "test".into(),
+        };
+        let settings = KubeSettings {
+            qps: -1.0,
+            burst: 1,
+            timeout: Duration::from_secs(10),
+            ..Default::default()
+        };
+        let client = Client::new(&cfg, &settings)
+            .expect("client")
+            .with_retry(RetryPolicy {
+                max_retries: 2,
+                base_delay: Duration::from_millis(10),
+                max_delay: Duration::from_millis(50),
+            });
+        World { sim, client }
+    }
+
     /// Parses `text` as a patch file and applies it; errors as their text.
     pub fn run(&self, text: &str, hook_failed: bool) -> Result<usize, String> {
         let ops = patch::parse(text.as_bytes()).map_err(|e| e.to_string())?;
