@@ -79,6 +79,9 @@ pub struct Limits {
     pub max_body: usize,
     /// Time to read a whole request (and idle keep-alive time); write timeout.
     pub io_timeout: Duration,
+    /// Whether a connection may carry more than one request. Without, a handler
+    /// is free again as soon as it answered.
+    pub keep_alive: bool,
 }
 
 impl Default for Limits {
@@ -89,19 +92,22 @@ impl Default for Limits {
             backlog: 64,
             max_body: 16 * 1024 * 1024,
             io_timeout: Duration::from_secs(10),
+            keep_alive: true,
         }
     }
 }
 
 impl Limits {
-    /// The metrics and debug ports' bounds: a scraper, a probe and a person at a
-    /// time; small bodies.
+    /// The metrics and debug ports' bounds: scrapers, probes and a person; small
+    /// bodies; one request per connection (Prometheus and kubelet probes are fine
+    /// with `Connection: close`), so no idle connection holds a handler.
     pub fn small() -> Limits {
         Limits {
-            workers: 4,
+            workers: 8,
             backlog: 32,
             max_body: 64 * 1024,
             io_timeout: Duration::from_secs(10),
+            keep_alive: false,
         }
     }
 }
@@ -374,8 +380,9 @@ impl Worker {
             body,
         };
         let reply = self.service.serve(&request);
-        send(stream.get_mut(), &reply, head.keep_alive)?;
-        Ok(head.keep_alive)
+        let keep_alive = head.keep_alive && self.limits.keep_alive;
+        send(stream.get_mut(), &reply, keep_alive)?;
+        Ok(keep_alive)
     }
 }
 
@@ -535,6 +542,28 @@ mod tests {
         assert!(
             !String::from_utf8_lossy(&rest).contains("GET /slow"),
             "never answered"
+        );
+        stop.stop();
+    }
+
+    #[test]
+    fn small_servers_answer_one_request_per_connection() {
+        let (addr, stop) = start("lt-close", Limits::small());
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("two requests");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut text = String::new();
+        s.read_to_string(&mut text)
+            .expect("read until the server closes");
+        assert!(
+            text.contains("GET /a ") && !text.contains("GET /b"),
+            "{text}"
+        );
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
         );
         stop.stop();
     }

@@ -34,6 +34,7 @@ fn small() -> Limits {
         backlog: 4,
         max_body: 1024,
         io_timeout: Duration::from_millis(500),
+        keep_alive: true,
     }
 }
 
