@@ -1,10 +1,11 @@
 //! The one way this process serves HTTP: the metrics/health port, the debug socket
 //! (and its optional TCP address) and the admission and conversion webhooks all
 //! run on [`Server`]. Binding is separate from serving, so the operator binds every
-//! listener before anything runs. A server's accept thread hands connections to a
+//! listener before anything runs. A server's accept thread keeps new connections
+//! (polled, outside the pool) until their first bytes arrive, then hands them to a
 //! fixed pool of handler threads over a bounded channel; when every handler is busy
-//! and the backlog is full, a new connection is closed at once instead of piling
-//! up. Every connection has a deadline for reading a whole request (slow or silent
+//! and the backlog is full, the connection is closed at once instead of piling up.
+//! Every connection has a deadline for reading a whole request (slow or silent
 //! clients are cut off), a write timeout and a body size limit: one [`Limits`].
 //! The stream is plain TCP, a unix socket, or TLS over TCP (the webhooks).
 //!
@@ -19,6 +20,7 @@ use http1::ReadError;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -246,7 +248,9 @@ impl Server {
     }
 
     /// The accept thread's body: starts the handler threads, then hands them
-    /// connections until stopped.
+    /// connections until stopped. A connection waits here, outside the handler
+    /// pool, until its first bytes arrive (or its deadline passes, and it is
+    /// closed), so clients that connect and say nothing never hold a handler.
     pub fn serve(self) {
         let (tx, rx) = bounded::<Conn>(self.limits.backlog);
         for i in 0..self.limits.workers.max(1) {
@@ -261,30 +265,146 @@ impl Server {
                 crate::log::error("cannot start a handler thread", &[("error", &e)]);
             }
         }
+        if let Err(e) = self.set_listener_nonblocking() {
+            crate::log::error(
+                "cannot serve",
+                &[("server", &self.name), ("error", &e.to_string())],
+            );
+            return;
+        }
+        let mut waiting: Vec<Waiting> = Vec::new();
+        while !self.stop.load(Ordering::SeqCst) {
+            let listener_ready = wait_readable(self.listener_fd(), &mut waiting, self.limits);
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            for conn in take_ready(&mut waiting, self.limits.io_timeout) {
+                if tx.try_send(conn).is_err() {
+                    crate::log::warn("server busy: connection closed", &[("server", &self.name)]);
+                }
+            }
+            if listener_ready {
+                self.accept_all(&mut waiting);
+            }
+        }
+    }
+
+    fn set_listener_nonblocking(&self) -> io::Result<()> {
+        match &self.socket {
+            Socket::Tcp(l) => l.set_nonblocking(true),
+            Socket::Unix(l, _) => l.set_nonblocking(true),
+        }
+    }
+
+    fn listener_fd(&self) -> RawFd {
+        match &self.socket {
+            Socket::Tcp(l) => l.as_raw_fd(),
+            Socket::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+
+    /// Accepts every pending connection into `waiting` (the oldest waiting one is
+    /// closed when there are too many).
+    fn accept_all(&self, waiting: &mut Vec<Waiting>) {
         loop {
             let conn = match &self.socket {
                 Socket::Tcp(l) => l.accept().map(|(s, _)| Conn::Tcp(s)),
                 Socket::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
             };
-            if self.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let Ok(conn) = conn else {
-                // E.g. out of file descriptors: do not spin.
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            };
-            if tx.try_send(conn).is_err() {
-                crate::log::warn("server busy: connection closed", &[("server", &self.name)]);
+            match conn {
+                Ok(conn) => {
+                    if waiting.len() >= MAX_WAITING {
+                        waiting.remove(0);
+                    }
+                    waiting.push(Waiting {
+                        conn,
+                        since: Instant::now(),
+                        ready: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // E.g. out of file descriptors: do not spin.
+                    std::thread::sleep(Duration::from_millis(50));
+                    return;
+                }
             }
         }
     }
+}
+
+/// Connections accepted and waiting for their first bytes, at most.
+const MAX_WAITING: usize = 1024;
+
+/// An accepted connection that has not sent anything yet.
+struct Waiting {
+    conn: Conn,
+    since: Instant,
+    /// Readable (or closed): a handler takes it now.
+    ready: bool,
+}
+
+/// Polls the listener and the waiting connections until one of them is readable
+/// or the oldest waiting connection's deadline passes. Marks the readable waiting
+/// ones; true if the listener is readable.
+fn wait_readable(listener: RawFd, waiting: &mut [Waiting], limits: Limits) -> bool {
+    let mut fds: Vec<libc::pollfd> = std::iter::once(listener)
+        .chain(waiting.iter().map(|w| w.conn.fd()))
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let timeout_ms = waiting
+        .iter()
+        .map(|w| {
+            let left = (w.since + limits.io_timeout).saturating_duration_since(Instant::now());
+            i32::try_from(left.as_millis()).unwrap_or(i32::MAX).max(1)
+        })
+        .min()
+        .unwrap_or(-1);
+    // SAFETY: `fds` is a valid, initialised array of `fds.len()` pollfd entries.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n <= 0 {
+        return false;
+    }
+    for (w, fd) in waiting.iter_mut().zip(&fds[1..]) {
+        w.ready = fd.revents != 0;
+    }
+    fds[0].revents != 0
+}
+
+/// Removes the ready connections (returned, for the handlers) and the ones whose
+/// deadline passed (closed).
+fn take_ready(waiting: &mut Vec<Waiting>, deadline: Duration) -> Vec<Conn> {
+    let now = Instant::now();
+    let mut ready = Vec::new();
+    let mut kept = Vec::with_capacity(waiting.len());
+    for w in waiting.drain(..) {
+        if w.ready {
+            ready.push(w.conn);
+        } else if now.duration_since(w.since) < deadline {
+            kept.push(w);
+        }
+    }
+    *waiting = kept;
+    ready
 }
 
 /// An accepted connection.
 enum Conn {
     Tcp(TcpStream),
     Unix(UnixStream),
+}
+
+impl Conn {
+    fn fd(&self) -> RawFd {
+        match self {
+            Conn::Tcp(s) => s.as_raw_fd(),
+            Conn::Unix(s) => s.as_raw_fd(),
+        }
+    }
 }
 
 /// One handler thread.
@@ -543,6 +663,28 @@ mod tests {
             !String::from_utf8_lossy(&rest).contains("GET /slow"),
             "never answered"
         );
+        stop.stop();
+    }
+
+    /// Connections that send nothing wait outside the handler pool, so they cannot
+    /// hold every handler: a real request is answered at once.
+    #[test]
+    fn silent_connections_do_not_hold_the_handlers() {
+        let limits = Limits {
+            workers: 2,
+            io_timeout: Duration::from_secs(3),
+            ..Limits::small()
+        };
+        let (addr, stop) = start("lt-idle", limits);
+        let silent: Vec<TcpStream> = (0..10)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        std::thread::sleep(Duration::from_millis(100)); // let them be accepted
+        let started = Instant::now();
+        assert!(get(addr, "/real").ends_with("GET /real "));
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(1), "answered after {took:?}");
+        drop(silent);
         stop.stop();
     }
 
