@@ -7,7 +7,7 @@
 //! (`queue`, `hook`, `config`, `raw`) go to `debug::client`, and `jq` (or running
 //! the binary as `jq`) to `jq_cli`.
 
-use crate::flags::{self, FlagError, FlagSpec, Kind, START_FLAGS, Values};
+use crate::flags::{FlagError, FlagSpec, Kind, Program, Values};
 
 /// Version printed by `version` and at start.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -15,7 +15,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// What the command line asked for.
 #[derive(Debug)]
 pub enum Command {
-    Start(Box<flags::Config>),
+    Start(Box<crate::flags::Config>),
     Version,
     Help(String),
     DebugOptions,
@@ -38,15 +38,23 @@ pub fn main() -> i32 {
     {
         return crate::jq_cli::main(args.get(1..).unwrap_or_default());
     }
+    let (program, _) = program_of(&args);
+    let name = program.name();
     match parse(&args, &env) {
         Ok(Command::Debug(words)) => crate::debug::client::main(&words, &env),
         Ok(Command::Jq(jq_args)) => crate::jq_cli::main(&jq_args),
         Ok(Command::Start(config)) => {
-            println!("shell-operator v{VERSION}");
+            println!("{name} v{VERSION}");
+            if program == Program::Addon
+                && let Err(e) = crate::addon::flags::check_no_helm2(&env)
+            {
+                eprintln!("Error: {e}");
+                return 1;
+            }
             crate::operator::run(*config)
         }
         Ok(Command::Version) => {
-            println!("shell-operator v{VERSION}");
+            println!("{name} v{VERSION}");
             println!("jqFilter implementation: using jaq (jaq-core 3)");
             0
         }
@@ -55,28 +63,48 @@ pub fn main() -> i32 {
             0
         }
         Ok(Command::DebugOptions) => {
-            print!("{}", debug_options());
+            print!("{}", debug_options_for(program));
             0
         }
         Err(e) => {
             eprintln!("Error: {e}");
-            eprintln!("Run 'shell-operator --help' for usage.");
+            eprintln!("Run '{name} --help' for usage.");
             1
         }
     }
 }
 
+/// Which operator argv asks for, and where its own words start: the binary invoked
+/// as `addon-operator` (a symlink), or `shell-operator addon-operator ...`.
+pub fn program_of(args: &[String]) -> (Program, usize) {
+    let invoked_as = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str());
+    if invoked_as == Some("addon-operator") {
+        return (Program::Addon, 1);
+    }
+    if args.get(1).is_some_and(|a| a == "addon-operator") {
+        return (Program::Addon, 2);
+    }
+    (Program::Shell, 1)
+}
+
 /// Parses argv (with argv[0]) and the environment into a command.
 pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Command, FlagError> {
-    let rest = args.get(1..).unwrap_or_default();
+    let (program, skip) = program_of(args);
+    let rest = args.get(skip..).unwrap_or_default();
     let (command, rest) = match rest.first().map(String::as_str) {
         Some("start") => ("start", &rest[1..]),
         Some("version") => ("version", &rest[1..]),
-        Some("help") => return Ok(Command::Help(help_for(rest.get(1).map(String::as_str)))),
+        Some("help") => {
+            let topic = rest.get(1).map(String::as_str);
+            return Ok(Command::Help(help_for(program, topic)));
+        }
         Some("debug-options") => return Ok(Command::DebugOptions),
         Some("queue" | "hook" | "config" | "raw") => return Ok(Command::Debug(rest.to_vec())),
         Some("jq") => return Ok(Command::Jq(rest[1..].to_vec())),
-        Some("-h" | "--help") => return Ok(Command::Help(root_help())),
+        Some("-h" | "--help") => return Ok(Command::Help(root_help(program))),
         Some(arg) if !arg.starts_with('-') => {
             return Err(FlagError(format!(
                 "unknown command {arg:?}: expected start, version, help, queue, hook, config, raw or jq"
@@ -85,7 +113,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         _ => ("start", rest),
     };
     if rest.iter().any(|a| a == "--help" || a == "-h") {
-        return Ok(Command::Help(help_for(Some(command))));
+        return Ok(Command::Help(help_for(program, Some(command))));
     }
     match command {
         "version" => match rest.first() {
@@ -93,15 +121,18 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Co
             Some(a) => Err(FlagError(format!("version takes no arguments, got {a:?}"))),
         },
         _ => {
-            let flag_values = parse_flags(rest)?;
-            let values = Values::resolve(env, &flag_values)?;
-            Ok(Command::Start(Box::new(values.into_config())))
+            let flag_values = parse_flags(program, rest)?;
+            let values = Values::resolve(program, env, &flag_values)?;
+            Ok(Command::Start(Box::new(values.into_config_for(program))))
         }
     }
 }
 
 /// Splits `--name value`, `--name=value` and bare boolean `--name` into pairs.
-fn parse_flags(args: &[String]) -> Result<Vec<(&'static FlagSpec, String)>, FlagError> {
+fn parse_flags(
+    program: Program,
+    args: &[String],
+) -> Result<Vec<(&'static FlagSpec, String)>, FlagError> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -115,7 +146,9 @@ fn parse_flags(args: &[String]) -> Result<Vec<(&'static FlagSpec, String)>, Flag
             Some((n, v)) => (n, Some(v.to_string())),
             None => (body, None),
         };
-        let spec = flags::spec(name).ok_or_else(|| FlagError(format!("unknown flag: --{name}")))?;
+        let spec = program
+            .spec(name)
+            .ok_or_else(|| FlagError(format!("unknown flag: --{name}")))?;
         let value = match (inline, spec.kind) {
             (Some(v), _) => v,
             (None, Kind::Bool) => "true".to_string(),
@@ -132,7 +165,10 @@ fn parse_flags(args: &[String]) -> Result<Vec<(&'static FlagSpec, String)>, Flag
     Ok(out)
 }
 
-fn root_help() -> String {
+fn root_help(program: Program) -> String {
+    if program == Program::Addon {
+        return ADDON_HELP.to_string();
+    }
     "shell-operator runs executables (hooks) on startup, on schedules, on Kubernetes \
 events and as admission or conversion webhooks.\n\n\
 Usage:\n  shell-operator [command] [flags]\n\n\
@@ -142,43 +178,64 @@ queue      Queues of a running operator: queue list, queue main\n  \
 hook       Hooks of a running operator: hook list, hook snapshot <hook>\n  \
 config     Runtime parameters: config list, config set log.level debug [duration]\n  \
 raw        GET any debug socket path\n  \
-jq         Built-in jq (also when the binary is invoked as jq)\n\n\
+jq         Built-in jq (also when the binary is invoked as jq)\n  \
+addon-operator  Run as addon-operator (also when the binary is invoked as addon-operator)\n\n\
 Run 'shell-operator start --help' for the flags.\n"
         .to_string()
 }
 
-fn help_for(command: Option<&str>) -> String {
+const ADDON_HELP: &str = "addon-operator installs and runs modules (a Helm chart, hooks and \
+values) and global hooks, configured by a ConfigMap.\n\n\
+Usage:\n  addon-operator [command] [flags]\n\n\
+Commands:\n  start      Run the operator (the default command; its flags work without it too)\n  \
+version    Print the version\n  help       Help about a command\n  \
+queue      Queues of a running operator: queue list, queue main\n  \
+hook       Hooks of a running operator: hook list, hook snapshot <hook>\n  \
+config     Runtime parameters: config list, config set log.level debug [duration]\n  \
+raw        GET any debug socket path\n\n\
+Run 'addon-operator start --help' for the flags.\n";
+
+fn help_for(program: Program, command: Option<&str>) -> String {
+    let name = program.name();
     match command {
-        Some("start") => start_help(false),
-        Some("version") => "Print the version.\n\nUsage:\n  shell-operator version\n".to_string(),
-        _ => root_help(),
+        Some("start") => start_help(program, false),
+        Some("version") => format!("Print the version.\n\nUsage:\n  {name} version\n"),
+        _ => root_help(program),
     }
 }
 
 /// Help of `start`: every flag with its env var and default.
-fn start_help(hidden: bool) -> String {
-    let mut out = String::from(
-        "Run the operator.\n\nUsage:\n  shell-operator start [flags]\n\nFlags (flag > env > default):\n",
+fn start_help(program: Program, hidden: bool) -> String {
+    let name = program.name();
+    let mut out = format!(
+        "Run the operator.\n\nUsage:\n  {name} start [flags]\n\nFlags (flag > env > default):\n",
     );
-    for f in START_FLAGS.iter().filter(|f| f.hidden == hidden) {
+    for f in program.flags().into_iter().filter(|f| f.hidden == hidden) {
         let value = match f.kind {
             Kind::Bool => String::new(),
             Kind::Choice(c) => format!(" <{}>", c.join("|")),
             _ => " <value>".to_string(),
         };
+        let env: Vec<&str> = std::iter::once(f.env)
+            .chain(f.aliases.iter().copied())
+            .collect();
         out.push_str(&format!(
             "  --{}{}\n      {} [env {}, default {:?}]\n",
-            f.name, value, f.help, f.env, f.default
+            f.name,
+            value,
+            f.help,
+            env.join(" or "),
+            f.default
         ));
     }
     if !hidden {
-        out.push_str("\nHidden debug flags: shell-operator debug-options\n");
+        out.push_str(&format!("\nHidden debug flags: {name} debug-options\n"));
     }
     out
 }
 
-fn debug_options() -> String {
-    start_help(true).replacen("Flags (flag > env > default)", "Debug flags", 1)
+fn debug_options_for(program: Program) -> String {
+    start_help(program, true).replacen("Flags (flag > env > default)", "Debug flags", 1)
 }
 
 #[cfg(test)]
@@ -233,6 +290,41 @@ mod tests {
     }
 
     #[test]
+    fn addon_operator_by_argv0_or_subcommand() {
+        for args in [
+            &["/bin/addon-operator", "--config-map", "cm"][..],
+            &[
+                "shell-operator",
+                "addon-operator",
+                "start",
+                "--config-map=cm",
+            ],
+        ] {
+            match run(args) {
+                Ok(Command::Start(c)) => {
+                    assert_eq!(c.program, Program::Addon);
+                    assert_eq!(c.addon.as_ref().map(|a| a.config_map.as_str()), Some("cm"));
+                    assert_eq!(c.listen_port, 9650);
+                }
+                other => panic!("{args:?}: expected addon start, got {other:?}"),
+            }
+        }
+        let Ok(Command::Help(text)) = run(&["addon-operator", "start", "--help"]) else {
+            panic!("help")
+        };
+        assert!(text.contains("--modules-dir") && text.contains("MODULES_DIR"));
+        assert!(!text.contains("--hooks-dir"), "shell-only flag listed");
+        assert!(matches!(
+            run(&["addon-operator", "version"]),
+            Ok(Command::Version)
+        ));
+        let err = run(&["addon-operator", "--hooks-dir", "x"]).unwrap_err();
+        assert_eq!(err.0, "unknown flag: --hooks-dir");
+        let err = run(&["addon-operator", "--prometheus-listen-port", "99999"]).unwrap_err();
+        assert!(err.0.contains("--prometheus-listen-port"), "{}", err.0);
+    }
+
+    #[test]
     fn help_on_every_level() {
         for args in [
             &["so", "--help"][..],
@@ -252,6 +344,6 @@ mod tests {
             !text.contains("--debug-keep-tmp-files"),
             "hidden flags stay hidden"
         );
-        assert!(debug_options().contains("--debug-keep-tmp-files"));
+        assert!(debug_options_for(Program::Shell).contains("--debug-keep-tmp-files"));
     }
 }

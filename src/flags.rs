@@ -33,6 +33,9 @@ pub struct FlagSpec {
     pub env: &'static str,
     pub default: &'static str,
     pub kind: Kind,
+    /// Other environment variables read when `env` is unset, in order (addon-operator's
+    /// classic names such as `MODULES_DIR` beside `ADDON_OPERATOR_MODULES_DIR`).
+    pub aliases: &'static [&'static str],
     /// Hidden flags (flant's `--debug-*`) are accepted but listed only by `debug-options`.
     pub hidden: bool,
     pub help: &'static str,
@@ -49,6 +52,18 @@ macro_rules! flag {
             env: $env,
             default: $default,
             kind: $kind,
+            aliases: &[],
+            hidden: false,
+            help: $help,
+        }
+    };
+    (aliased $name:expr, $env:expr, [$($alias:expr),*], $default:expr, $kind:expr, $help:expr) => {
+        FlagSpec {
+            name: $name,
+            env: $env,
+            default: $default,
+            kind: $kind,
+            aliases: &[$($alias),*],
             hidden: false,
             help: $help,
         }
@@ -59,10 +74,52 @@ macro_rules! flag {
             env: $env,
             default: $default,
             kind: $kind,
+            aliases: &[],
             hidden: true,
             help: $help,
         }
     };
+}
+
+pub(crate) use flag;
+
+/// Which operator the binary runs as: chosen by argv[0] or the `addon-operator`
+/// subcommand. Each has its own flag table, defaults and banner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    Shell,
+    Addon,
+}
+
+impl Program {
+    /// The name printed in banners, help and `version`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Shell => "shell-operator",
+            Program::Addon => "addon-operator",
+        }
+    }
+
+    /// The flags of `start`, in the order `--help` lists them.
+    pub fn flags(self) -> Vec<&'static FlagSpec> {
+        match self {
+            Program::Shell => START_FLAGS.iter().collect(),
+            Program::Addon => {
+                let own = crate::addon::flags::ADDON_FLAGS;
+                let dropped = crate::addon::flags::SHELL_ONLY;
+                own.iter()
+                    .chain(START_FLAGS.iter().filter(|f| {
+                        !own.iter().any(|o| o.name == f.name) && !dropped.contains(&f.name)
+                    }))
+                    .collect()
+            }
+        }
+    }
+
+    /// Looks a flag of this program up by name.
+    pub fn spec(self, name: &str) -> Option<&'static FlagSpec> {
+        self.flags().into_iter().find(|f| f.name == name)
+    }
 }
 
 /// Every flag of `shell-operator start`, in the order `--help` lists them.
@@ -345,6 +402,8 @@ impl std::fmt::Display for FlagError {
 /// The typed settings of a `start` run.
 #[derive(Debug, Clone)]
 pub struct Config {
+    pub program: Program,
+    /// shell-operator's hooks dir, or addon-operator's global hooks dir.
     pub hooks_dir: PathBuf,
     pub tmp_dir: PathBuf,
     pub listen_address: String,
@@ -359,6 +418,8 @@ pub struct Config {
     pub validating: WebhookFlags,
     pub conversion: WebhookFlags,
     pub debug: DebugFlags,
+    /// addon-operator's own settings; `None` for shell-operator.
+    pub addon: Option<crate::addon::flags::AddonFlags>,
 }
 
 /// Kubernetes client settings (main client and object patcher).
@@ -408,9 +469,9 @@ pub struct DebugFlags {
     pub kubernetes_api: bool,
 }
 
-/// Looks a flag up by name.
+/// Looks a shell-operator flag up by name.
 pub fn spec(name: &str) -> Option<&'static FlagSpec> {
-    START_FLAGS.iter().find(|f| f.name == name)
+    Program::Shell.spec(name)
 }
 
 /// Raw values after precedence, keyed by flag name.
@@ -420,13 +481,17 @@ pub struct Values(HashMap<&'static str, Vec<String>>);
 impl Values {
     /// Applies env vars (from `env`) over defaults, then `flags` (name, value) over both.
     pub fn resolve(
+        program: Program,
         env: &dyn Fn(&str) -> Option<String>,
         flags: &[(&'static FlagSpec, String)],
     ) -> Result<Values, FlagError> {
         let mut values = Values::default();
-        for spec in START_FLAGS {
-            let (value, source) = match env(spec.env) {
-                Some(v) => (v, format!("env {}", spec.env)),
+        for spec in program.flags() {
+            let from_env = std::iter::once(spec.env)
+                .chain(spec.aliases.iter().copied())
+                .find_map(|name| env(name).map(|v| (v, name)));
+            let (value, source) = match from_env {
+                Some((v, name)) => (v, format!("env {name}")),
                 None => (
                     spec.default.to_string(),
                     format!("default of --{}", spec.name),
@@ -452,7 +517,9 @@ impl Values {
             from_flags.entry(spec.name).or_default().push(v.clone());
         }
         for (name, mut list) in from_flags {
-            let spec = spec(name).ok_or_else(|| FlagError(format!("unknown flag --{name}")))?;
+            let spec = program
+                .spec(name)
+                .ok_or_else(|| FlagError(format!("unknown flag --{name}")))?;
             if spec.kind != Kind::List {
                 list = list.split_off(list.len() - 1); // the last occurrence wins
             }
@@ -461,38 +528,50 @@ impl Values {
         Ok(values)
     }
 
-    fn str(&self, name: &str) -> String {
+    pub(crate) fn str(&self, name: &str) -> String {
         self.0
             .get(name)
             .and_then(|v| v.last())
             .cloned()
             .unwrap_or_default()
     }
-    fn list(&self, name: &str) -> Vec<PathBuf> {
+    pub(crate) fn list(&self, name: &str) -> Vec<PathBuf> {
         self.0
             .get(name)
             .map(|v| v.iter().map(PathBuf::from).collect())
             .unwrap_or_default()
     }
-    fn bool(&self, name: &str) -> bool {
+    pub(crate) fn bool(&self, name: &str) -> bool {
         parse_bool(&self.str(name)).unwrap_or(false)
     }
-    fn num<T: std::str::FromStr + Default>(&self, name: &str) -> T {
+    pub(crate) fn num<T: std::str::FromStr + Default>(&self, name: &str) -> T {
         self.str(name).trim().parse().unwrap_or_default()
     }
-    fn duration(&self, name: &str) -> Duration {
+    pub(crate) fn duration(&self, name: &str) -> Duration {
         go_duration(&self.str(name)).unwrap_or_default()
     }
 
     /// Builds the typed config; every value was checked by `resolve`.
     pub fn into_config(self) -> Config {
+        self.into_config_for(Program::Shell)
+    }
+
+    /// Builds the typed config of `program`; addon-operator's global hooks dir takes
+    /// the place of the hooks dir and `--prometheus-listen-*` of `--listen-*`.
+    pub fn into_config_for(self, program: Program) -> Config {
         let v = &self;
         let timeout = v.duration("hook-run-timeout");
+        let addon = (program == Program::Addon).then(|| crate::addon::flags::addon_flags(v));
+        let (hooks_dir, listen) = match &addon {
+            Some(a) => (a.global_hooks_dir.clone(), "prometheus-listen"),
+            None => (PathBuf::from(v.str("hooks-dir")), "listen"),
+        };
         Config {
-            hooks_dir: PathBuf::from(v.str("hooks-dir")),
+            program,
+            hooks_dir,
             tmp_dir: PathBuf::from(v.str("tmp-dir")),
-            listen_address: v.str("listen-address"),
-            listen_port: v.num("listen-port"),
+            listen_address: v.str(&format!("{listen}-address")),
+            listen_port: v.num(&format!("{listen}-port")),
             metrics_prefix: v.str("prometheus-metrics-prefix"),
             namespace: v.str("namespace"),
             hook_run_timeout: (!timeout.is_zero()).then_some(timeout),
@@ -524,6 +603,7 @@ impl Values {
                 keep_tmp_files: v.bool("debug-keep-tmp-files"),
                 kubernetes_api: v.bool("debug-kubernetes-api"),
             },
+            addon,
         }
     }
 }
@@ -634,7 +714,7 @@ mod tests {
             .iter()
             .map(|(n, v)| (spec(n).expect("known flag"), v.to_string()))
             .collect();
-        Values::resolve(&|k| env.get(k).cloned(), &flags).map(Values::into_config)
+        Values::resolve(Program::Shell, &|k| env.get(k).cloned(), &flags).map(Values::into_config)
     }
 
     #[test]

@@ -1,0 +1,221 @@
+//! addon-operator's `start` flags: the flags it has beside (or instead of) shell-operator's,
+//! with flant's environment variables. The classic names the seeds use (`MODULES_DIR`,
+//! `GLOBAL_HOOKS_DIR`, ...) are accepted as aliases of the newer `ADDON_OPERATOR_*`
+//! names; when both are set the `ADDON_OPERATOR_*` one wins, as in flant.
+//!
+//! `flags.rs` merges this table with shell-operator's (minus [`SHELL_ONLY`]) and calls
+//! [`addon_flags`] to build the typed settings.
+
+use crate::flags::{FlagSpec, Kind, Values, flag};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// shell-operator flags addon-operator does not have (it has its own names for them).
+pub const SHELL_ONLY: &[&str] = &["hooks-dir", "listen-address", "listen-port"];
+
+/// addon-operator's own flags, listed first by `--help`.
+pub const ADDON_FLAGS: &[FlagSpec] = &[
+    flag!(aliased "modules-dir", "ADDON_OPERATOR_MODULES_DIR", ["MODULES_DIR"], "modules", Kind::Str,
+        "Directories of modules, separated by ':'."),
+    flag!(aliased "global-hooks-dir", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR", ["GLOBAL_HOOKS_DIR"], "global-hooks", Kind::Str,
+        "Directory of global hooks (its 'hooks' subdirectory when there is one)."),
+    flag!(aliased "unnumbered-modules-order", "ADDON_OPERATOR_UNNUMBERED_MODULES_ORDER",
+        ["UNNUMBERED_MODULES_ORDER", "UNNUMBERED_MODULE_ORDER"], "1", Kind::Int,
+        "Order of modules whose directory has no number prefix."),
+    flag!(aliased "tmp-dir", "ADDON_OPERATOR_TMP_DIR", ["SHELL_OPERATOR_TMP_DIR"], "/tmp/addon-operator", Kind::Str,
+        "Directory for binding contexts, values files and other temporary files."),
+    flag!(aliased "namespace", "ADDON_OPERATOR_NAMESPACE", ["SHELL_OPERATOR_NAMESPACE"], "", Kind::Str,
+        "Namespace of the ConfigMap and of every module's Helm release."),
+    flag!(aliased "prometheus-listen-address", "ADDON_OPERATOR_LISTEN_ADDRESS", ["SHELL_OPERATOR_LISTEN_ADDRESS"],
+        "0.0.0.0", Kind::Str, "Address of the HTTP server for /metrics, /healthz and /ready."),
+    flag!(aliased "prometheus-listen-port", "ADDON_OPERATOR_LISTEN_PORT", ["SHELL_OPERATOR_LISTEN_PORT"],
+        "9650", Kind::Port, "Port of the HTTP server for /metrics, /healthz and /ready."),
+    flag!(aliased "prometheus-metrics-prefix", "ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX",
+        ["SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"], "addon_operator_", Kind::Str,
+        "Prefix of every self metric name."),
+    flag!(
+        "config-map",
+        "ADDON_OPERATOR_CONFIG_MAP",
+        "addon-operator",
+        Kind::Str,
+        "Name of the ConfigMap that holds the configuration values."
+    ),
+    flag!(aliased "strict-check-values-mode-enabled", "ADDON_OPERATOR_STRICT_CHECK_VALUES_MODE_ENABLED",
+        ["STRICT_CHECK_VALUES_MODE_ENABLED"], "false", Kind::Bool,
+        "Require a values.yaml in every modules directory and every module."),
+    flag!(
+        "helm-bin-path",
+        "HELM_BIN_PATH",
+        "helm",
+        Kind::Str,
+        "The helm binary."
+    ),
+    flag!(
+        "helm-history-max",
+        "HELM_HISTORY_MAX",
+        "10",
+        Kind::Int,
+        "Revisions helm keeps per release (--history-max)."
+    ),
+    flag!(
+        "helm-timeout",
+        "HELM_TIMEOUT",
+        "5m",
+        Kind::Duration,
+        "How long one helm operation may take (--timeout)."
+    ),
+    flag!(
+        "helm-ignore-release",
+        "HELM_IGNORE_RELEASE",
+        "",
+        Kind::Str,
+        "A release in the namespace that is never purged (the operator's own)."
+    ),
+    flag!(
+        "helm-monitor-kube-client-qps",
+        "HELM_MONITOR_KUBE_CLIENT_QPS",
+        "5",
+        Kind::Float,
+        "Accepted for compatibility; there is no resource monitor yet."
+    ),
+    flag!(
+        "helm-monitor-kube-client-burst",
+        "HELM_MONITOR_KUBE_CLIENT_BURST",
+        "10",
+        Kind::Int,
+        "Accepted for compatibility; there is no resource monitor yet."
+    ),
+    flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/addon-operator/debug.socket", Kind::Str,
+        "Path of the debug unix socket."),
+];
+
+/// addon-operator's typed settings.
+#[derive(Debug, Clone)]
+pub struct AddonFlags {
+    /// Every modules directory, in the order given (empty entries dropped).
+    pub modules_dirs: Vec<PathBuf>,
+    /// As given; hooks are searched in its `hooks` subdirectory when it exists.
+    pub global_hooks_dir: PathBuf,
+    pub unnumbered_order: u32,
+    pub config_map: String,
+    pub strict_values: bool,
+    pub helm_bin: PathBuf,
+    pub helm_history_max: u32,
+    pub helm_timeout: Duration,
+    pub helm_ignore_release: String,
+}
+
+/// Builds the typed settings; every value was checked by `Values::resolve`.
+pub fn addon_flags(v: &Values) -> AddonFlags {
+    AddonFlags {
+        modules_dirs: v
+            .str("modules-dir")
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        global_hooks_dir: PathBuf::from(v.str("global-hooks-dir")),
+        unnumbered_order: v.num("unnumbered-modules-order"),
+        config_map: v.str("config-map"),
+        strict_values: v.bool("strict-check-values-mode-enabled"),
+        helm_bin: PathBuf::from(v.str("helm-bin-path")),
+        helm_history_max: v.num("helm-history-max"),
+        helm_timeout: v.duration("helm-timeout"),
+        helm_ignore_release: v.str("helm-ignore-release"),
+    }
+}
+
+/// flant refuses to start when any Helm 2 setting is present; so do we.
+pub fn check_no_helm2(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    const HELM2: &[&str] = &[
+        "HELM2",
+        "TILLER_MAX_HISTORY",
+        "TILLER_BIN_PATH",
+        "ADDON_OPERATOR_TILLER_LISTEN_PORT",
+        "ADDON_OPERATOR_TILLER_PROBE_LISTEN_PORT",
+    ];
+    match HELM2.iter().find(|n| env(n).is_some_and(|v| !v.is_empty())) {
+        Some(name) => Err(format!(
+            "env {name}: Helm2 support is deprecated in Addon-operator v1.1+; use helm 3 or 4"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flags::Program;
+
+    fn config(env: &[(&str, &str)], flags: &[(&str, &str)]) -> crate::flags::Config {
+        let env: std::collections::HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let flags: Vec<_> = flags
+            .iter()
+            .map(|(n, v)| (Program::Addon.spec(n).expect("known flag"), v.to_string()))
+            .collect();
+        Values::resolve(Program::Addon, &|k| env.get(k).cloned(), &flags)
+            .expect("valid")
+            .into_config_for(Program::Addon)
+    }
+
+    #[test]
+    fn defaults_match_flant_classic() {
+        let c = config(&[], &[]);
+        let a = c.addon.as_ref().expect("addon settings");
+        assert_eq!(c.listen_port, 9650);
+        assert_eq!(c.listen_address, "0.0.0.0");
+        assert_eq!(c.metrics_prefix, "addon_operator_");
+        assert_eq!(c.tmp_dir, PathBuf::from("/tmp/addon-operator"));
+        assert_eq!(
+            c.debug.unix_socket,
+            PathBuf::from("/var/run/addon-operator/debug.socket")
+        );
+        assert_eq!(a.config_map, "addon-operator");
+        assert_eq!(a.helm_bin, PathBuf::from("helm"));
+        assert_eq!(a.helm_history_max, 10);
+        assert_eq!(a.helm_timeout, Duration::from_secs(300));
+        assert_eq!(a.modules_dirs, vec![PathBuf::from("modules")]);
+        assert_eq!(c.hooks_dir, PathBuf::from("global-hooks"));
+        assert_eq!(a.unnumbered_order, 1);
+    }
+
+    #[test]
+    fn classic_names_are_aliases_and_new_names_win() {
+        let c = config(
+            &[("MODULES_DIR", "/a::/b"), ("GLOBAL_HOOKS_DIR", "/g")],
+            &[],
+        );
+        let a = c.addon.as_ref().expect("addon");
+        assert_eq!(
+            a.modules_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(c.hooks_dir, PathBuf::from("/g"));
+        let c = config(
+            &[
+                ("MODULES_DIR", "/old"),
+                ("ADDON_OPERATOR_MODULES_DIR", "/new"),
+            ],
+            &[("helm-history-max", "3")],
+        );
+        let a = c.addon.as_ref().expect("addon");
+        assert_eq!(a.modules_dirs, vec![PathBuf::from("/new")]);
+        assert_eq!(a.helm_history_max, 3);
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable() {
+        let err = Values::resolve(
+            Program::Addon,
+            &|k| (k == "ADDON_OPERATOR_LISTEN_PORT").then(|| "x".to_string()),
+            &[],
+        )
+        .expect_err("bad port");
+        assert!(err.0.contains("ADDON_OPERATOR_LISTEN_PORT"), "{}", err.0);
+        let helm2 = check_no_helm2(&|k| (k == "HELM2").then(|| "yes".to_string()));
+        assert!(helm2.expect_err("helm2").contains("HELM2"));
+    }
+}
