@@ -50,6 +50,8 @@ pub struct RunResult {
     pub kubernetes_patch: Vec<u8>,
     pub validating_response: Vec<u8>,
     pub conversion_response: Vec<u8>,
+    /// Contents of the output files among [`ExtraFile`]s, in their order.
+    pub extra: Vec<Vec<u8>>,
 }
 
 impl RunResult {
@@ -75,8 +77,17 @@ static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 /// The temp files of one run; removed on drop unless kept for debugging.
 struct TempFiles {
-    paths: [PathBuf; 5],
+    /// The five shell-operator files, then the caller's extra files in order.
+    paths: Vec<PathBuf>,
     keep: bool,
+}
+
+/// A file beyond shell-operator's five, passed to the hook in `env`: an input with
+/// `content`, or (`None`) an output the hook may write.
+#[derive(Debug, Clone)]
+pub struct ExtraFile {
+    pub env: &'static str,
+    pub content: Option<Vec<u8>>,
 }
 
 impl Drop for TempFiles {
@@ -106,13 +117,33 @@ impl Executor {
         context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
         labels: &RunLabels,
     ) -> std::io::Result<RunResult> {
-        let files = self.temp_files(&labels.hook)?;
+        self.run_with(path, context, labels, &[])
+    }
+
+    /// [`run`](Self::run) with more files, each passed in its environment variable:
+    /// an input file holds the given bytes; an output file starts empty and its
+    /// content comes back in [`RunResult::extra`], in the order of `extra`.
+    /// addon-operator passes its values files this way.
+    pub fn run_with(
+        &self,
+        path: &Path,
+        context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+        labels: &RunLabels,
+        extra: &[ExtraFile],
+    ) -> std::io::Result<RunResult> {
+        let files = self.temp_files(&labels.hook, extra)?;
         let mut file = std::io::BufWriter::new(create_new(&files.paths[0])?);
         context(&mut file)?;
         file.flush()?;
         drop(file);
-        for p in &files.paths[1..] {
+        for p in &files.paths[1..5] {
             create_new(p)?;
+        }
+        for (file, p) in extra.iter().zip(&files.paths[5..]) {
+            let mut f = create_new(p)?;
+            if let Some(content) = &file.content {
+                f.write_all(content)?;
+            }
         }
         let mut cmd = Command::new(path);
         cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
@@ -125,6 +156,9 @@ impl Executor {
             .env("VALIDATING_RESPONSE_PATH", &files.paths[3])
             .env("ADMISSION_RESPONSE_PATH", &files.paths[3])
             .env("CONVERSION_RESPONSE_PATH", &files.paths[4]);
+        for (file, p) in extra.iter().zip(&files.paths[5..]) {
+            cmd.env(file.env, p);
+        }
         let started = Instant::now();
         let (running, mut child) = process::spawn(&mut cmd)?;
         let fields = [
@@ -160,10 +194,16 @@ impl Executor {
             kubernetes_patch: read_output(&files.paths[2], "KUBERNETES_PATCH_PATH")?,
             validating_response: read_output(&files.paths[3], "VALIDATING_RESPONSE_PATH")?,
             conversion_response: read_output(&files.paths[4], "CONVERSION_RESPONSE_PATH")?,
+            extra: extra
+                .iter()
+                .zip(&files.paths[5..])
+                .filter(|(f, _)| f.content.is_none())
+                .map(|(f, p)| read_output(p, f.env))
+                .collect::<std::io::Result<_>>()?,
         })
     }
 
-    fn temp_files(&self, hook: &str) -> std::io::Result<TempFiles> {
+    fn temp_files(&self, hook: &str, extra: &[ExtraFile]) -> std::io::Result<TempFiles> {
         let safe = crate::hook::safe_name(hook);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -176,14 +216,16 @@ impl Executor {
             nanos
         );
         let name = |kind: &str| self.tmp_dir.join(format!("hook-{safe}-{kind}-{id}.json"));
+        let mut paths = vec![
+            name("binding-context"),
+            name("metrics"),
+            name("kubernetes-patch"),
+            name("admission-response"),
+            name("conversion-response"),
+        ];
+        paths.extend(extra.iter().map(|f| name(&f.env.to_lowercase().replace('_', "-"))));
         Ok(TempFiles {
-            paths: [
-                name("binding-context"),
-                name("metrics"),
-                name("kubernetes-patch"),
-                name("admission-response"),
-                name("conversion-response"),
-            ],
+            paths,
             keep: self.keep_tmp_files,
         })
     }

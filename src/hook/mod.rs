@@ -10,7 +10,7 @@ pub mod limiter;
 
 use crate::jq::JqFilter;
 use crate::process::{self, ExitStatus};
-use config::{ConfigVersion, HookConfig};
+use config::{ConfigVersion, HookConfig, HookKind};
 use limiter::TokenBucket;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -124,6 +124,18 @@ pub fn load(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Hook, LoadError> {
+    load_as(root, path, timeout, jq_library, HookKind::Shell)
+}
+
+/// [`load`] for a hook of `kind` (addon-operator's global and module hooks); its name
+/// is its path relative to `root`.
+pub fn load_as(
+    root: &Path,
+    path: &Path,
+    timeout: Option<Duration>,
+    jq_library: Option<&Path>,
+    kind: HookKind,
+) -> Result<Hook, LoadError> {
     let name = path
         .strip_prefix(root)
         .unwrap_or(path)
@@ -131,7 +143,7 @@ pub fn load(
         .into_owned();
     let output = run_config(path, timeout)
         .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
-    let config = config::parse(&name, &output)
+    let config = config::parse_as(&name, &output, kind)
         .map_err(|e| LoadError(format!("{e}\nhook --config output: {}", output.trim_end())))?;
     let mut jq_filters = Vec::with_capacity(config.kubernetes.len());
     for (i, b) in config.kubernetes.iter().enumerate() {

@@ -53,6 +53,12 @@ pub use types::*;
 /// Parse and validate a hook's `--config` output (YAML or JSON; only the first
 /// YAML document is read). `hook_name` is used in error messages only.
 pub fn parse(hook_name: &str, text: &str) -> Result<HookConfig, ConfigError> {
+    parse_as(hook_name, text, HookKind::Shell)
+}
+
+/// [`parse`] for a hook of `kind`: addon-operator's global and module hooks may also
+/// have their lifecycle bindings (`beforeAll: ORDER`, `beforeHelm: ORDER`, ...).
+pub fn parse_as(hook_name: &str, text: &str, kind: HookKind) -> Result<HookConfig, ConfigError> {
     let fail = |message: String| {
         let problem = Problem {
             at: String::new(),
@@ -77,8 +83,8 @@ pub fn parse(hook_name: &str, text: &str) -> Result<HookConfig, ConfigError> {
     };
     let mut problems = Vec::new();
     let config = match detect_version(&map, &mut problems) {
-        Some(ConfigVersion::V1) => Some(v1::parse(&map, &mut problems)),
-        Some(ConfigVersion::V0) => Some(v0::parse(&map, &mut problems)),
+        Some(ConfigVersion::V1) => Some(v1::parse(&map, &mut problems, kind)),
+        Some(ConfigVersion::V0) => Some(v0::parse(&map, &mut problems, kind)),
         None => None,
     };
     match config {

@@ -27,6 +27,73 @@ pub struct HookConfig {
     pub mutating: Vec<AdmissionBinding>,
     pub conversion: Vec<ConversionBinding>,
     pub settings: Settings,
+    /// addon-operator's lifecycle bindings (`beforeAll: ORDER`, ...); empty for
+    /// shell-operator hooks, which may not have them.
+    pub lifecycle: Lifecycle,
+}
+
+/// Which program a hook belongs to, deciding which top-level bindings it may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// shell-operator's hooks: no lifecycle bindings.
+    Shell,
+    /// addon-operator's global hooks: `beforeAll`, `afterAll`.
+    Global,
+    /// addon-operator's module hooks: `beforeHelm`, `afterHelm`, `afterDeleteHelm`.
+    Module,
+}
+
+impl HookKind {
+    /// The lifecycle binding keys this kind of hook may use.
+    pub fn lifecycle_keys(self) -> &'static [&'static str] {
+        match self {
+            HookKind::Shell => &[],
+            HookKind::Global => &["beforeAll", "afterAll"],
+            HookKind::Module => &["beforeHelm", "afterHelm", "afterDeleteHelm"],
+        }
+    }
+}
+
+/// addon-operator's ordered lifecycle bindings: `ORDER` of each one the hook has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lifecycle {
+    pub before_all: Option<f64>,
+    pub after_all: Option<f64>,
+    pub before_helm: Option<f64>,
+    pub after_helm: Option<f64>,
+    pub after_delete_helm: Option<f64>,
+}
+
+impl Lifecycle {
+    /// The order of the binding named `key` (`beforeAll`, `afterHelm`, ...), if set.
+    pub fn order(&self, key: &str) -> Option<f64> {
+        match key {
+            "beforeAll" => self.before_all,
+            "afterAll" => self.after_all,
+            "beforeHelm" => self.before_helm,
+            "afterHelm" => self.after_helm,
+            "afterDeleteHelm" => self.after_delete_helm,
+            _ => None,
+        }
+    }
+
+    fn slot(&mut self, key: &str) -> Option<&mut Option<f64>> {
+        match key {
+            "beforeAll" => Some(&mut self.before_all),
+            "afterAll" => Some(&mut self.after_all),
+            "beforeHelm" => Some(&mut self.before_helm),
+            "afterHelm" => Some(&mut self.after_helm),
+            "afterDeleteHelm" => Some(&mut self.after_delete_helm),
+            _ => None,
+        }
+    }
+
+    /// Sets the order of `key`; unknown keys are ignored.
+    pub fn set(&mut self, key: &str, order: f64) {
+        if let Some(slot) = self.slot(key) {
+            *slot = Some(order);
+        }
+    }
 }
 
 /// Hook-level `settings`: the token-bucket rate limit for runs of this hook.

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 use super::error::Problem;
 use super::selectors::label_selector_v0;
 use super::types::{
-    ConfigVersion, HookConfig, KubernetesBinding, NamespaceSelector, ScheduleBinding, Settings,
+    ConfigVersion, HookConfig, HookKind, KubernetesBinding, NamespaceSelector, ScheduleBinding, Settings,
     WatchEventType,
 };
-use super::v1::{check_crontab, non_empty, on_startup};
+use super::v1::{check_crontab, lifecycle, non_empty, on_startup};
 use super::validate::{Checker, binding_at};
 
 const TOP_KEYS: &[&str] = &["onStartup", "schedule", "onKubernetesEvent"];
@@ -26,8 +26,8 @@ const V1_ONLY_KEYS: &[&str] = &[
 ];
 
 /// Parse a v0 config; an explicit `configVersion: v0` is allowed (our fix).
-pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
-    top_level(m, probs);
+pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> HookConfig {
+    top_level(m, probs, kind);
     HookConfig {
         version: ConfigVersion::V0,
         on_startup: m.get("onStartup").and_then(|v| on_startup(probs, v)),
@@ -37,14 +37,16 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookCon
         mutating: Vec::new(),
         conversion: Vec::new(),
         settings: Settings::default(),
+        lifecycle: lifecycle(m, probs, kind),
     }
 }
 
 /// Strict top-level keys (`configVersion` only reaches here as `v0`), with a
 /// hint when a v1 key is used without `configVersion: v1`.
-fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>) {
+fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) {
     let mut c = Checker::new(probs, "");
-    let known = |k: &str| TOP_KEYS.contains(&k) || k == "configVersion";
+    let lifecycle_keys = kind.lifecycle_keys();
+    let known = |k: &str| TOP_KEYS.contains(&k) || k == "configVersion" || lifecycle_keys.contains(&k);
     for key in m.keys().filter(|k| !known(k)) {
         let msg = if V1_ONLY_KEYS.contains(&key.as_str()) {
             format!("{key} is a forbidden property in config v0; add 'configVersion: v1' to use it")
@@ -54,7 +56,8 @@ fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>) {
         };
         c.err(key, msg);
     }
-    if !TOP_KEYS.iter().any(|k| m.contains_key(*k)) {
+    let has_binding = TOP_KEYS.iter().chain(lifecycle_keys).any(|k| m.contains_key(*k));
+    if !has_binding {
         let msg = "config has no bindings: expected onStartup, schedule or onKubernetesEvent \
                    (v0), or configVersion: v1";
         c.err("", msg);

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::error::Problem;
 use super::group;
-use super::types::{ConfigVersion, HookConfig, ScheduleBinding, Settings};
+use super::types::{ConfigVersion, HookConfig, HookKind, Lifecycle, ScheduleBinding, Settings};
 use super::validate::{Checker, binding_at};
 use super::{admission, conversion, kubernetes};
 use crate::schedule::cron::CronSchedule;
@@ -38,8 +38,8 @@ const SCHEDULE_KEYS: &[&str] = &[
 /// Parse a v1 config. Problems go to `probs`; the result is only meaningful
 /// when none were recorded. Bindings are read in flant's order: kubernetes
 /// first, because the others refer to kubernetes binding names.
-pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookConfig {
-    top_level(m, probs);
+pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> HookConfig {
+    top_level(m, probs, kind);
     let on_startup = m.get("onStartup").and_then(|v| on_startup(probs, v));
     let settings = m.get("settings").map(|v| settings(probs, v));
     let kube = each(m, "kubernetes", probs, kubernetes::parse_v1);
@@ -55,6 +55,7 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookCon
         mutating: admission::parse_list(m, "kubernetesMutating", probs, &names),
         conversion: Vec::new(),
         settings: settings.unwrap_or_default(),
+        lifecycle: lifecycle(m, probs, kind),
     };
     let conv = each(m, CONVERSION, probs, conversion::parse);
     config.conversion = with_snapshots(conv, probs, &names, |b| &b.include_snapshots_from);
@@ -62,10 +63,25 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>) -> HookCon
     config
 }
 
+/// addon-operator's `beforeAll: ORDER`-style bindings the hook's kind allows, each an
+/// integer like `onStartup`.
+pub(crate) fn lifecycle(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> Lifecycle {
+    let mut out = Lifecycle::default();
+    for key in kind.lifecycle_keys() {
+        if let Some(v) = m.get(*key)
+            && let Some(n) = Checker::new(probs, *key).as_int("", v)
+        {
+            out.set(key, n as f64);
+        }
+    }
+    out
+}
+
 /// Strict top-level keys, and at least one key besides `configVersion`.
-fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>) {
+fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) {
     let mut c = Checker::new(probs, "");
-    c.strict("", m, TOP_KEYS);
+    let allowed: Vec<&str> = TOP_KEYS.iter().chain(kind.lifecycle_keys()).copied().collect();
+    c.strict("", m, &allowed);
     if m.len() < 2 {
         c.err(
             "",

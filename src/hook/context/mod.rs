@@ -25,6 +25,12 @@ pub enum BindingType {
     Validating,
     Mutating,
     Conversion,
+    /// addon-operator's lifecycle bindings.
+    BeforeAll,
+    AfterAll,
+    BeforeHelm,
+    AfterHelm,
+    AfterDeleteHelm,
 }
 
 impl BindingType {
@@ -37,6 +43,11 @@ impl BindingType {
             BindingType::Validating => "kubernetesValidating",
             BindingType::Mutating => "kubernetesMutating",
             BindingType::Conversion => "kubernetesCustomResourceConversion",
+            BindingType::BeforeAll => "beforeAll",
+            BindingType::AfterAll => "afterAll",
+            BindingType::BeforeHelm => "beforeHelm",
+            BindingType::AfterHelm => "afterHelm",
+            BindingType::AfterDeleteHelm => "afterDeleteHelm",
         }
     }
 }
@@ -45,6 +56,8 @@ impl BindingType {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Payload {
     OnStartup,
+    /// addon-operator's beforeAll ... afterDeleteHelm: only the binding and snapshots.
+    Lifecycle,
     Schedule,
     /// Existing objects of the binding (`kube_binding`), read from its snapshot
     /// when the hook starts ([`Snapshots::sync`]).
@@ -92,6 +105,19 @@ impl BindingContext {
             snapshot_names: Vec::new(),
             kube_binding: None,
             payload: Payload::OnStartup,
+        }
+    }
+
+    /// An addon-operator lifecycle run (`beforeHelm`, ...): `{"binding": type}` plus
+    /// the snapshots of the hook's kubernetes bindings (`snapshot_names`).
+    pub fn lifecycle(binding_type: BindingType, snapshot_names: Vec<String>) -> BindingContext {
+        BindingContext {
+            binding: binding_type.as_str().into(),
+            binding_type,
+            group: None,
+            snapshot_names,
+            kube_binding: None,
+            payload: Payload::Lifecycle,
         }
     }
 

@@ -83,7 +83,7 @@ fn payload_parts<'a>(
             parts.push(("groupName", Part::Str(ctx.group.as_deref().unwrap_or(""))));
         }
         Payload::Schedule => parts.push(("type", Part::Str("Schedule"))),
-        Payload::OnStartup => {}
+        Payload::OnStartup | Payload::Lifecycle => {}
         Payload::Synchronization => {
             parts.push(("type", Part::Str("Synchronization")));
             let objects = ctx.kube_binding.and_then(|b| snapshots.sync.get(&b));
