@@ -203,6 +203,7 @@ impl Bound {
             kube: self.kube.as_ref().map(|k| k.runtime(&self.hooks)),
             patcher: self.patcher,
             jq_library: self.config.jq_library_path.clone(),
+            values: None,
         });
         if startup.is_empty() {
             self.ready.store(true, Ordering::Release);

@@ -5,7 +5,7 @@
 //! state (the hook list, the executor settings, metrics, the scheduler's control
 //! channel), so queues run hooks in parallel without contending on it.
 
-use crate::executor::{Executor, RunLabels, RunResult};
+use crate::executor::{Executor, ExtraFile, RunLabels, RunResult};
 use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, write_file};
 use crate::kube::Client;
@@ -37,6 +37,19 @@ pub struct Runner {
     /// The object patcher's client, or why there is none (no cluster configured).
     pub patcher: Result<Client, String>,
     pub jq_library: Option<PathBuf>,
+    /// addon-operator's values around each hook run; `None` for shell-operator.
+    pub values: Option<Arc<dyn HookValues>>,
+}
+
+/// What addon-operator adds to a hook run: the values files the hook reads and the
+/// values patches it writes. A patch that cannot be applied fails the run, which is
+/// then retried like any failed run; the values stay as they were.
+pub trait HookValues: Send + Sync {
+    /// The hook's extra files (`CONFIG_VALUES_PATH`, `VALUES_PATH` and the two patch
+    /// files); an `Err` fails the run before the hook starts.
+    fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, String>;
+    /// Takes the output files of a successful run (in the order of `files`).
+    fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), String>;
 }
 
 impl Runner {
@@ -64,7 +77,9 @@ impl Runner {
         }
     }
 
-    fn run_hook(&self, task: &Task, queue: &str) -> Result<(), String> {
+    /// Runs the hook of a HookRun task once: context, values, executor, patches,
+    /// metrics. addon-operator also calls it for the hooks a module run runs itself.
+    pub(crate) fn run_hook(&self, task: &Task, queue: &str) -> Result<(), String> {
         let hook = self
             .hooks
             .get(task.hook)
@@ -98,17 +113,24 @@ impl Runner {
                 ("event", &labels.event),
             ],
         );
+        let extra = match &self.values {
+            Some(values) => values
+                .files(task.hook)
+                .map_err(|e| format!("{} FAILED: {e}", hook.name))?,
+            None => Vec::new(),
+        };
         let result = self
             .executor
-            .run(
+            .run_with(
                 &hook.path,
                 &|w| write_file(w, &task.contexts, hook.is_v0(), &snapshots),
                 &labels,
+                &extra,
             )
             .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
         let outcome = match &result {
             Ok(run) => {
-                let patched = self.apply_patches(run);
+                let patched = self.apply_values(task, run).and_then(|()| self.apply_patches(run));
                 match (run.success(), patched) {
                     (true, Ok(())) => Ok(()),
                     (true, Err(e)) => Err(format!("{} FAILED: {e}", hook.name)),
@@ -164,6 +186,14 @@ impl Runner {
                 );
                 Err(e)
             }
+        }
+    }
+
+    /// Hands a successful run's values patches to addon-operator's values store.
+    fn apply_values(&self, task: &Task, run: &RunResult) -> Result<(), String> {
+        match &self.values {
+            Some(values) if run.success() => values.apply(task.hook, task, &run.extra),
+            _ => Ok(()),
         }
     }
 
@@ -239,6 +269,8 @@ impl Handler for Runner {
             (TaskKind::EnableKubernetesBindings, None) => {
                 Err(format!("{}: no Kubernetes client", task.hook_name))
             }
+            // addon-operator's own tasks are handled by its engine, never here.
+            (kind, _) => Err(format!("{kind:?} task reached the shell-operator runner")),
         };
         match &result {
             Ok(sync_tasks) => self.startup_task_done(task, sync_tasks.len()),

@@ -16,6 +16,11 @@ pub enum TaskKind {
     HookRun,
     EnableScheduleBindings,
     EnableKubernetesBindings,
+    /// addon-operator's tasks; what they do is in [`Task::step`].
+    ConvergeModules,
+    ModuleRun,
+    ModuleDelete,
+    ModulePurge,
 }
 
 impl TaskKind {
@@ -24,8 +29,42 @@ impl TaskKind {
             TaskKind::HookRun => "HookRun",
             TaskKind::EnableScheduleBindings => "EnableScheduleBindings",
             TaskKind::EnableKubernetesBindings => "EnableKubernetesBindings",
+            TaskKind::ConvergeModules => "ConvergeModules",
+            TaskKind::ModuleRun => "ModuleRun",
+            TaskKind::ModuleDelete => "ModuleDelete",
+            TaskKind::ModulePurge => "ModulePurge",
         }
     }
+}
+
+/// addon-operator's work that is not one hook run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// "Reload all modules", one phase per task.
+    Converge { phase: ConvergePhase, event: String },
+    /// A module's run: onStartup and Synchronization when `do_startup`, then
+    /// beforeHelm, helm and afterHelm.
+    ModuleRun {
+        module: usize,
+        name: String,
+        do_startup: bool,
+        event: String,
+    },
+    /// helm uninstall, then afterDeleteHelm hooks.
+    ModuleDelete { module: usize, name: String },
+    /// helm uninstall of a release no module owns.
+    ModulePurge { release: String },
+}
+
+/// The phases of a converge: global beforeAll hooks, then the enabled state and the
+/// module runs and deletes, then global afterAll hooks, then the checks after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvergePhase {
+    BeforeAll,
+    Modules,
+    AfterAll,
+    /// Carries the checksum of global values taken before the afterAll hooks.
+    Done(u64),
 }
 
 /// One unit of work in a queue.
@@ -49,6 +88,8 @@ pub struct Task {
     /// Kubernetes bindings whose Synchronization this task carries, also those of
     /// absorbed tasks whose context collapsed away; unlocked when it succeeds.
     pub sync_bindings: Vec<usize>,
+    /// addon-operator's step for its own task kinds.
+    pub step: Option<Step>,
 }
 
 static TASK_IDS: AtomicU64 = AtomicU64::new(1);
@@ -77,7 +118,22 @@ impl Task {
             failures: 0,
             last_error: None,
             sync_bindings: Vec::new(),
+            step: None,
         }
+    }
+
+    /// An addon-operator task (converge, module run, delete or purge).
+    pub fn step(step: Step) -> Task {
+        let (kind, name) = match &step {
+            Step::Converge { .. } => (TaskKind::ConvergeModules, String::new()),
+            Step::ModuleRun { name, .. } => (TaskKind::ModuleRun, name.clone()),
+            Step::ModuleDelete { name, .. } => (TaskKind::ModuleDelete, name.clone()),
+            Step::ModulePurge { release } => (TaskKind::ModulePurge, release.clone()),
+        };
+        let mut t = Task::enable(kind, usize::MAX, &name);
+        t.binding = kind.as_str().to_string();
+        t.step = Some(step);
+        t
     }
 
     /// A task that enables a hook's schedule or kubernetes bindings.
@@ -94,8 +150,12 @@ impl Task {
         t
     }
 
-    /// flant's task description: `Type:queue:bindingType:hook[:group=g][:binding][:failures N[:msg]]`.
+    /// flant's task description: `Type:queue:bindingType:hook[:group=g][:binding][:failures N[:msg]]`;
+    /// addon-operator's tasks: `ModuleRun:main:<module>[:doStartup]:<event>` and the like.
     pub fn describe(&self, queue: &str) -> String {
+        if let Some(step) = &self.step {
+            return self.describe_step(queue, step);
+        }
         let on_startup =
             self.kind == TaskKind::HookRun && self.binding_type == BindingType::OnStartup;
         let queue = if on_startup { "" } else { queue };
@@ -111,6 +171,31 @@ impl Task {
         if !on_startup {
             s.push_str(&format!(":{}", self.binding));
         }
+        if self.failures > 0 {
+            s.push_str(&format!(":failures {}", self.failures));
+            if let Some(e) = &self.last_error {
+                s.push_str(&format!(":{e}"));
+            }
+        }
+        s
+    }
+
+    fn describe_step(&self, queue: &str, step: &Step) -> String {
+        let kind = self.kind.as_str();
+        let mut s = match step {
+            Step::Converge { phase, event } => format!("{kind}:{queue}:{phase:?}:{event}"),
+            Step::ModuleRun {
+                name,
+                do_startup,
+                event,
+                ..
+            } => {
+                let startup = if *do_startup { ":doStartup" } else { "" };
+                format!("{kind}:{queue}:{name}{startup}:{event}")
+            }
+            Step::ModuleDelete { name, .. } => format!("{kind}:{queue}:{name}"),
+            Step::ModulePurge { release } => format!("{kind}:{queue}:{release}"),
+        };
         if self.failures > 0 {
             s.push_str(&format!(":failures {}", self.failures));
             if let Some(e) = &self.last_error {

@@ -26,6 +26,8 @@ pub struct Entry {
 pub enum Control {
     /// Start firing the bindings of this hook.
     Enable(usize),
+    /// Stop firing them (addon-operator, when a module is disabled).
+    Disable(usize),
 }
 
 /// A due schedule binding: hook index and binding index within its config.
@@ -75,6 +77,11 @@ pub fn run(
                     let now = Local::now();
                     for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.hook == hook) {
                         next[i] = e.schedule.next_after(now);
+                    }
+                }
+                Ok(Control::Disable(hook)) => {
+                    for (i, _) in entries.iter().enumerate().filter(|(_, e)| e.hook == hook) {
+                        next[i] = None;
                     }
                 }
                 Err(_) => return,
