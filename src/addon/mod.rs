@@ -1,5 +1,267 @@
 //! addon-operator: modules (a Helm chart, hooks and values), global hooks, the values
 //! store, the ConfigMap and the converge cycle, built on the shell-operator engine
 //! (queues, runner, executor, monitors, scheduler, kube client).
+//!
+//! `operator.rs` drives it in its usual three steps. **Bind** ([`bind`]): discover
+//! modules, load every global and module hook (`--config`), read and validate the
+//! ConfigMap, set up the kube client and helm; any failure exits 1 before a hook
+//! ran. **Spawn** ([`Bound::start`]): the shared state, the values hook the runner
+//! calls around each hook run, and the queue handler ([`engine::AddonHandler`]).
+//! The main queue starts with the global onStartup hooks, the Enable tasks of global
+//! hooks and of the operator's own ConfigMap watch, then `ConvergeModules`.
+//!
+//! The ConfigMap is watched through the monitor like any kubernetes binding: it is
+//! the binding of an internal hook (owner [`Owner::ConfigMap`]) whose runs the
+//! engine handles instead of executing anything.
 
+pub mod configmap;
+mod enabled;
+mod engine;
 pub mod flags;
+pub mod helm;
+mod hook_values;
+pub mod modules;
+mod state;
+pub mod values;
+
+use crate::flags::Config;
+use crate::hook::Hook;
+use crate::hook::config::{
+    ConfigVersion, HookConfig, KubernetesBinding, NamespaceSelector, Settings, WatchEventType,
+};
+use crate::hook::limiter::TokenBucket;
+use crate::kube::{Client, KubeSettings};
+use crate::log;
+use crate::metrics::Metrics;
+use crate::queue::worker::Handler;
+use crate::queue::{ConvergePhase, Step, Task};
+use crate::runner::{HookValues, Runner};
+use crate::schedule::Control;
+use configmap::KubeConfig;
+use crossbeam_channel::Sender;
+use flags::AddonFlags;
+use helm::Helm;
+use modules::{Layout, Owner};
+use state::{AddonMetrics, ConvergeState, ModuleState, Shared, State};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use values::{Schemas, Scope};
+
+/// Name of the operator's own ConfigMap watch in the hook list (and in `hook list`).
+pub const CONFIGMAP_HOOK: &str = "addon-operator/configmap";
+
+/// Everything addon-operator bound, before any thread runs.
+pub struct Bound {
+    layout: Layout,
+    owners: Vec<Owner>,
+    cm_hook: usize,
+    helm: Helm,
+    client: Client,
+    config: KubeConfig,
+    flags: AddonFlags,
+    namespace: String,
+    tmp_dir: std::path::PathBuf,
+    script_timeout: Option<std::time::Duration>,
+    metrics: AddonMetrics,
+}
+
+/// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
+/// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
+pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
+    let flags = config.addon.clone().ok_or("not started as addon-operator")?;
+    let namespace = config.namespace.clone();
+    if namespace.is_empty() {
+        return Err("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
+    }
+    let layout = modules::discover(&flags)?;
+    for m in &layout.modules {
+        log::info("module found", &[("module", &m.name), ("path", &m.path.display().to_string())]);
+    }
+    let (mut hooks, mut owners) =
+        modules::load_hooks(&layout, config.hook_run_timeout, config.jq_library_path.as_deref())?;
+    let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
+    hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
+    owners.insert(cm_hook, Owner::ConfigMap);
+    for h in &hooks {
+        log::info("hook loaded", &[("hook", &h.name)]);
+    }
+    let client = kube_client(config)?;
+    let cm = configmap::read(&client, &namespace, &flags.config_map)?;
+    let kube_config = KubeConfig::from_object(cm.as_ref())
+        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+    let helm = Helm {
+        bin: flags.helm_bin.clone(),
+        namespace: namespace.clone(),
+        history_max: flags.helm_history_max,
+        timeout: flags.helm_timeout,
+        kubeconfig: Some(config.kube.config.clone()).filter(|s| !s.is_empty()).map(Into::into),
+        kube_context: Some(config.kube.context.clone()).filter(|s| !s.is_empty()),
+        work_dir: Some(config.tmp_dir.join("helm")),
+    };
+    let version = helm.major_version()?;
+    log::info("helm found", &[("bin", &flags.helm_bin.display().to_string()), ("major", &version.to_string())]);
+    let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+    let bound = Bound {
+        layout,
+        owners,
+        cm_hook,
+        helm,
+        client,
+        config: kube_config,
+        flags,
+        namespace,
+        tmp_dir: config.tmp_dir.clone(),
+        script_timeout: config.hook_run_timeout,
+        metrics,
+    };
+    Ok((bound, hooks))
+}
+
+/// What the operator wires in at spawn.
+pub struct Started {
+    pub values: Arc<dyn HookValues>,
+    shared: Arc<Shared>,
+}
+
+impl Bound {
+    /// The main queue's first tasks: global onStartup runs, Enable tasks of global
+    /// hooks and of the ConfigMap watch, then the startup converge.
+    pub fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
+        let mut tasks = crate::startup::startup_tasks(&hooks[..=self.cm_hook.min(hooks.len() - 1)]);
+        tasks.push(Task::step(Step::Converge {
+            phase: ConvergePhase::BeforeAll,
+            event: "OperatorStartup".into(),
+        }));
+        tasks
+    }
+
+    /// Step 2: the shared state; checks the ConfigMap's values against the schemas
+    /// (a bad one stops startup, as in flant).
+    pub fn start(
+        mut self,
+        hooks: Arc<Vec<Hook>>,
+        main: Sender<Task>,
+        scheduler: Sender<Control>,
+        ready: Arc<AtomicBool>,
+    ) -> Result<Started, String> {
+        let schemas = std::mem::replace(&mut self.layout.global_schemas, Schemas::none());
+        let mut global = Scope::new("global", self.layout.global_static.clone(), schemas);
+        global.check_config(&self.config.global)?;
+        global.config = self.config.global.clone();
+        let mut modules = Vec::new();
+        for m in &mut self.layout.modules {
+            let schemas = std::mem::replace(&mut m.schemas, Schemas::none());
+            let mut scope = Scope::new(&m.key, m.static_values.clone(), schemas);
+            let section = self.config.section(&m.key);
+            if self.config.modules.contains_key(&m.key) {
+                scope.check_config(&section)?;
+            }
+            scope.config = section;
+            modules.push(ModuleState {
+                scope,
+                enabled: false,
+                started: false,
+                kube_enabled: false,
+                run_pending: false,
+            });
+        }
+        let state = State {
+            global,
+            modules,
+            config: self.config,
+            dynamic: Default::default(),
+            enabled: Vec::new(),
+            converge: ConvergeState::default(),
+        };
+        let shared = Arc::new(Shared {
+            layout: self.layout,
+            hooks,
+            owners: self.owners,
+            cm_hook: self.cm_hook,
+            state: Mutex::new(state),
+            helm: self.helm,
+            client: self.client,
+            namespace: self.namespace,
+            config_map: self.flags.config_map.clone(),
+            ignore_release: self.flags.helm_ignore_release.clone(),
+            tmp_dir: self.tmp_dir,
+            script_timeout: self.script_timeout,
+            metrics: self.metrics,
+            ready,
+            main,
+            scheduler,
+        });
+        let values = Arc::new(hook_values::ValuesHook {
+            shared: Arc::clone(&shared),
+        });
+        Ok(Started { values, shared })
+    }
+}
+
+impl Started {
+    /// The handler every queue thread uses.
+    pub fn handler(&self, runner: Arc<Runner>) -> Arc<dyn Handler> {
+        Arc::new(engine::AddonHandler {
+            shared: Arc::clone(&self.shared),
+            runner,
+        })
+    }
+}
+
+/// addon-operator's own client (ConfigMap reads and writes, resource checks).
+fn kube_client(config: &Config) -> Result<Client, String> {
+    let settings = KubeSettings {
+        server: config.kube.server.clone(),
+        kubeconfig: config.kube.config.clone(),
+        context: config.kube.context.clone(),
+        qps: config.kube.qps,
+        burst: config.kube.burst,
+        component: "addon".into(),
+        ..KubeSettings::default()
+    };
+    Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
+}
+
+/// The internal hook whose one kubernetes binding watches the ConfigMap.
+fn configmap_hook(namespace: &str, name: &str) -> Hook {
+    let binding = KubernetesBinding {
+        name: "configmap".into(),
+        api_version: Some("v1".into()),
+        kind: "ConfigMap".into(),
+        execute_hook_on_event: WatchEventType::ALL.to_vec(),
+        execute_hook_on_synchronization: true,
+        wait_for_synchronization: true,
+        keep_full_objects_in_memory: true,
+        name_selector: Some(vec![name.to_string()]),
+        label_selector: None,
+        field_selector: Vec::new(),
+        namespace: Some(NamespaceSelector {
+            name_selector: Some(vec![namespace.to_string()]),
+            label_selector: None,
+        }),
+        jq_filter: None,
+        allow_failure: false,
+        include_snapshots_from: Vec::new(),
+        queue: crate::startup::MAIN_QUEUE.into(),
+        group: None,
+        resynchronization_period: None,
+    };
+    let config = HookConfig {
+        version: ConfigVersion::V1,
+        on_startup: None,
+        schedule: Vec::new(),
+        kubernetes: vec![binding],
+        validating: Vec::new(),
+        mutating: Vec::new(),
+        conversion: Vec::new(),
+        settings: Settings::default(),
+        lifecycle: Default::default(),
+    };
+    Hook {
+        name: CONFIGMAP_HOOK.into(),
+        path: std::path::PathBuf::new(),
+        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        jq_filters: vec![None],
+        config,
+    }
+}

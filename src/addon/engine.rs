@@ -1,0 +1,498 @@
+//! The queue handler of addon-operator: hook runs and binding enables go to the
+//! shared shell-operator [`Runner`]; converges, module runs, deletes and purges are
+//! handled here. Each is one task whose phases queue the next steps at the head
+//! of the queue (the worker runs a handler's returned tasks first), so flant's
+//! order falls out of the queue:
+//!
+//! ```text
+//! ConvergeModules(BeforeAll) → beforeAll hooks, ConvergeModules(Modules)
+//! ConvergeModules(Modules)   → enabled state; ModuleDelete × disabled (reverse order),
+//!                              ModuleRun × enabled (in order), ConvergeModules(AfterAll)
+//! ConvergeModules(AfterAll)  → afterAll hooks, ConvergeModules(Done)
+//! ConvergeModules(Done)      → first time: ready, ModulePurge × foreign releases;
+//!                              global values changed by afterAll: a new converge
+//! ModuleRun (not started)    → onStartup hooks; Enable kubernetes (Synchronization)
+//!                              and schedule bindings; ModuleRun (started)
+//! ModuleRun (started)        → beforeHelm hooks, helm, afterHelm hooks; values
+//!                              changed by afterHelm: ModuleRun again
+//! ModuleDelete               → schedules off, helm uninstall, afterDeleteHelm hooks
+//! ```
+//!
+//! A failing step fails its task; the queue retries it with backoff and the phase
+//! starts over (a module run that failed in afterHelm runs beforeHelm, helm and
+//! afterHelm again, as flant documents).
+
+use super::configmap::KubeConfig;
+use super::enabled;
+use super::helm::{self, object_exists};
+use super::hook_values::request_converge;
+use super::modules::Owner;
+use super::state::Shared;
+use crate::hook::context::{BindingContext, BindingType};
+use crate::log;
+use crate::queue::worker::Handler;
+use crate::queue::{ConvergePhase, Step, Task, TaskKind};
+use crate::runner::Runner;
+use crate::schedule::Control;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The handler every queue thread of addon-operator uses.
+pub struct AddonHandler {
+    pub shared: Arc<Shared>,
+    pub runner: Arc<Runner>,
+}
+
+impl Handler for AddonHandler {
+    fn rate_limit(&self, task: &Task) -> Duration {
+        self.runner.rate_limit(task)
+    }
+
+    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        match (task.kind, &task.step) {
+            (TaskKind::HookRun, _) => self.hook_run(task, queue),
+            (_, Some(Step::Converge { phase, event })) => self.converge(*phase, event),
+            (_, Some(Step::ModuleRun { module, do_startup, event, .. })) => {
+                self.counted_run(*module, *do_startup, event)
+            }
+            (_, Some(Step::ModuleDelete { module, .. })) => self.counted_delete(*module),
+            (_, Some(Step::ModulePurge { release })) => {
+                self.purge(release);
+                Ok(Vec::new())
+            }
+            _ => self.runner.handle(task, queue),
+        }
+    }
+
+    fn compacted(&self, queue: &str, hook: &str) {
+        self.runner.compacted(queue, hook);
+    }
+
+    fn queue_action(&self, queue: &str, action: &str, took: Duration) {
+        self.runner.queue_action(queue, action, took);
+    }
+
+    fn queue_length(&self, queue: &str, len: usize) {
+        self.runner.queue_length(queue, len);
+    }
+}
+
+impl AddonHandler {
+    /// A queued hook run: the ConfigMap watch is handled here; runs of a disabled
+    /// module's hooks are dropped (its watches keep running, see the README).
+    fn hook_run(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        match self.shared.owners.get(task.hook) {
+            Some(Owner::ConfigMap) => {
+                let tasks = self.configmap_changed();
+                self.unlock(task);
+                Ok(tasks)
+            }
+            Some(Owner::Module(m)) if !self.shared.lock().modules[*m].enabled => {
+                self.unlock(task);
+                Ok(Vec::new())
+            }
+            _ => self.runner.handle(task, queue),
+        }
+    }
+
+    fn unlock(&self, task: &Task) {
+        if let Some(kube) = &self.runner.kube {
+            kube.unlock(task);
+        }
+    }
+
+    // ---- converge --------------------------------------------------------------
+
+    fn converge(&self, phase: ConvergePhase, event: &str) -> Result<Vec<Task>, String> {
+        let next = |phase| {
+            Task::step(Step::Converge {
+                phase,
+                event: event.to_string(),
+            })
+        };
+        match phase {
+            ConvergePhase::BeforeAll => {
+                {
+                    let mut st = self.shared.lock();
+                    st.converge.active = true;
+                    st.converge.started_once = true;
+                }
+                self.shared.metrics.convergence_total.with_label_values(&[event]).inc();
+                log::info("converge modules", &[("event", event)]);
+                let mut tasks = self.lifecycle_tasks(Owner::Global, BindingType::BeforeAll);
+                tasks.push(next(ConvergePhase::Modules));
+                Ok(tasks)
+            }
+            ConvergePhase::Modules => {
+                let mut tasks = self.modules_phase(event)?;
+                tasks.push(next(ConvergePhase::AfterAll));
+                Ok(tasks)
+            }
+            ConvergePhase::AfterAll => {
+                let checksum = hash(&self.shared.lock().global_checksum());
+                let mut tasks = self.lifecycle_tasks(Owner::Global, BindingType::AfterAll);
+                tasks.push(next(ConvergePhase::Done(checksum)));
+                Ok(tasks)
+            }
+            ConvergePhase::Done(before) => Ok(self.converge_done(before)),
+        }
+    }
+
+    /// The enabled state, then the deletes and runs it calls for.
+    fn modules_phase(&self, event: &str) -> Result<Vec<Task>, String> {
+        let shared = &self.shared;
+        let mut st = shared.lock();
+        let enabled = enabled::compute(shared, &st).inspect_err(|e| {
+            shared.metrics.modules_discover_errors_total.inc();
+            log::error("modules discovery failed, will retry", &[("error", e)]);
+        })?;
+        let names = |list: &[usize]| -> String {
+            let n: Vec<&str> = list.iter().map(|&m| shared.layout.modules[m].name.as_str()).collect();
+            n.join(",")
+        };
+        log::info("enabled modules", &[("modules", &names(&enabled))]);
+        let mut tasks = Vec::new();
+        for &m in st.enabled.iter().rev().filter(|m| !enabled.contains(m)) {
+            let name = shared.layout.modules[m].name.clone();
+            tasks.push(Task::step(Step::ModuleDelete { module: m, name }));
+        }
+        for (m, module) in st.modules.iter_mut().enumerate() {
+            module.enabled = enabled.contains(&m);
+        }
+        for &m in &enabled {
+            let name = shared.layout.modules[m].name.clone();
+            let do_startup = !st.modules[m].started;
+            let event = event.to_string();
+            tasks.push(Task::step(Step::ModuleRun { module: m, name, do_startup, event }));
+        }
+        st.enabled = enabled;
+        Ok(tasks)
+    }
+
+    fn converge_done(&self, before: u64) -> Vec<Task> {
+        let mut tasks = Vec::new();
+        let first = {
+            let st = self.shared.lock();
+            !st.converge.done_once
+        };
+        if first {
+            tasks.extend(self.purge_tasks());
+            self.shared.ready.store(true, Ordering::Release);
+            log::info("first converge done", &[]);
+        }
+        let mut st = self.shared.lock();
+        st.converge.done_once = true;
+        st.converge.active = false;
+        let changed = hash(&st.global_checksum()) != before;
+        if changed || std::mem::take(&mut st.converge.again) {
+            let event = if changed {
+                "AfterAll-Hooks-Change-GlobalValues"
+            } else {
+                "ReloadAllModules"
+            };
+            request_converge(&self.shared, &mut st, event);
+        }
+        tasks
+    }
+
+    /// ModulePurge for every release in the namespace no module owns, in reverse
+    /// name order (flant v1.0: releases of known but disabled modules are deleted
+    /// by ModuleDelete, not purged).
+    fn purge_tasks(&self) -> Vec<Task> {
+        let releases = match self.shared.helm.list() {
+            Ok(r) => r,
+            Err(e) => {
+                log::error("cannot list helm releases; nothing purged", &[("error", &e)]);
+                return Vec::new();
+            }
+        };
+        let known = |r: &String| self.shared.layout.modules.iter().any(|m| &m.name == r);
+        let ignored = |r: &String| *r == self.shared.ignore_release;
+        let mut purge: Vec<String> = releases.into_iter().filter(|r| !known(r) && !ignored(r)).collect();
+        purge.sort();
+        purge.reverse();
+        purge
+            .into_iter()
+            .map(|release| Task::step(Step::ModulePurge { release }))
+            .collect()
+    }
+
+    fn purge(&self, release: &str) {
+        log::info("purge helm release of no module", &[("release", release)]);
+        if let Err(e) = self.shared.helm.uninstall(release) {
+            log::error("purge failed", &[("release", release), ("error", &e)]);
+        }
+    }
+
+    // ---- module run and delete --------------------------------------------------
+
+    fn counted_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
+        self.module_run(m, do_startup, event).inspect_err(|e| {
+            let name = self.module_name(m);
+            self.shared.metrics.module_run_errors_total.with_label_values(&[&name]).inc();
+            log::error("module run failed, will retry", &[("module", &name), ("error", e)]);
+        })
+    }
+
+    fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
+        self.module_delete(m).map(|()| Vec::new()).inspect_err(|e| {
+            let name = self.module_name(m);
+            self.shared.metrics.module_delete_errors_total.with_label_values(&[&name]).inc();
+            log::error("module delete failed, will retry", &[("module", &name), ("error", e)]);
+        })
+    }
+
+    fn module_name(&self, m: usize) -> String {
+        self.shared.layout.modules.get(m).map(|m| m.name.clone()).unwrap_or_default()
+    }
+
+    fn module_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
+        let (enabled, started) = {
+            let mut st = self.shared.lock();
+            let state = st.modules.get_mut(m).ok_or("no such module")?;
+            state.run_pending = false;
+            (state.enabled, state.started)
+        };
+        if !enabled {
+            return Ok(Vec::new());
+        }
+        let name = self.module_name(m);
+        if !started {
+            return self.module_startup(m, &name, event);
+        }
+        log::info("module run", &[("module", &name), ("event", event), ("startup", &do_startup.to_string())]);
+        self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
+        if self.shared.layout.modules[m].has_chart {
+            self.helm_phase(m)?;
+        }
+        let before = self.shared.lock().module_checksum(m);
+        self.run_lifecycle(Owner::Module(m), BindingType::AfterHelm)?;
+        if self.shared.lock().module_checksum(m) != before {
+            let again = Step::ModuleRun {
+                module: m,
+                name,
+                do_startup: false,
+                event: "AfterHelm-Hooks-Change-Values".into(),
+            };
+            return Ok(vec![Task::step(again)]);
+        }
+        Ok(Vec::new())
+    }
+
+    /// onStartup hooks, then Enable tasks for the module's bindings (their
+    /// Synchronization runs next), then the module run proper.
+    fn module_startup(&self, m: usize, name: &str, event: &str) -> Result<Vec<Task>, String> {
+        log::info("module startup", &[("module", name), ("event", event)]);
+        let mut on_startup: Vec<(f64, usize)> = self
+            .shared
+            .hooks_of(Owner::Module(m))
+            .filter_map(|(i, h)| h.config.on_startup.map(|o| (o, i)))
+            .collect();
+        on_startup.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (_, i) in on_startup {
+            let hook = &self.shared.hooks[i];
+            let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
+            self.runner.run_hook(&task, "main")?;
+        }
+        let kube_enabled = {
+            let mut st = self.shared.lock();
+            st.modules[m].started = true;
+            std::mem::replace(&mut st.modules[m].kube_enabled, true)
+        };
+        let mut tasks = Vec::new();
+        for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
+            if hook.has_kube_bindings() && !kube_enabled {
+                tasks.push(Task::enable(TaskKind::EnableKubernetesBindings, i, &hook.name));
+            }
+            if !hook.config.schedule.is_empty() {
+                tasks.push(Task::enable(TaskKind::EnableScheduleBindings, i, &hook.name));
+            }
+        }
+        tasks.push(Task::step(Step::ModuleRun {
+            module: m,
+            name: name.to_string(),
+            do_startup: false,
+            event: event.to_string(),
+        }));
+        Ok(tasks)
+    }
+
+    /// Renders the chart, decides whether to upgrade (spec §5.3) and upgrades.
+    fn helm_phase(&self, m: usize) -> Result<(), String> {
+        let module = &self.shared.layout.modules[m];
+        let values = {
+            let st = self.shared.lock();
+            let enabled = st.enabled_names(&self.shared.layout, None);
+            let (_, values) = st.module_files(m, enabled)?;
+            let section = values.get(&module.key).cloned().unwrap_or_default();
+            st.modules[m]
+                .scope
+                .check_helm(&section)
+                .map_err(|e| format!("check helm values: {e}"))?;
+            values
+        };
+        let file = self.shared.tmp_dir.join(format!(
+            "{}.module-values.yaml-{}",
+            module.name,
+            std::process::id()
+        ));
+        let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let result = self.upgrade_if_needed(&module.name, &module.path, &file);
+        let _ = std::fs::remove_file(&file);
+        result
+    }
+
+    fn upgrade_if_needed(&self, name: &str, chart: &std::path::Path, values: &std::path::Path) -> Result<(), String> {
+        let helm = &self.shared.helm;
+        let manifest = helm.render(name, chart, values)?;
+        let checksum = helm::checksum(&manifest, chart)?;
+        let last = helm.last_release(name)?;
+        let objects = helm::manifest_objects(&manifest)?;
+        let client = &self.shared.client;
+        let reason = helm::upgrade_reason(last.as_ref(), &checksum, &objects, &|o| object_exists(client, o))?;
+        match reason {
+            Some(reason) => {
+                log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
+                helm.upgrade(name, chart, values, &checksum)
+            }
+            None => {
+                log::info("helm upgrade not needed", &[("module", name)]);
+                Ok(())
+            }
+        }
+    }
+
+    fn module_delete(&self, m: usize) -> Result<(), String> {
+        let name = self.module_name(m);
+        log::info("module delete", &[("module", &name)]);
+        for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
+            if !hook.config.schedule.is_empty() {
+                let _ = self.shared.scheduler.send(Control::Disable(i));
+            }
+        }
+        if self.shared.layout.modules[m].has_chart && self.shared.helm.last_release(&name)?.is_some() {
+            self.shared.helm.uninstall(&name)?;
+        }
+        self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)?;
+        self.shared.lock().modules[m].started = false;
+        Ok(())
+    }
+
+    // ---- lifecycle hooks --------------------------------------------------------
+
+    /// Hooks of `owner` with the lifecycle binding, by (ORDER, name).
+    fn lifecycle_hooks(&self, owner: Owner, binding: BindingType) -> Vec<usize> {
+        let mut found: Vec<(f64, usize)> = self
+            .shared
+            .hooks_of(owner)
+            .filter_map(|(i, h)| h.config.lifecycle.order(binding.as_str()).map(|o| (o, i)))
+            .collect();
+        found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        found.into_iter().map(|(_, i)| i).collect()
+    }
+
+    fn lifecycle_task(&self, hook: usize, binding: BindingType) -> Task {
+        let h = &self.shared.hooks[hook];
+        let mut names: Vec<String> = h.config.kubernetes.iter().map(|b| b.name.clone()).collect();
+        names.dedup();
+        Task::hook_run(hook, &h.name, false, false, BindingContext::lifecycle(binding, names))
+    }
+
+    /// Global beforeAll/afterAll hooks as queued tasks (each retried on its own).
+    fn lifecycle_tasks(&self, owner: Owner, binding: BindingType) -> Vec<Task> {
+        self.lifecycle_hooks(owner, binding)
+            .into_iter()
+            .map(|i| self.lifecycle_task(i, binding))
+            .collect()
+    }
+
+    /// Runs a module's lifecycle hooks in this task; the first failure fails it.
+    fn run_lifecycle(&self, owner: Owner, binding: BindingType) -> Result<(), String> {
+        for i in self.lifecycle_hooks(owner, binding) {
+            self.runner.run_hook(&self.lifecycle_task(i, binding), "main")?;
+        }
+        Ok(())
+    }
+
+    // ---- the ConfigMap ----------------------------------------------------------
+
+    /// The ConfigMap as the watch holds it now, compared with the applied one.
+    /// A bad ConfigMap changes nothing; a good one is applied and reacted to.
+    fn configmap_changed(&self) -> Vec<Task> {
+        let shared = &self.shared;
+        let object = self.runner.kube.as_ref().and_then(|k| {
+            let items = k.store.snapshot(shared.cm_hook, 0);
+            let text = items.first()?.object.clone()?;
+            serde_json::from_str::<serde_json::Value>(&text).ok()
+        });
+        let config = KubeConfig::from_object(object.as_ref()).and_then(|c| self.check_config(&c).map(|()| c));
+        let config = match config {
+            Ok(c) => c,
+            Err(e) => {
+                shared.metrics.config_values_errors_total.inc();
+                log::error(
+                    "ConfigMap is invalid; the last good configuration stays",
+                    &[("configmap", &shared.config_map), ("error", &e)],
+                );
+                return Vec::new();
+            }
+        };
+        let mut st = shared.lock();
+        if st.config == config {
+            return Vec::new();
+        }
+        let reload = st.config.global != config.global || st.config.enabled != config.enabled;
+        st.global.config = config.global.clone();
+        let mut runs = Vec::new();
+        for (m, module) in shared.layout.modules.iter().enumerate() {
+            let section = config.section(&module.key);
+            if st.modules[m].scope.config != section {
+                st.modules[m].scope.config = section;
+                if st.modules[m].enabled && !st.modules[m].run_pending {
+                    runs.push(m);
+                }
+            }
+        }
+        st.config = config;
+        log::info("ConfigMap changed", &[("reload_all", &reload.to_string())]);
+        if reload {
+            request_converge(shared, &mut st, "KubeConfigChanged");
+            return Vec::new();
+        }
+        if !st.converge.started_once {
+            return Vec::new();
+        }
+        runs.into_iter()
+            .map(|m| {
+                st.modules[m].run_pending = true;
+                Task::step(Step::ModuleRun {
+                    module: m,
+                    name: shared.layout.modules[m].name.clone(),
+                    do_startup: false,
+                    event: "KubeConfig-Changed-Modules".into(),
+                })
+            })
+            .collect()
+    }
+
+    /// Config schemas of the global section and of every module section.
+    fn check_config(&self, config: &KubeConfig) -> Result<(), String> {
+        let st = self.shared.lock();
+        st.global.check_config(&config.global)?;
+        for (m, module) in self.shared.layout.modules.iter().enumerate() {
+            if let Some(section) = config.modules.get(&module.key) {
+                st.modules[m].scope.check_config(section)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
