@@ -1,0 +1,2 @@
+//! addon-operator: the module/values side of the operator (values storage, schemas, ...).
+pub mod values;
