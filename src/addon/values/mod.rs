@@ -1,0 +1,20 @@
+//! addon-operator values library: a pure (no threads, no Kubernetes) toolkit the
+//! addon-operator engine calls to turn module directory names into values keys
+//! ([`names`]), deep-merge values ([`merge`]), parse, apply and compact hook JSON
+//! patches ([`patch`]), load and apply OpenAPI schemas ([`schema`]) and compute one
+//! scope's config values / effective values ([`scope`]).
+
+pub mod merge;
+pub mod names;
+pub mod patch;
+pub mod schema;
+pub mod scope;
+
+#[cfg(test)]
+mod tests;
+
+pub use merge::merge;
+pub use names::{module_name_of_key, parse_dir_name, values_key};
+pub use patch::{PatchOp, apply_lenient, apply_strict, compact, parse_patch, root_of, to_json};
+pub use schema::{SchemaKind, Schemas};
+pub use scope::{Scope, checksum};

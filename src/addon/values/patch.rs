@@ -1,0 +1,310 @@
+//! Hook JSON patches for values (spec §3.3): parsing of `VALUES_JSON_PATCH_PATH` /
+//! `CONFIG_VALUES_JSON_PATCH_PATH` files, strict (hook time) and lenient (re-apply of
+//! stored patches) application with RFC 6902 `add`/`remove` semantics, and compaction of
+//! stored patches. Only `add` and `remove` exist; every other operation is rejected.
+
+use serde_json::{Value, json};
+
+/// Most ops one patch file may hold.
+const MAX_OPS: usize = 10_000;
+/// Largest patch file accepted, in bytes.
+const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// One values patch operation; `path` is an RFC 6901 JSON pointer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PatchOp {
+    /// `{"op":"add","path":..,"value":..}`
+    Add { path: String, value: Value },
+    /// `{"op":"remove","path":..}`
+    Remove { path: String },
+}
+
+impl PatchOp {
+    /// The op's JSON pointer.
+    pub fn path(&self) -> &str {
+        match self {
+            PatchOp::Add { path, .. } | PatchOp::Remove { path } => path,
+        }
+    }
+}
+
+/// File text → ops: a JSON array of ops, single op objects, or a stream of both (blank
+/// lines ok); empty/whitespace = no ops. Refuses more than 10,000 ops or 16 MiB.
+pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, String> {
+    if text.len() > MAX_BYTES {
+        return Err(format!(
+            "values patch: {} bytes is over the {MAX_BYTES} byte limit",
+            text.len()
+        ));
+    }
+    let mut ops = Vec::new();
+    let stream = serde_json::Deserializer::from_slice(text).into_iter::<Value>();
+    for (doc_index, item) in stream.enumerate() {
+        let item =
+            item.map_err(|e| format!("values patch: document {doc_index}: bad JSON: {e}"))?;
+        match item {
+            Value::Array(items) => {
+                for op in items {
+                    push_op(&mut ops, &op)?;
+                }
+            }
+            Value::Object(_) => push_op(&mut ops, &item)?,
+            other => {
+                return Err(format!(
+                    "values patch: document {doc_index}: expected an array of operations or an \
+                     operation object, got {}",
+                    kind_of(&other)
+                ));
+            }
+        }
+    }
+    Ok(ops)
+}
+
+fn push_op(ops: &mut Vec<PatchOp>, raw: &Value) -> Result<(), String> {
+    if ops.len() >= MAX_OPS {
+        return Err(format!("values patch: more than {MAX_OPS} operations"));
+    }
+    let op = parse_op(raw).map_err(|e| format!("values patch: operation {}: {e}", ops.len()))?;
+    ops.push(op);
+    Ok(())
+}
+
+fn parse_op(raw: &Value) -> Result<PatchOp, String> {
+    let Value::Object(map) = raw else {
+        return Err(format!("expected an object, got {}", kind_of(raw)));
+    };
+    let op = map
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or("missing string field 'op'")?;
+    let path = map
+        .get("path")
+        .and_then(Value::as_str)
+        .ok_or("missing string field 'path'")?
+        .to_string();
+    if !path.is_empty() && !path.starts_with('/') {
+        return Err(format!(
+            "path '{path}' is not a JSON pointer (must start with '/')"
+        ));
+    }
+    match op {
+        "add" => {
+            let value = map
+                .get("value")
+                .ok_or("'add' without field 'value'")?
+                .clone();
+            Ok(PatchOp::Add { path, value })
+        }
+        "remove" => Ok(PatchOp::Remove { path }),
+        other => Err(format!("unsupported patch operation '{other}'")),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The first path segment of an op (`/global/a` → `global`), still escaped.
+pub fn root_of(op: &PatchOp) -> &str {
+    let path = op.path();
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    rest.split('/').next().unwrap_or("")
+}
+
+/// Strict apply (remove of a missing path = error, add with a missing parent = error,
+/// RFC 6902 array index rules incl. `-`), atomic: on error `doc` is unchanged.
+pub fn apply_strict(doc: &mut Value, ops: &[PatchOp]) -> Result<(), String> {
+    apply(doc, ops, false)
+}
+
+/// Lenient re-apply of stored patches: `remove` of a missing path is skipped.
+pub fn apply_lenient(doc: &mut Value, ops: &[PatchOp]) -> Result<(), String> {
+    apply(doc, ops, true)
+}
+
+fn apply(doc: &mut Value, ops: &[PatchOp], lenient: bool) -> Result<(), String> {
+    let mut work = doc.clone();
+    for (i, op) in ops.iter().enumerate() {
+        apply_one(&mut work, op, lenient).map_err(|e| {
+            let name = match op {
+                PatchOp::Add { .. } => "add",
+                PatchOp::Remove { .. } => "remove",
+            };
+            format!("values patch operation {i} ({name} '{}'): {e}", op.path())
+        })?;
+    }
+    *doc = work;
+    Ok(())
+}
+
+fn apply_one(doc: &mut Value, op: &PatchOp, lenient: bool) -> Result<(), String> {
+    let tokens = split_pointer(op.path());
+    let Some((last, parents)) = tokens.split_last() else {
+        return apply_to_root(doc, op);
+    };
+    let parent = match walk(doc, parents) {
+        Some(p) => p,
+        None if lenient && matches!(op, PatchOp::Remove { .. }) => return Ok(()),
+        None => return Err("parent path does not exist".to_string()),
+    };
+    match op {
+        PatchOp::Add { value, .. } => add_at(parent, last, value.clone()),
+        PatchOp::Remove { .. } => match remove_at(parent, last) {
+            Err(e) if lenient && e.missing => Ok(()),
+            Err(e) => Err(e.text),
+            Ok(()) => Ok(()),
+        },
+    }
+}
+
+/// An op on the empty pointer: `add` replaces the whole document, `remove` is refused.
+fn apply_to_root(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
+    match op {
+        PatchOp::Add { value, .. } => {
+            *doc = value.clone();
+            Ok(())
+        }
+        PatchOp::Remove { .. } => Err("cannot remove the whole document".to_string()),
+    }
+}
+
+/// Splits a JSON pointer into unescaped tokens (`~1` → `/`, `~0` → `~`).
+fn split_pointer(path: &str) -> Vec<String> {
+    if path.is_empty() {
+        return Vec::new();
+    }
+    path.strip_prefix('/')
+        .unwrap_or(path)
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn walk<'a>(mut node: &'a mut Value, tokens: &[String]) -> Option<&'a mut Value> {
+    for token in tokens {
+        node = match node {
+            Value::Object(map) => map.get_mut(token)?,
+            Value::Array(items) => {
+                let index = array_index(token)?;
+                items.get_mut(index)?
+            }
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+/// An RFC 6901 array index: `0` or digits without a leading zero.
+fn array_index(token: &str) -> Option<usize> {
+    let digits_only = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits_only || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+fn add_at(parent: &mut Value, token: &str, value: Value) -> Result<(), String> {
+    match parent {
+        Value::Object(map) => {
+            map.insert(token.to_string(), value);
+            Ok(())
+        }
+        Value::Array(items) if token == "-" => {
+            items.push(value);
+            Ok(())
+        }
+        Value::Array(items) => {
+            let index = array_index(token).ok_or(format!("'{token}' is not an array index"))?;
+            if index > items.len() {
+                return Err(format!(
+                    "index {index} is past the array end ({})",
+                    items.len()
+                ));
+            }
+            items.insert(index, value);
+            Ok(())
+        }
+        other => Err(format!(
+            "parent is {}, not an object or array",
+            kind_of(other)
+        )),
+    }
+}
+
+/// Why a remove failed; `missing` marks errors lenient mode skips.
+struct RemoveError {
+    text: String,
+    missing: bool,
+}
+
+fn remove_at(parent: &mut Value, token: &str) -> Result<(), RemoveError> {
+    let missing = |text: String| RemoveError {
+        text,
+        missing: true,
+    };
+    match parent {
+        Value::Object(map) => match map.remove(token) {
+            Some(_) => Ok(()),
+            None => Err(missing("path does not exist".to_string())),
+        },
+        Value::Array(items) => {
+            let index = array_index(token).ok_or(RemoveError {
+                text: format!("'{token}' is not an array index"),
+                missing: false,
+            })?;
+            if index >= items.len() {
+                return Err(missing(format!(
+                    "index {index} is out of range ({})",
+                    items.len()
+                )));
+            }
+            items.remove(index);
+            Ok(())
+        }
+        other => Err(missing(format!(
+            "parent is {}, not an object or array",
+            kind_of(other)
+        ))),
+    }
+}
+
+/// Compaction of stored patches (spec §3.3): last op per path wins; an op on a parent
+/// drops earlier ops on its sub-paths; the result is sorted by path.
+pub fn compact(stored: &[PatchOp], new: &[PatchOp]) -> Vec<PatchOp> {
+    let mut by_path: std::collections::BTreeMap<String, PatchOp> = Default::default();
+    for op in stored.iter().chain(new) {
+        let path = op.path();
+        let prefix = format!("{path}/");
+        let below: Vec<String> = by_path
+            .range(prefix.clone()..)
+            .map(|(p, _)| p)
+            .take_while(|p| p.starts_with(&prefix))
+            .cloned()
+            .collect();
+        for p in below {
+            by_path.remove(&p);
+        }
+        by_path.insert(path.to_string(), op.clone());
+    }
+    by_path.into_values().collect()
+}
+
+/// The ops as JSON for the debug API: `[{"op":..,"path":..,"value":..}]`.
+pub fn to_json(ops: &[PatchOp]) -> Value {
+    let items = ops
+        .iter()
+        .map(|op| match op {
+            PatchOp::Add { path, value } => json!({"op": "add", "path": path, "value": value}),
+            PatchOp::Remove { path } => json!({"op": "remove", "path": path}),
+        })
+        .collect();
+    Value::Array(items)
+}
