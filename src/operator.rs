@@ -36,7 +36,7 @@ use crate::debug::DebugState;
 use crate::debug::runtime::RuntimeConfig;
 use crate::debug::server::{DebugServer, Stopper as DebugStopper};
 use crate::executor::Executor;
-use crate::flags::Config;
+use crate::flags::{Config, Program};
 use crate::hook::context::BindingContext;
 use crate::hook::{self, Hook};
 use crate::http;
@@ -49,7 +49,7 @@ use crate::monitor::store::{KubeEvent, SnapshotStore};
 use crate::monitor::{self, Monitor, WatchEvent};
 use crate::process;
 use crate::queue::Task;
-use crate::queue::worker::{QueueView, SharedView, Worker};
+use crate::queue::worker::{Handler, QueueView, SharedView, Worker};
 use crate::router::Router;
 use crate::runner::Runner;
 use crate::schedule::{self, Control, Entry, Fire};
@@ -94,6 +94,8 @@ struct Bound {
     patcher: Result<Client, String>,
     webhooks: webhook::Bound,
     schedule: Vec<Entry>,
+    /// addon-operator's modules, values and helm; `None` for shell-operator.
+    addon: Option<crate::addon::Bound>,
 }
 
 impl Bound {
@@ -106,8 +108,8 @@ impl Bound {
         config.hooks_dir = std::fs::canonicalize(&config.hooks_dir)
             .map_err(|e| format!("hooks dir '{}': {e}", config.hooks_dir.display()))?;
         if config.tmp_dir.as_os_str().is_empty() {
-            config.tmp_dir =
-                std::env::temp_dir().join(format!("shell-operator-{}", std::process::id()));
+            let name = config.program.name();
+            config.tmp_dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
         }
         let executor = Executor {
             tmp_dir: config.tmp_dir.clone(),
@@ -117,14 +119,21 @@ impl Bound {
         executor
             .prepare_tmp_dir()
             .map_err(|e| format!("tmp dir '{}': {e}", config.tmp_dir.display()))?;
-        let hooks = Arc::new(load_hooks(&config)?);
-        let schedule = schedule_entries(&hooks)?;
         // QUEUE_ACTIONS_METRICS=no switches the queue action histogram off (as in flant).
         let queue_actions = std::env::var("QUEUE_ACTIONS_METRICS").map_or(true, |v| v != "no");
         let metrics = Arc::new(
             Metrics::with_options(&config.metrics_prefix, queue_actions)
                 .map_err(|e| e.to_string())?,
         );
+        let (addon, hooks) = match config.program {
+            Program::Addon => {
+                let (addon, hooks) = crate::addon::bind(&config, &metrics)?;
+                (Some(addon), hooks)
+            }
+            Program::Shell => (None, load_hooks(&config)?),
+        };
+        let hooks = Arc::new(hooks);
+        let schedule = schedule_entries(&hooks)?;
         let ready = Arc::new(AtomicBool::new(false));
         let http = http::bind(
             &config.listen_address,
@@ -171,6 +180,7 @@ impl Bound {
             patcher,
             webhooks,
             schedule,
+            addon,
         })
     }
 
@@ -192,22 +202,44 @@ impl Bound {
             .keys()
             .map(|n| (n.clone(), unbounded()))
             .collect();
-        let startup = startup_tasks(&self.hooks);
+        let startup = match &self.addon {
+            Some(addon) => addon.startup_tasks(&self.hooks),
+            None => startup_tasks(&self.hooks),
+        };
+        let main_tx = queues.get(MAIN_QUEUE).ok_or("main queue missing")?.0.clone();
+        let addon = match self.addon {
+            Some(addon) => Some(addon.start(
+                Arc::clone(&self.hooks),
+                main_tx,
+                schedule_tx.clone(),
+                Arc::clone(&self.ready),
+            )?),
+            None => None,
+        };
+        // addon-operator is ready after its first converge, not after the hooks' startup.
+        let startup_ready = match addon {
+            Some(_) => Arc::new(AtomicBool::new(false)),
+            None => Arc::clone(&self.ready),
+        };
         let runner = Arc::new(Runner {
             hooks: Arc::clone(&self.hooks),
             executor: self.executor,
             metrics: Arc::clone(&self.metrics),
             scheduler: schedule_tx,
             startup_left: AtomicUsize::new(startup.len()),
-            ready: Arc::clone(&self.ready),
+            ready: Arc::clone(&startup_ready),
             kube: self.kube.as_ref().map(|k| k.runtime(&self.hooks)),
             patcher: self.patcher,
             jq_library: self.config.jq_library_path.clone(),
-            values: None,
+            values: addon.as_ref().map(|a| Arc::clone(&a.values)),
         });
         if startup.is_empty() {
-            self.ready.store(true, Ordering::Release);
+            startup_ready.store(true, Ordering::Release);
         }
+        let handler: Arc<dyn Handler> = match &addon {
+            Some(addon) => addon.handler(Arc::clone(&runner)),
+            None => runner.clone(),
+        };
         // Queued before the queue threads start, so "main"'s first view lists them all.
         let main = queues.get(MAIN_QUEUE).ok_or("main queue missing")?;
         for task in startup {
@@ -238,7 +270,7 @@ impl Bound {
         let mut senders: BTreeMap<String, Sender<Task>> = BTreeMap::new();
         for (name, (tx, rx)) in queues {
             let view = self.views.get(&name).cloned().unwrap_or_default();
-            let worker = Worker::new(&name, rx, stop_rx.clone(), runner.clone(), view);
+            let worker = Worker::new(&name, rx, stop_rx.clone(), handler.clone(), view);
             threads.push(threads::spawn(&format!("queue-{name}"), move || {
                 worker.run()
             })?);

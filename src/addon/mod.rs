@@ -89,15 +89,12 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
-    let helm = Helm {
-        bin: flags.helm_bin.clone(),
-        namespace: namespace.clone(),
-        history_max: flags.helm_history_max,
-        timeout: flags.helm_timeout,
-        kubeconfig: Some(config.kube.config.clone()).filter(|s| !s.is_empty()).map(Into::into),
-        kube_context: Some(config.kube.context.clone()).filter(|s| !s.is_empty()),
-        work_dir: Some(config.tmp_dir.join("helm")),
-    };
+    let mut helm = Helm::new(flags.helm_bin.clone(), &namespace);
+    helm.history_max = flags.helm_history_max;
+    helm.timeout = flags.helm_timeout;
+    helm.kubeconfig = Some(config.kube.config.clone()).filter(|s| !s.is_empty()).map(Into::into);
+    helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
+    helm.work_dir = Some(config.tmp_dir.clone());
     let version = helm.major_version()?;
     log::info("helm found", &[("bin", &flags.helm_bin.display().to_string()), ("major", &version.to_string())]);
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
