@@ -18,7 +18,9 @@ use crate::registry::Registry;
 use serde_json::{Map, Value, json};
 
 /// Content type of the protobuf form of `/openapi/v2`.
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// (Go's mime parser rejects the `@v1.0` form clients put in Accept, so the
+/// answer uses `.v1.0`, as kube-apiserver does.)
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// Query parameters every PATCH operation declares.
 const PATCH_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "force"];
