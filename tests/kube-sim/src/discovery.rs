@@ -1,9 +1,8 @@
-//! Discovery and schema endpoints: `/version`, `/api`, `/apis`, `/apis/<g>`,
-//! per-group-version resource lists, and a minimal `/openapi/v3` (one document
-//! per group-version whose PATCH operations declare `fieldValidation`, which is
-//! what kubectl and helm check before relying on server-side validation).
-//! `/openapi/v2` is deliberately absent (404). Everything is derived from the
-//! live registry, so CRDs appear as soon as they are created.
+//! Discovery endpoints: `/version`, `/api`, `/apis`, `/apis/<g>` and the
+//! per-group-version resource lists (`/api/v1`, `/apis/<g>/<v>`). Everything is
+//! derived from the live registry, so CRDs appear as soon as they are created.
+//! Aggregated discovery is not offered; clients fall back to these lists. The
+//! OpenAPI documents live in `openapi`.
 
 use crate::registry::{Registry, ResourceType};
 use serde_json::{Value, json};
@@ -106,95 +105,4 @@ pub fn fnv(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// All served (group, version) pairs, core first.
-fn group_versions(reg: &Registry) -> Vec<(String, String)> {
-    let mut out = vec![(String::new(), "v1".to_string())];
-    for (g, vs) in reg.groups() {
-        out.extend(vs.into_iter().map(|v| (g.clone(), v)));
-    }
-    out
-}
-
-/// `api/v1` or `apis/<g>/<v>`: the key used under `/openapi/v3`.
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-/// `/openapi/v3`: the index of per-group-version documents.
-pub fn openapi_root(reg: &Registry) -> Value {
-    let mut paths = serde_json::Map::new();
-    for (g, v) in group_versions(reg) {
-        let Some(doc) = openapi_doc(reg, &g, &v) else {
-            continue;
-        };
-        let hash = format!("{:016X}", fnv(doc.to_string().as_bytes()));
-        let p = gv_path(&g, &v);
-        paths.insert(
-            p.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
-        );
-    }
-    json!({"paths": paths})
-}
-
-fn query_param(name: &str) -> Value {
-    json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}})
-}
-
-/// `/openapi/v3/api/v1` etc.: paths with PATCH operations and their GVK.
-pub fn openapi_doc(reg: &Registry, group: &str, version: &str) -> Option<Value> {
-    let types = reg.in_group_version(group, version);
-    if types.is_empty() {
-        return None;
-    }
-    let prefix = if group.is_empty() {
-        format!("/api/{version}")
-    } else {
-        format!("/apis/{group}/{version}")
-    };
-    let mut paths = serde_json::Map::new();
-    for t in types {
-        let gvk = json!({"group": group, "version": version, "kind": t.kind});
-        let scope = if t.namespaced {
-            "/namespaces/{namespace}"
-        } else {
-            ""
-        };
-        let params: Vec<Value> = ["dryRun", "fieldManager", "fieldValidation", "force"]
-            .iter()
-            .map(|p| query_param(p))
-            .collect();
-        let op = json!({
-            "operationId": format!("patch{}", t.kind),
-            "parameters": params,
-            "responses": {"200": {"description": "OK"}},
-            "x-kubernetes-action": "patch",
-            "x-kubernetes-group-version-kind": gvk,
-        });
-        paths.insert(
-            format!("{prefix}{scope}/{}/{{name}}", t.plural),
-            json!({"patch": op}),
-        );
-    }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.35.0"},
-        "paths": paths,
-        "components": {"schemas": {}},
-    }))
-}
-
-/// Resolves an `/openapi/v3/...` tail (`api/v1`, `apis/apps/v1`) to its document.
-pub fn openapi_for_path(reg: &Registry, tail: &[&str]) -> Option<Value> {
-    match tail {
-        ["api", v] => openapi_doc(reg, "", v),
-        ["apis", g, v] => openapi_doc(reg, g, v),
-        _ => None,
-    }
 }

@@ -5,15 +5,18 @@
 //! # Layout
 //! - [`Sim`] (this file): start/stop, direct store access, fault injection.
 //! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1.
-//! - `router` → `handlers` (CRUD, patch, list; `scale`) / `watch` (streams) / `discovery`.
+//! - `router` → `handlers` (CRUD, patch, list; `scale`) / `watch` (streams) / `discovery`
+//!   (group and resource lists) / `openapi` (v2 and v3 documents).
 //! - `store`: objects, the resourceVersion counter, history, subscriptions;
 //!   `objmeta`: the metadata rules it applies on writes.
-//! - `registry`: built-in kinds and CRD-defined resources; `crd`: CRD write rules.
+//! - `registry`: built-in kinds (the table in `builtins`) and CRD-defined resources;
+//!   `crd`: CRD write rules.
 //! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
 //!   opt-in instant readiness for workloads.
 //! - `listopts`: list/watch option validation.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
+mod builtins;
 pub mod certs;
 mod controllers;
 mod crd;
@@ -23,6 +26,7 @@ mod handlers;
 mod http;
 mod listopts;
 mod objmeta;
+mod openapi;
 mod patch;
 pub mod protobuf;
 mod registry;

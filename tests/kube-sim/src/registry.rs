@@ -1,26 +1,11 @@
 //! The resource registry: which kinds exist, under which group/versions, with
-//! which plural/singular/short names, scope and verbs. Built-in core kinds are a
-//! static table; creating a CustomResourceDefinition adds its resource for every
+//! which plural/singular/short names, scope and verbs. Built-in kinds come from
+//! the static table in `builtins`; creating a CustomResourceDefinition adds its resource for every
 //! served version. Discovery, routing and the store all consult this.
 
+use crate::builtins::{self, FULL};
 use crate::util::version_rank;
 use serde_json::Value;
-
-/// All verbs of an ordinary resource.
-const FULL: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-/// Verbs of resources without `deletecollection` (namespaces).
-const NO_COLLECTION: &[&str] = &[
-    "create", "delete", "get", "list", "patch", "update", "watch",
-];
 
 /// Where a custom resource keeps its replica counts for the `scale` subresource.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,123 +63,6 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
-/// Flags of a built-in kind.
-const NS: u8 = 1;
-const STATUS: u8 = 2;
-const SCALE: u8 = 4;
-/// In the `all` category.
-const ALL: u8 = 8;
-
-/// Compact table row for a built-in kind: (apiVersion, kind, plural, short names, flags).
-type Builtin = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-    u8,
-);
-
-const BUILTINS: &[Builtin] = &[
-    ("v1", "Pod", "pods", &["po"], NS | STATUS | ALL),
-    ("v1", "ConfigMap", "configmaps", &["cm"], NS),
-    ("v1", "Secret", "secrets", &[], NS),
-    ("v1", "Namespace", "namespaces", &["ns"], STATUS),
-    ("v1", "Service", "services", &["svc"], NS | STATUS | ALL),
-    ("v1", "Event", "events", &["ev"], NS),
-    ("v1", "Node", "nodes", &["no"], STATUS),
-    ("v1", "ServiceAccount", "serviceaccounts", &["sa"], NS),
-    (
-        "apps/v1",
-        "Deployment",
-        "deployments",
-        &["deploy"],
-        NS | STATUS | SCALE | ALL,
-    ),
-    (
-        "apps/v1",
-        "DaemonSet",
-        "daemonsets",
-        &["ds"],
-        NS | STATUS | ALL,
-    ),
-    (
-        "apps/v1",
-        "StatefulSet",
-        "statefulsets",
-        &["sts"],
-        NS | STATUS | SCALE | ALL,
-    ),
-    (
-        "apps/v1",
-        "ReplicaSet",
-        "replicasets",
-        &["rs"],
-        NS | STATUS | SCALE | ALL,
-    ),
-    ("batch/v1", "Job", "jobs", &[], NS | STATUS | ALL),
-    (
-        "batch/v1",
-        "CronJob",
-        "cronjobs",
-        &["cj"],
-        NS | STATUS | ALL,
-    ),
-    (
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        &["crd", "crds"],
-        STATUS,
-    ),
-    (
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        &[],
-        0,
-    ),
-    (
-        "admissionregistration.k8s.io/v1",
-        "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        &[],
-        0,
-    ),
-    ("coordination.k8s.io/v1", "Lease", "leases", &[], NS),
-];
-
-fn from_builtin(&(gv, kind, plural, short, flags): &Builtin) -> ResourceType {
-    let (group, version) = split_api_version(gv);
-    let verbs = if plural == "namespaces" {
-        NO_COLLECTION
-    } else {
-        FULL
-    };
-    ResourceType {
-        group: group.to_string(),
-        versions: vec![version.to_string()],
-        kind: kind.to_string(),
-        list_kind: format!("{kind}List"),
-        plural: plural.to_string(),
-        singular: kind.to_lowercase(),
-        short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if flags & ALL != 0 {
-            vec!["all".to_string()]
-        } else {
-            vec![]
-        },
-        namespaced: flags & NS != 0,
-        verbs: verbs.iter().map(|s| s.to_string()).collect(),
-        status: flags & STATUS != 0,
-        scale: (flags & SCALE != 0).then(|| ScalePaths {
-            spec: ".spec.replicas".into(),
-            status: ".status.replicas".into(),
-            selector: None,
-        }),
-        crd: false,
-    }
-}
-
 /// The set of known resources.
 #[derive(Clone, Debug)]
 pub struct Registry {
@@ -205,7 +73,7 @@ impl Registry {
     /// The built-in kinds only.
     pub fn builtin() -> Registry {
         Registry {
-            types: BUILTINS.iter().map(from_builtin).collect(),
+            types: builtins::all(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! URL routing: maps a request path to discovery, OpenAPI, health or a
+//! URL routing: maps a request path to discovery, OpenAPI (v2 and v3), health or a
 //! resource handler, resolving `/api/v1/...` and `/apis/<g>/<v>/...` paths
 //! (namespaced or cluster-scoped, with an optional name and subresource, and the
 //! legacy `/watch/` prefix) against the live registry.
@@ -6,6 +6,7 @@
 use crate::discovery;
 use crate::handlers::{self, Target};
 use crate::http::{Request, Response};
+use crate::openapi;
 use crate::server::Shared;
 use crate::status::ApiError;
 use crate::watch::WatchPlan;
@@ -66,13 +67,27 @@ pub fn route(shared: &Shared, req: &Request) -> Reply {
         ["api", v] => found(discovery::resource_list(&shared.store().registry, "", v)),
         ["apis", g] => found(discovery::api_group(&shared.store().registry, g)),
         ["apis", g, v] => found(discovery::resource_list(&shared.store().registry, g, v)),
-        ["openapi", "v3"] => json(discovery::openapi_root(&shared.store().registry)),
-        ["openapi", "v3", tail @ ..] => {
-            found(discovery::openapi_for_path(&shared.store().registry, tail))
-        }
+        ["openapi", "v2"] => openapi_v2(shared, req),
+        ["openapi", "v3"] => json(openapi::v3_root(&shared.store().registry)),
+        ["openapi", "v3", tail @ ..] => found(openapi::v3_for_path(&shared.store().registry, tail)),
         ["api", v, rest @ ..] => resource(shared, req, "", v, rest),
         ["apis", g, v, rest @ ..] => resource(shared, req, g, v, rest),
         _ => error(not_found()),
+    }
+}
+
+/// `/openapi/v2`: protobuf when the Accept header asks for it (client-go does), else JSON.
+fn openapi_v2(shared: &Shared, req: &Request) -> Reply {
+    let wants_pb = req.header("accept").is_some_and(|a| a.contains("protobuf"));
+    let reg = &shared.store().registry;
+    if wants_pb {
+        Reply::Full(Response {
+            code: 200,
+            headers: vec![("Content-Type".into(), openapi::V2_PROTOBUF.into())],
+            body: openapi::v2_protobuf(reg),
+        })
+    } else {
+        json(openapi::v2_json(reg))
     }
 }
 

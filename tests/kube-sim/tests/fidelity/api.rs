@@ -68,7 +68,14 @@ fn discovery_lists_core_kinds() {
         "apps/v1"
     );
     assert_eq!(c.get("/apis/nope/v1").code, 404);
-    assert_eq!(c.get("/openapi/v2").code, 404);
+    let v2 = c.get("/openapi/v2");
+    assert_eq!(v2.code, 200);
+    let v2op =
+        &v2.body["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+    assert_eq!(
+        v2op["x-kubernetes-group-version-kind"]["kind"],
+        "Deployment"
+    );
     let root = c.get("/openapi/v3").body;
     let url = root["paths"]["api/v1"]["serverRelativeURL"]
         .as_str()
@@ -84,6 +91,107 @@ fn discovery_lists_core_kinds() {
             .iter()
             .any(|p| p["name"] == "fieldValidation")
     );
+}
+
+/// The built-in groups of a 1.35 server are discoverable with their kinds, scope,
+/// short names and preferred versions, and usable over HTTP.
+#[test]
+fn discovery_lists_builtin_groups() {
+    let sim = Sim::start();
+    let c = Client::new(&sim.url());
+    let groups = c.get("/apis").body;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    for g in [
+        "apps",
+        "batch",
+        "rbac.authorization.k8s.io",
+        "networking.k8s.io",
+        "policy",
+        "autoscaling",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+    ] {
+        assert!(names.contains(&g), "{g} missing from /apis: {names:?}");
+    }
+    let auto = c.get("/apis/autoscaling").body;
+    assert_eq!(auto["preferredVersion"]["version"], "v2");
+    assert_eq!(auto["versions"].as_array().unwrap().len(), 2);
+    let kinds = |gv: &str| -> Vec<(String, bool)> {
+        c.get(gv).body["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r["name"].as_str().unwrap().contains('/'))
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_string(),
+                    r["namespaced"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let rbac = kinds("/apis/rbac.authorization.k8s.io/v1");
+    for want in [
+        ("Role", true),
+        ("RoleBinding", true),
+        ("ClusterRole", false),
+        ("ClusterRoleBinding", false),
+    ] {
+        assert!(
+            rbac.contains(&(want.0.to_string(), want.1)),
+            "{want:?} in {rbac:?}"
+        );
+    }
+    let net = kinds("/apis/networking.k8s.io/v1");
+    for want in [
+        ("Ingress", true),
+        ("NetworkPolicy", true),
+        ("IngressClass", false),
+    ] {
+        assert!(
+            net.contains(&(want.0.to_string(), want.1)),
+            "{want:?} in {net:?}"
+        );
+    }
+    let pdb = c.get("/apis/policy/v1").body;
+    assert_eq!(pdb["resources"][0]["shortNames"], json!(["pdb"]));
+    assert!(kinds("/api/v1").contains(&("PersistentVolumeClaim".to_string(), true)));
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"}, "spec": {"maxReplicas": 3}});
+    let r = c.post(
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        &hpa,
+    );
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    let v1 = c.get("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web");
+    assert_eq!(v1.code, 200);
+    assert_eq!(v1.body["apiVersion"], "autoscaling/v1");
+    let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "reader"}, "rules": []});
+    let r = c.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", &cr);
+    assert_eq!(r.code, 201, "{:?}", r.body);
+    assert_eq!(r.body["metadata"].get("namespace"), None);
+    let doc = c.get("/openapi/v3/apis/rbac.authorization.k8s.io/v1").body;
+    let op = &doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"]["patch"];
+    assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "ClusterRole");
+    let pb = c.get_with(
+        "/openapi/v2",
+        (
+            "Accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        ),
+    );
+    assert_eq!(pb.code, 200);
+    assert_eq!(pb.body, serde_json::Value::Null, "protobuf, not JSON");
 }
 
 /// A CRD registers its resource for every served version and becomes Established.

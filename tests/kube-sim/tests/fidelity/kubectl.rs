@@ -89,6 +89,33 @@ fn kubectl_api_resources() {
         line.contains("deploy") && line.contains("apps/v1") && line.contains("Deployment"),
         "{line}"
     );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("poddisruptionbudgets"))
+        .unwrap();
+    assert!(line.contains("pdb") && line.contains("policy/v1"), "{line}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("horizontalpodautoscalers"))
+        .unwrap();
+    assert!(line.contains("autoscaling/v2"), "preferred version: {line}");
+    let rbac = e.ok(&[
+        "api-resources",
+        "--api-group=rbac.authorization.k8s.io",
+        "-o",
+        "name",
+    ]);
+    let mut rbac: Vec<&str> = rbac.lines().collect();
+    rbac.sort();
+    assert_eq!(
+        rbac,
+        [
+            "clusterrolebindings.rbac.authorization.k8s.io",
+            "clusterroles.rbac.authorization.k8s.io",
+            "rolebindings.rbac.authorization.k8s.io",
+            "roles.rbac.authorization.k8s.io"
+        ]
+    );
     let ns = e.ok(&["api-resources", "--namespaced=false", "-o", "name"]);
     assert!(
         ns.lines().any(|l| l == "namespaces") && !ns.lines().any(|l| l == "configmaps"),
