@@ -17,6 +17,9 @@ use std::path::Path;
 /// Most validation errors listed in one message (the count is always exact).
 const MAX_LISTED_ERRORS: usize = 50;
 
+/// Longest single error message kept (messages quote the offending value).
+const MAX_MESSAGE_CHARS: usize = 300;
+
 /// Which of a scope's three schemas to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchemaKind {
@@ -323,7 +326,15 @@ fn describe(e: &jsonschema::ValidationError<'_>) -> Vec<String> {
                 .map_or_else(|| property.to_string(), str::to_string);
             vec![format!("{}: is required", join_path(path, &name))]
         }
-        _ => vec![format!("{}: {e}", show_path(path))],
+        _ => vec![format!("{}: {}", show_path(path), clip(&e.to_string()))],
+    }
+}
+
+/// Cuts a message (which may quote a whole offending value) to `MAX_MESSAGE_CHARS`.
+fn clip(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}...", &message[..cut]),
+        None => message.to_string(),
     }
 }
 
@@ -337,7 +348,7 @@ fn show_path(path: &str) -> &str {
 
 fn join_problems(problems: &[String]) -> String {
     if problems.len() == 1 {
-        return problems[0].clone();
+        return problems.concat();
     }
     let listed = problems
         .iter()
