@@ -24,7 +24,7 @@
 
 use super::configmap::KubeConfig;
 use super::enabled;
-use super::helm::{self, object_exists};
+use super::helm::{self, object_exists_in};
 use super::hook_values::request_converge;
 use super::modules::Owner;
 use super::state::Shared;
@@ -352,7 +352,9 @@ impl AddonHandler {
         let last = helm.last_release(name)?;
         let objects = helm::manifest_objects(&manifest)?;
         let client = &self.shared.client;
-        let reason = helm::upgrade_reason(last.as_ref(), &checksum, &objects, &|o| object_exists(client, o))?;
+        let ns = &self.shared.namespace;
+        let exists = |o: &helm::ObjectRef| object_exists_in(client, o, ns);
+        let reason = helm::upgrade_reason(last.as_ref(), &checksum, &objects, &exists)?;
         match reason {
             Some(reason) => {
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
