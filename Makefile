@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test static bench run demo fmt lint clean
+.PHONY: build test static bench run demo demo-addon fmt lint clean
 
 build:
 	$(CARGO) build --release
@@ -37,6 +37,10 @@ run:
 # The secret-copier example against kube-sim (scripts/demo.sh; DEMO_SECONDS=15).
 demo:
 	scripts/demo.sh
+
+# addon-operator on examples/addon against kube-sim with the real helm (scripts/demo-addon.sh).
+demo-addon:
+	scripts/demo-addon.sh
 
 fmt:
 	$(CARGO) fmt --all

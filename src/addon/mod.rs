@@ -68,7 +68,13 @@ pub struct Bound {
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
 /// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
 pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
-    let flags = config.addon.clone().ok_or("not started as addon-operator")?;
+    let mut flags = config.addon.clone().ok_or("not started as addon-operator")?;
+    // Absolute paths: hooks run (and answer --config) in their own directory.
+    flags.global_hooks_dir = config.hooks_dir.clone();
+    for dir in &mut flags.modules_dirs {
+        *dir = std::fs::canonicalize(&*dir)
+            .map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+    }
     let namespace = config.namespace.clone();
     if namespace.is_empty() {
         return Err("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());

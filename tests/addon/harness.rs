@@ -86,10 +86,9 @@ impl Addon {
             .arg("start")
             .args(["--namespace", NS, "--prometheus-listen-address", "127.0.0.1"])
             .args(["--prometheus-listen-port", "0"])
-            .arg("--modules-dir")
-            .arg(root.join("modules"))
-            .arg("--global-hooks-dir")
-            .arg(root.join("global-hooks"))
+            // Relative, as in flant's image (WORKDIR /, MODULES_DIR=modules).
+            .current_dir(&root)
+            .args(["--modules-dir", "modules", "--global-hooks-dir", "global-hooks"])
             .arg("--tmp-dir")
             .arg(root.join("tmp"))
             .arg("--debug-unix-socket")
