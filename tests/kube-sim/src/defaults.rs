@@ -1,7 +1,11 @@
 //! Server-side defaulting the real API server applies on every write and that
 //! clients observe: Secret `type: Opaque` and `stringData` folded into `data`,
-//! Namespace `status.phase: Active` and its `kubernetes.io/metadata.name` label.
+//! Namespace `status.phase: Active` and its `kubernetes.io/metadata.name` label,
+//! Service `type: ClusterIP`, `sessionAffinity: None`, port `protocol: TCP` and
+//! a `clusterIP` (helm 3's `--wait` waits for one). The IP is derived from the
+//! namespace and name (10.96.0.0/16), so re-defaulting on update keeps it.
 
+use crate::discovery::fnv;
 use crate::registry::ResourceType;
 use base64::Engine;
 use serde_json::{Value, json};
@@ -14,6 +18,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value) {
     match rt.plural.as_str() {
         "secrets" => secret(obj),
         "namespaces" => namespace(obj),
+        "services" => service(obj),
         _ => {}
     }
 }
@@ -46,4 +51,61 @@ fn namespace(obj: &mut Value) {
         obj["metadata"]["labels"] = json!({});
     }
     obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+}
+
+fn service(obj: &mut Value) {
+    if !obj["spec"].is_object() {
+        obj["spec"] = json!({});
+    }
+    let key = format!(
+        "{}/{}",
+        obj["metadata"]["namespace"].as_str().unwrap_or(""),
+        obj["metadata"]["name"].as_str().unwrap_or("")
+    );
+    let spec = &mut obj["spec"];
+    if spec["type"].as_str().unwrap_or("").is_empty() {
+        spec["type"] = json!("ClusterIP");
+    }
+    if spec["sessionAffinity"].is_null() {
+        spec["sessionAffinity"] = json!("None");
+    }
+    if let Some(ports) = spec["ports"].as_array_mut() {
+        for p in ports.iter_mut().filter(|p| p["protocol"].is_null()) {
+            p["protocol"] = json!("TCP");
+        }
+    }
+    if spec["type"] == "ExternalName" || !spec["clusterIP"].as_str().unwrap_or("").is_empty() {
+        return;
+    }
+    let h = fnv(key.as_bytes());
+    let ip = format!("10.96.{}.{}", (h >> 8) & 0xff, (h & 0xff).clamp(1, 254));
+    spec["clusterIP"] = json!(ip);
+    spec["clusterIPs"] = json!([ip]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    #[test]
+    fn services_get_a_stable_cluster_ip() {
+        let reg = Registry::builtin();
+        let rt = reg.by_key("/services").unwrap();
+        let svc = || json!({"metadata": {"name": "web", "namespace": "a"}, "spec": {"ports": [{"port": 80}]}});
+        let (mut a, mut b) = (svc(), svc());
+        apply(rt, &mut a);
+        apply(rt, &mut b);
+        let ip = a["spec"]["clusterIP"].as_str().unwrap().to_string();
+        assert!(ip.starts_with("10.96."), "{ip}");
+        assert_eq!(a, b);
+        assert_eq!(a["spec"]["clusterIPs"], json!([ip]));
+        assert_eq!(a["spec"]["ports"][0]["protocol"], "TCP");
+        let mut headless = json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}});
+        apply(rt, &mut headless);
+        assert_eq!(headless["spec"]["clusterIP"], "None");
+        let mut ext = json!({"metadata": {"name": "e"}, "spec": {"type": "ExternalName"}});
+        apply(rt, &mut ext);
+        assert!(ext["spec"].get("clusterIP").is_none());
+    }
 }

@@ -99,6 +99,8 @@ pub struct Store {
 
 const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 const NS_KEY: &str = "/namespaces";
+const DEPLOY_KEY: &str = "apps/deployments";
+const RS_KEY: &str = "apps/replicasets";
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj["metadata"][field].as_str().unwrap_or("")
@@ -423,6 +425,50 @@ impl Store {
             next["status"] = status;
             self.commit(EventType::Modified, &rt.key(), next);
         }
+        if rt.key() == DEPLOY_KEY {
+            self.sync_replica_set(saved);
+        }
+    }
+
+    /// ReplicaSets in `ns` controlled by the object with `uid`: their names.
+    fn owned_replica_sets(&self, ns: &str, uid: &str) -> Vec<String> {
+        let Some(rs_rt) = self.registry.by_key(RS_KEY) else {
+            return Vec::new();
+        };
+        self.list(rs_rt)
+            .iter()
+            .filter(|o| meta_str(o, "namespace") == ns && crate::controllers::controlled_by(o, uid))
+            .map(|o| meta_str(o, "name").to_string())
+            .collect()
+    }
+
+    /// Auto-ready's deployment controller: creates or scales the ReplicaSet for the
+    /// Deployment's current template and scales the older ones it owns to 0.
+    fn sync_replica_set(&mut self, deploy: &Value) {
+        let (Some(rs), Some(rs_rt)) = (
+            crate::controllers::replica_set_for(deploy),
+            self.registry.by_key(RS_KEY).cloned(),
+        ) else {
+            return;
+        };
+        let (ns, uid) = (meta_str(deploy, "namespace"), meta_str(deploy, "uid"));
+        let name = meta_str(&rs, "name").to_string();
+        for old in self.owned_replica_sets(ns, uid) {
+            if old == name {
+                continue;
+            }
+            if let Ok(mut o) = self.get(&rs_rt, ns, &old) {
+                o["spec"]["replicas"] = json!(0);
+                let _ = self.update(&rs_rt, ns, &old, o, WriteMode::Main, false);
+            }
+        }
+        let _ = match self.get(&rs_rt, ns, &name) {
+            Ok(mut cur) => {
+                cur["spec"]["replicas"] = rs["spec"]["replicas"].clone();
+                self.update(&rs_rt, ns, &name, cur, WriteMode::Main, false)
+            }
+            Err(_) => self.create(&rs_rt, ns, rs, WriteMode::Main, false),
+        };
     }
 
     /// Deletes an object, honouring uid/resourceVersion preconditions and finalizers.
@@ -472,6 +518,11 @@ impl Store {
         if rt.key() == NS_KEY {
             let ns = meta_str(&gone, "name").to_string();
             self.drop_all(|k| k.1 == ns);
+        }
+        if rt.key() == DEPLOY_KEY {
+            let ns = meta_str(&gone, "namespace").to_string();
+            let owned = self.owned_replica_sets(&ns, meta_str(&gone, "uid"));
+            self.drop_all(|k| k.0 == RS_KEY && k.1 == ns && owned.contains(&k.2));
         }
         gone
     }

@@ -536,3 +536,83 @@ fn kubectl_validation_falls_back_to_openapi_v2() {
             .any(|r| r.starts_with("GET /openapi/v2"))
     );
 }
+
+/// `--wait` with auto-ready: install and an upgrade that changes the pod template
+/// finish (helm 3 waits for the Service's clusterIP and the Deployment's new
+/// ReplicaSet; helm 4 for kstatus), and uninstall takes the ReplicaSets along.
+fn wait_with_auto_ready(major: Major) {
+    let c = Cluster::new(major, &format!("helm-rbac-wait-{major:?}"));
+    seed_team(&c.sim);
+    c.sim.set_auto_ready(true);
+    let chart = rbac_chart();
+    let base = [
+        "upgrade",
+        "--install",
+        "rel",
+        chart.as_str(),
+        "-n",
+        "team",
+        "--wait",
+        "--timeout",
+        "30s",
+    ];
+    c.helm(&base);
+    let svc = c.must("v1", "Service", "team", "rel-app");
+    assert!(
+        svc["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.96.")),
+        "{svc}"
+    );
+    let mut up = base.to_vec();
+    up.extend(["--set", "image=nginx:1.28,replicas=2"]);
+    let out = c.helm(&up);
+    assert!(out.contains("REVISION: 2"), "{out}");
+    let dep = c.must("apps/v1", "Deployment", "team", "rel-app");
+    let mut sets: Vec<(i64, i64)> = c
+        .sim
+        .list("apps/v1", "ReplicaSet", "team")
+        .iter()
+        .map(|rs| {
+            assert_eq!(
+                rs["metadata"]["ownerReferences"][0]["uid"],
+                dep["metadata"]["uid"]
+            );
+            (
+                rs["spec"]["replicas"].as_i64().unwrap(),
+                rs["status"]["readyReplicas"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    sets.sort();
+    assert_eq!(
+        sets,
+        [(0, 0), (2, 2)],
+        "old ReplicaSet scaled down, new one ready"
+    );
+    c.helm(&[
+        "uninstall",
+        "rel",
+        "-n",
+        "team",
+        "--wait",
+        "--timeout",
+        "30s",
+    ]);
+    assert!(
+        c.sim
+            .get("apps/v1", "Deployment", "team", "rel-app")
+            .is_none()
+    );
+    assert!(c.sim.list("apps/v1", "ReplicaSet", "team").is_empty());
+}
+
+#[test]
+fn helm4_wait_with_auto_ready() {
+    wait_with_auto_ready(Major::V4);
+}
+
+#[test]
+fn helm3_wait_with_auto_ready() {
+    wait_with_auto_ready(Major::V3);
+}
