@@ -5,6 +5,7 @@
 //! lives in modules, each owning one concept; `operator.rs` starts every thread and
 //! owns every channel.
 
+pub mod addon;
 #[cfg(test)]
 mod alloc_count;
 pub(crate) mod canonical;

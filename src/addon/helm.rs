@@ -1,0 +1,743 @@
+//! The helm binary client of addon-operator (spec §5): each module's chart is
+//! installed as a Helm release named after the module, in the operator's namespace,
+//! by running the real `helm` (`HELM_BIN_PATH`), helm 3 or helm 4.
+//!
+//! - [`Helm`] runs `helm template|history|get values|upgrade|uninstall|list` through
+//!   [`crate::process::run_captured`] (own process group, killed on timeout). Output
+//!   above 64 MiB is refused; helm's stderr reaches every error text (cut at 64 KiB).
+//! - [`manifest_objects`] lists the objects of a rendered manifest stream.
+//! - [`checksum`] hashes the rendered manifest and the chart's files (FNV-1a 128).
+//! - [`upgrade_reason`] is the dedup decision of §5.3: why an upgrade must run, or
+//!   `None` to skip it; [`object_exists`] backs its "is the object still there"
+//!   question with our kube client.
+//!
+//! The module runner (the lead's `addon` code) calls render → checksum →
+//! last_release → upgrade_reason → upgrade.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::process::{ExitStatus, run_captured};
+
+/// Most helm output we accept on stdout (a rendered manifest can be large).
+const MAX_OUTPUT: usize = 64 * 1024 * 1024;
+/// Most of helm's stderr quoted in an error.
+const MAX_STDERR: usize = 64 * 1024;
+/// Extra time the helm process gets beyond its own `--timeout`.
+const PROCESS_GRACE: Duration = Duration::from_secs(60);
+/// The release value that carries the checksum of the last upgrade.
+pub const CHECKSUM_VALUE: &str = "_addonOperatorModuleChecksum";
+/// Most bytes of chart files hashed by [`checksum`].
+const MAX_CHART_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How to run helm for the releases of one operator.
+#[derive(Debug)]
+pub struct Helm {
+    /// `HELM_BIN_PATH` (default `helm`).
+    pub bin: PathBuf,
+    /// `ADDON_OPERATOR_NAMESPACE`: every release command gets `--namespace`.
+    pub namespace: String,
+    /// `HELM_HISTORY_MAX` (default 10).
+    pub history_max: u32,
+    /// `HELM_TIMEOUT` (default 5m): helm's `--timeout`; the process gets 60 s more.
+    pub timeout: Duration,
+    /// Passed as `--kubeconfig` when set.
+    pub kubeconfig: Option<PathBuf>,
+    /// Passed as `--kube-context` when set.
+    pub kube_context: Option<String>,
+    /// Where helm's cache/config/data dirs go (`<work_dir>/helm/{cache,config,data}`)
+    /// when the environment names none; also `HOME` when that is unset.
+    pub work_dir: Option<PathBuf>,
+    /// The major version, asked once (helm 3 and 4 differ in `list`).
+    major: OnceLock<u32>,
+}
+
+/// The latest revision of a release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Release {
+    pub revision: u64,
+    /// `deployed`, `failed`, `pending-upgrade`, …
+    pub status: String,
+    /// The `_addonOperatorModuleChecksum` value of the release (asked only when deployed).
+    pub checksum: Option<String>,
+}
+
+/// One object of a rendered manifest.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    /// `metadata.namespace` as rendered; `None` means the release namespace (or cluster scope).
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    /// `<ns>/<kind>/<name>` (ns empty when not rendered), as in the absent-resource metric.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ns = self.namespace.as_deref().unwrap_or("");
+        write!(f, "{ns}/{}/{}", self.kind, self.name)
+    }
+}
+
+impl Helm {
+    /// A client for `bin` with the defaults: history 10, timeout 5m, no kubeconfig,
+    /// context or work dir.
+    pub fn new(bin: impl Into<PathBuf>, namespace: &str) -> Helm {
+        Helm {
+            bin: bin.into(),
+            namespace: namespace.to_string(),
+            history_max: 10,
+            timeout: Duration::from_secs(300),
+            kubeconfig: None,
+            kube_context: None,
+            work_dir: None,
+            major: OnceLock::new(),
+        }
+    }
+
+    /// `helm version --short` → major version (3 or 4); error names the binary and stderr.
+    pub fn major_version(&self) -> Result<u32, String> {
+        if let Some(m) = self.major.get() {
+            return Ok(*m);
+        }
+        let out = self.run("version", &["version", "--short"], false)?;
+        let major = parse_major(&out).map_err(|e| format!("helm {}: {e}", self.bin.display()))?;
+        let _ = self.major.set(major);
+        Ok(major)
+    }
+
+    /// `helm template <release> <chart> --namespace ns --values <file>`: the rendered manifests.
+    pub fn render(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+    ) -> Result<String, String> {
+        let chart = path_arg(chart)?;
+        let values = path_arg(values_file)?;
+        let args = ["template", release, chart, "--values", values];
+        self.run(&format!("template {release}"), &args, true)
+    }
+
+    /// Latest revision via `helm history <release> --max 1 --output json`; `Ok(None)`
+    /// when the release does not exist. `checksum` from `helm get values <release>
+    /// --output json`, key `_addonOperatorModuleChecksum`, asked only when deployed.
+    pub fn last_release(&self, release: &str) -> Result<Option<Release>, String> {
+        let what = format!("history {release}");
+        let args = ["history", release, "--max", "1", "--output", "json"];
+        let out = match self.run(&what, &args, true) {
+            Ok(out) => out,
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some((revision, status)) =
+            parse_history(&out).map_err(|e| format!("helm {what}: {e}"))?
+        else {
+            return Ok(None);
+        };
+        let checksum = if status == "deployed" {
+            self.release_checksum(release)?
+        } else {
+            None
+        };
+        Ok(Some(Release {
+            revision,
+            status,
+            checksum,
+        }))
+    }
+
+    /// The `_addonOperatorModuleChecksum` user value of the release.
+    fn release_checksum(&self, release: &str) -> Result<Option<String>, String> {
+        let what = format!("get values {release}");
+        let args = ["get", "values", release, "--output", "json"];
+        let out = self.run(&what, &args, true)?;
+        parse_checksum_value(&out).map_err(|e| format!("helm {what}: {e}"))
+    }
+
+    /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
+    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<checksum>`.
+    pub fn upgrade(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+        checksum: &str,
+    ) -> Result<(), String> {
+        let chart = path_arg(chart)?;
+        let values = path_arg(values_file)?;
+        let history = self.history_max.to_string();
+        let timeout = go_duration(self.timeout);
+        let set = format!("{CHECKSUM_VALUE}={checksum}");
+        let args = [
+            "upgrade",
+            release,
+            chart,
+            "--install",
+            "--history-max",
+            &history,
+            "--timeout",
+            &timeout,
+            "--skip-crds",
+            "--values",
+            values,
+            "--set-string",
+            &set,
+        ];
+        self.run(&format!("upgrade {release}"), &args, true)
+            .map(|_| ())
+    }
+
+    /// `helm uninstall <release> --namespace ns`; `Ok(false)` when it did not exist.
+    pub fn uninstall(&self, release: &str) -> Result<bool, String> {
+        let timeout = go_duration(self.timeout);
+        let args = ["uninstall", release, "--timeout", &timeout];
+        match self.run(&format!("uninstall {release}"), &args, true) {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `helm list --all --namespace ns --output json` (helm 4 lists every status by
+    /// default and has no `--all`): release names sorted, empty names dropped.
+    pub fn list(&self) -> Result<Vec<String>, String> {
+        let mut args = vec!["list", "--output", "json", "--max", "0"];
+        if self.major_version()? < 4 {
+            args.push("--all");
+        }
+        let out = self.run("list", &args, true)?;
+        parse_list(&out).map_err(|e| format!("helm list: {e}"))
+    }
+
+    /// The command with the global flags and helm's home dirs.
+    fn command(&self, args: &[&str], namespaced: bool) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args);
+        if namespaced {
+            cmd.arg("--namespace").arg(&self.namespace);
+            if let Some(k) = &self.kubeconfig {
+                cmd.arg("--kubeconfig").arg(k);
+            }
+            if let Some(c) = &self.kube_context {
+                cmd.arg("--kube-context").arg(c);
+            }
+        }
+        if let Some(dir) = &self.work_dir {
+            for (var, sub) in [
+                ("HELM_CACHE_HOME", "cache"),
+                ("HELM_CONFIG_HOME", "config"),
+                ("HELM_DATA_HOME", "data"),
+            ] {
+                if std::env::var_os(var).is_none() {
+                    cmd.env(var, dir.join("helm").join(sub));
+                }
+            }
+            if std::env::var_os("HOME").is_none() {
+                cmd.env("HOME", dir);
+            }
+        }
+        cmd
+    }
+
+    /// Runs helm; stdout on success, else an error with the status and stderr.
+    /// `what` names the operation in errors (`upgrade demo`).
+    fn run(&self, what: &str, args: &[&str], namespaced: bool) -> Result<String, String> {
+        let mut cmd = self.command(args, namespaced);
+        let limit = self.timeout.saturating_add(PROCESS_GRACE);
+        let bin = self.bin.display();
+        let out = run_captured(&mut cmd, Some(limit))
+            .map_err(|e| format!("helm {what}: cannot run {bin}: {e}"))?;
+        if out.status != ExitStatus::Code(0) {
+            let stderr = bounded_text(&out.stderr, MAX_STDERR);
+            return Err(format!(
+                "helm {what} ({bin}) failed: {}: {}",
+                out.status,
+                stderr.trim_end()
+            ));
+        }
+        if out.stdout.len() > MAX_OUTPUT {
+            return Err(format!(
+                "helm {what} ({bin}): output of {} bytes is above the {MAX_OUTPUT}-byte limit",
+                out.stdout.len()
+            ));
+        }
+        String::from_utf8(out.stdout)
+            .map_err(|e| format!("helm {what} ({bin}): output is not UTF-8: {e}"))
+    }
+}
+
+/// Whether a helm error says the release does not exist (helm 3 and 4 both print
+/// `release: not found`).
+fn is_not_found(err: &str) -> bool {
+    err.contains("release: not found")
+}
+
+/// Text of at most `max` bytes (cut on a char boundary, marked).
+fn bounded_text(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    if text.len() <= max {
+        return text.into_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [cut at {max} bytes]", &text[..end])
+}
+
+/// A path as a helm argument (helm takes UTF-8 paths).
+fn path_arg(p: &Path) -> Result<&str, String> {
+    p.to_str()
+        .ok_or_else(|| format!("helm: path {} is not UTF-8", p.display()))
+}
+
+/// A Go duration for `--timeout`: whole seconds as `300s`, else milliseconds.
+fn go_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// The major version from `helm version --short` (`v4.1.4+g05fa379`, `v3.17.0+g…`).
+fn parse_major(out: &str) -> Result<u32, String> {
+    let line = out.trim();
+    let digits: String = line
+        .trim_start_matches('v')
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits
+        .parse()
+        .map_err(|_| format!("cannot read a version from `version --short` output {line:?}"))
+}
+
+/// (revision, status) of the newest entry of `helm history --output json`; `None`
+/// for an empty history.
+fn parse_history(out: &str) -> Result<Option<(u64, String)>, String> {
+    let entries: Vec<serde_json::Value> = serde_json::from_str(out)
+        .map_err(|e| format!("history output is not a JSON array: {e}"))?;
+    let mut newest: Option<(u64, String)> = None;
+    for (i, e) in entries.iter().enumerate() {
+        let revision = e["revision"]
+            .as_u64()
+            .ok_or_else(|| format!("history entry {i}: no numeric `revision`"))?;
+        let status = e["status"]
+            .as_str()
+            .ok_or_else(|| format!("history entry {i}: no `status` string"))?;
+        if newest.as_ref().is_none_or(|(r, _)| revision > *r) {
+            newest = Some((revision, status.to_string()));
+        }
+    }
+    Ok(newest)
+}
+
+/// The checksum value from `helm get values --output json` (`null` when there are none).
+fn parse_checksum_value(out: &str) -> Result<Option<String>, String> {
+    let values: serde_json::Value =
+        serde_json::from_str(out).map_err(|e| format!("values output is not JSON: {e}"))?;
+    Ok(match &values[CHECKSUM_VALUE] {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    })
+}
+
+/// Sorted release names from `helm list --output json`.
+fn parse_list(out: &str) -> Result<Vec<String>, String> {
+    let entries: Vec<serde_json::Value> =
+        serde_json::from_str(out).map_err(|e| format!("list output is not a JSON array: {e}"))?;
+    let mut names = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let name = e["name"]
+            .as_str()
+            .ok_or_else(|| format!("list entry {i}: no `name` string"))?;
+        if !name.is_empty() {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// The rendered objects of a manifest stream: (apiVersion, kind, namespace-or-None,
+/// name) per non-empty YAML document; empty documents and comment-only ones
+/// (`# Source:`) are skipped, `…List` kinds expanded into their items.
+pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
+    use serde::Deserialize;
+    let mut objects = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
+        let value = serde_json::Value::deserialize(doc)
+            .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
+        if value.is_null() {
+            continue;
+        }
+        collect_objects(
+            &value,
+            &format!("manifest document {}", i + 1),
+            &mut objects,
+        )?;
+    }
+    Ok(objects)
+}
+
+/// Adds `value` (an object or a List of objects) to `out`; `at` names it in errors.
+fn collect_objects(
+    value: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<ObjectRef>,
+) -> Result<(), String> {
+    let kind = value["kind"].as_str().unwrap_or_default();
+    if kind.ends_with("List")
+        && let Some(items) = value["items"].as_array()
+    {
+        for (j, item) in items.iter().enumerate() {
+            collect_objects(item, &format!("{at} items[{j}]"), out)?;
+        }
+        return Ok(());
+    }
+    out.push(object_ref(value, at)?);
+    Ok(())
+}
+
+/// The identity of one rendered object.
+fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> {
+    if !value.is_object() {
+        return Err(format!("{at}: not a mapping"));
+    }
+    let field = |v: &serde_json::Value, name: &str| -> Result<String, String> {
+        match v.as_str() {
+            Some(s) if !s.is_empty() => Ok(s.to_string()),
+            _ => Err(format!("{at}: missing or empty `{name}`")),
+        }
+    };
+    let namespace = value["metadata"]["namespace"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(String::from);
+    Ok(ObjectRef {
+        api_version: field(&value["apiVersion"], "apiVersion")?,
+        kind: field(&value["kind"], "kind")?,
+        namespace,
+        name: field(&value["metadata"]["name"], "metadata.name")?,
+    })
+}
+
+/// The upgrade decision of spec §5.3: `Some(reason)` when an upgrade must run —
+/// `release absent`, `status <s>` (anything but deployed), `checksum changed` (also
+/// when the release stores none), `resource <ns>/<kind>/<name> absent`; `None` = skip.
+/// `exists` tells whether an object exists in the cluster; its errors are returned.
+pub fn upgrade_reason(
+    last: Option<&Release>,
+    checksum: &str,
+    objects: &[ObjectRef],
+    exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
+) -> Result<Option<String>, String> {
+    let Some(last) = last else {
+        return Ok(Some("release absent".to_string()));
+    };
+    if last.status != "deployed" {
+        return Ok(Some(format!("status {}", last.status)));
+    }
+    if last.checksum.as_deref() != Some(checksum) {
+        return Ok(Some("checksum changed".to_string()));
+    }
+    for obj in objects {
+        if !exists(obj)? {
+            return Ok(Some(format!("resource {obj} absent")));
+        }
+    }
+    Ok(None)
+}
+
+/// A checksum for the upgrade decision: FNV-1a 128 (hex) of the rendered manifest
+/// and the chart dir's files (relative names and contents, sorted by name), so a
+/// chart change triggers an upgrade even when the rendered text is the same.
+pub fn checksum(manifest: &str, chart: &Path) -> Result<String, String> {
+    let mut files = Vec::new();
+    chart_files(chart, Path::new(""), &mut files)?;
+    files.sort();
+    let mut h = Fnv128::new();
+    h.field(manifest.as_bytes());
+    let mut total: u64 = 0;
+    for rel in &files {
+        let path = chart.join(rel);
+        let data = std::fs::read(&path)
+            .map_err(|e| format!("checksum: cannot read chart file {}: {e}", path.display()))?;
+        total += data.len() as u64;
+        if total > MAX_CHART_BYTES {
+            return Err(format!(
+                "checksum: chart {} has more than {MAX_CHART_BYTES} bytes of files",
+                chart.display()
+            ));
+        }
+        h.field(rel.to_string_lossy().as_bytes());
+        h.field(&data);
+    }
+    Ok(format!("{:032x}", h.0))
+}
+
+/// Relative paths of the regular files under `dir` (symlinks followed).
+fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let dir = root.join(rel);
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
+        let child = rel.join(entry.file_name());
+        let meta = std::fs::metadata(entry.path())
+            .map_err(|e| format!("checksum: cannot stat {}: {e}", entry.path().display()))?;
+        if meta.is_dir() {
+            chart_files(root, &child, out)?;
+        } else if meta.is_file() {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+/// FNV-1a, 128 bit.
+struct Fnv128(u128);
+
+impl Fnv128 {
+    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
+    const PRIME: u128 = 0x0000000001000000000000000000013b;
+
+    fn new() -> Fnv128 {
+        Fnv128(Self::OFFSET)
+    }
+
+    fn bytes(&mut self, data: &[u8]) {
+        for b in data {
+            self.0 ^= u128::from(*b);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    /// A length-prefixed field, so ("ab","c") and ("a","bc") hash differently.
+    fn field(&mut self, data: &[u8]) {
+        self.bytes(&(data.len() as u64).to_le_bytes());
+        self.bytes(data);
+    }
+}
+
+/// Whether `obj` exists in the cluster; a namespaced object without a rendered
+/// namespace is looked up in the client's default namespace. 404 → `false`.
+pub fn object_exists(client: &crate::kube::Client, obj: &ObjectRef) -> Result<bool, String> {
+    object_exists_in(client, obj, client.default_namespace())
+}
+
+/// Like [`object_exists`], with the namespace for objects that render none (the
+/// release namespace).
+pub fn object_exists_in(
+    client: &crate::kube::Client,
+    obj: &ObjectRef,
+    default_namespace: &str,
+) -> Result<bool, String> {
+    let context = format!("helm resource {obj}");
+    let resource = client
+        .resolve(&obj.api_version, &obj.kind, &context)
+        .map_err(|e| e.to_string())?;
+    let ns = obj.namespace.as_deref().unwrap_or(default_namespace);
+    match client.api(&resource, Some(ns)).get(&obj.name) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(format!("{context}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    fn obj(api: &str, kind: &str, ns: Option<&str>, name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: api.into(),
+            kind: kind.into(),
+            namespace: ns.map(String::from),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn manifest_objects_skips_empty_and_comment_documents() {
+        let m = "---\n# Source: c/templates/empty.yaml\n---\n# Source: c/templates/cm.yaml\n\
+                 apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n\n---\n\
+                 apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: other\n";
+        let got = manifest_objects(m).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                obj("v1", "ConfigMap", None, "a"),
+                obj("apps/v1", "Deployment", Some("other"), "d"),
+            ]
+        );
+        assert_eq!(got[1].to_string(), "other/Deployment/d");
+        assert_eq!(got[0].to_string(), "/ConfigMap/a");
+    }
+
+    #[test]
+    fn manifest_objects_expands_lists() {
+        let m = "apiVersion: v1\nkind: ConfigMapList\nitems:\n\
+                 - apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x, namespace: n}\n\
+                 - apiVersion: v1\n  kind: Secret\n  metadata: {name: y}\n";
+        assert_eq!(
+            manifest_objects(m).unwrap(),
+            vec![
+                obj("v1", "ConfigMap", Some("n"), "x"),
+                obj("v1", "Secret", None, "y"),
+            ]
+        );
+        assert_eq!(manifest_objects("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn manifest_objects_errors_name_the_document_and_field() {
+        let m = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n";
+        let e = manifest_objects(m).unwrap_err();
+        assert!(
+            e.contains("manifest document 2") && e.contains("apiVersion"),
+            "{e}"
+        );
+        let e = manifest_objects("- a\n- b\n").unwrap_err();
+        assert!(e.contains("not a mapping"), "{e}");
+        let e = manifest_objects("a: [\n").unwrap_err();
+        assert!(e.contains("invalid YAML"), "{e}");
+    }
+
+    fn deployed(sum: Option<&str>) -> Release {
+        Release {
+            revision: 3,
+            status: "deployed".into(),
+            checksum: sum.map(String::from),
+        }
+    }
+
+    #[test]
+    fn upgrade_reason_covers_each_case() {
+        let objs = vec![
+            obj("v1", "ConfigMap", Some("ns"), "a"),
+            obj("v1", "Secret", Some("ns"), "b"),
+        ];
+        let all = |_: &ObjectRef| Ok(true);
+        let reason = |last: Option<&Release>, sum: &str| upgrade_reason(last, sum, &objs, &all);
+        assert_eq!(
+            reason(None, "x").unwrap().as_deref(),
+            Some("release absent")
+        );
+        let failed = Release {
+            status: "failed".into(),
+            ..deployed(Some("x"))
+        };
+        assert_eq!(
+            reason(Some(&failed), "x").unwrap().as_deref(),
+            Some("status failed")
+        );
+        assert_eq!(
+            reason(Some(&deployed(Some("old"))), "x")
+                .unwrap()
+                .as_deref(),
+            Some("checksum changed")
+        );
+        assert_eq!(
+            reason(Some(&deployed(None)), "x").unwrap().as_deref(),
+            Some("checksum changed")
+        );
+        assert_eq!(reason(Some(&deployed(Some("x"))), "x").unwrap(), None);
+
+        let asked = RefCell::new(Vec::new());
+        let no_secret = |o: &ObjectRef| {
+            asked.borrow_mut().push(o.name.clone());
+            Ok(o.kind != "Secret")
+        };
+        let r = upgrade_reason(Some(&deployed(Some("x"))), "x", &objs, &no_secret).unwrap();
+        assert_eq!(r.as_deref(), Some("resource ns/Secret/b absent"));
+        assert_eq!(*asked.borrow(), ["a", "b"]);
+
+        let broken = |_: &ObjectRef| Err("api down".to_string());
+        let e = upgrade_reason(Some(&deployed(Some("x"))), "x", &objs, &broken).unwrap_err();
+        assert_eq!(e, "api down");
+    }
+
+    #[test]
+    fn upgrade_reason_does_not_ask_the_cluster_when_the_release_must_change() {
+        let objs = vec![obj("v1", "ConfigMap", None, "a")];
+        let never = |_: &ObjectRef| -> Result<bool, String> { panic!("asked the cluster") };
+        let r = upgrade_reason(Some(&deployed(Some("old"))), "new", &objs, &never).unwrap();
+        assert_eq!(r.as_deref(), Some("checksum changed"));
+    }
+
+    #[test]
+    fn parsers_read_helm_json() {
+        assert_eq!(parse_major("v4.1.4+g05fa379\n").unwrap(), 4);
+        assert_eq!(parse_major("v3.17.0+gabc").unwrap(), 3);
+        assert!(parse_major("garbage").unwrap_err().contains("garbage"));
+        let h = r#"[{"revision":2,"status":"superseded"},{"revision":3,"status":"deployed"}]"#;
+        assert_eq!(parse_history(h).unwrap(), Some((3, "deployed".into())));
+        assert_eq!(parse_history("[]").unwrap(), None);
+        assert!(
+            parse_history(r#"[{"status":"x"}]"#)
+                .unwrap_err()
+                .contains("revision")
+        );
+        assert_eq!(
+            parse_checksum_value(r#"{"_addonOperatorModuleChecksum":"ab","x":1}"#).unwrap(),
+            Some("ab".into())
+        );
+        assert_eq!(parse_checksum_value("null").unwrap(), None);
+        assert_eq!(
+            parse_list(r#"[{"name":"b"},{"name":""},{"name":"a"}]"#).unwrap(),
+            ["a", "b"]
+        );
+    }
+
+    #[test]
+    fn helper_formats() {
+        assert_eq!(go_duration(Duration::from_secs(300)), "300s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1500ms");
+        let long = "é".repeat(10);
+        let cut = bounded_text(long.as_bytes(), 5);
+        assert!(
+            cut.starts_with("éé") && cut.contains("cut at 5 bytes"),
+            "{cut}"
+        );
+        assert_eq!(bounded_text(b"short", 64), "short");
+    }
+
+    #[test]
+    fn checksum_follows_manifest_and_chart_files() {
+        let dir = std::env::temp_dir().join(format!("helm-checksum-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("templates")).unwrap();
+        std::fs::write(dir.join("Chart.yaml"), "name: c\n").unwrap();
+        std::fs::write(dir.join("templates/cm.yaml"), "kind: ConfigMap\n").unwrap();
+        let a = checksum("m", &dir).unwrap();
+        assert_eq!(a.len(), 32);
+        assert_eq!(a, checksum("m", &dir).unwrap());
+        assert_ne!(a, checksum("m2", &dir).unwrap());
+        std::fs::write(dir.join("templates/cm.yaml"), "kind: ConfigMap # x\n").unwrap();
+        let b = checksum("m", &dir).unwrap();
+        assert_ne!(a, b);
+        std::fs::write(dir.join("templates/new.txt"), "").unwrap();
+        assert_ne!(b, checksum("m", &dir).unwrap());
+        let e = checksum("m", &dir.join("missing")).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fnv128_matches_the_reference_vector() {
+        let mut h = Fnv128::new();
+        h.bytes(b"a");
+        // FNV-1a 128 of "a" from the reference implementation.
+        assert_eq!(format!("{:032x}", h.0), "d228cb696f1a8caf78912b704e4a8964");
+    }
+}
