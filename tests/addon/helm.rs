@@ -259,3 +259,67 @@ fn missing_binary_is_named() {
     let e = helm.major_version().unwrap_err();
     assert!(e.contains("/nonexistent/helm-bin"), "{e}");
 }
+
+/// Stores a release record the way helm's Secret driver does (base64 of the
+/// release JSON; helm accepts it without gzip), here stuck in `status`.
+fn store_release(sim: &Sim, name: &str, status: &str) {
+    use base64::Engine;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let release = serde_json::json!({
+        "name": name,
+        "namespace": NS,
+        "version": 1,
+        "info": {"status": status, "description": "stored by the test"},
+        "chart": {"metadata": {"apiVersion": "v2", "name": "greeter", "version": "0.0.1"}},
+        "config": {},
+        "manifest": "",
+    });
+    let helm_encoded = b64(release.to_string().as_bytes());
+    let secret = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "helm.sh/release.v1",
+        "metadata": {
+            "name": format!("sh.helm.release.v1.{name}.v1"),
+            "namespace": NS,
+            "labels": {"owner": "helm", "name": name, "status": status, "version": "1"},
+        },
+        "data": {"release": b64(helm_encoded.as_bytes())},
+    });
+    sim.create(secret).expect("store release Secret");
+}
+
+/// A release stuck in pending-install (an operator killed mid-upgrade) is listed —
+/// helm 3 needs `--all` for that, helm 4 lists every status — and must be upgraded.
+fn pending_release_is_listed(bin: PathBuf, major: u32) {
+    let w = World::new(bin, &format!("helm{major}-pending"));
+    store_release(&w.sim, "stuck", "pending-install");
+    let last = w
+        .helm
+        .last_release("stuck")
+        .unwrap()
+        .expect("stored release");
+    assert_eq!(
+        (
+            last.revision,
+            last.status.as_str(),
+            last.checksum.as_deref()
+        ),
+        (1, "pending-install", None)
+    );
+    assert_eq!(w.helm.list().unwrap(), ["stuck"]);
+    assert_eq!(
+        w.reason(Some(&last), "sum", &[]).as_deref(),
+        Some("status pending-install")
+    );
+}
+
+#[test]
+fn helm4_pending_release_is_listed() {
+    pending_release_is_listed(helm4(), 4);
+}
+
+#[test]
+fn helm3_pending_release_is_listed() {
+    pending_release_is_listed(helm3(), 3);
+}
