@@ -223,7 +223,11 @@ impl Executor {
             name("admission-response"),
             name("conversion-response"),
         ];
-        paths.extend(extra.iter().map(|f| name(&f.env.to_lowercase().replace('_', "-"))));
+        paths.extend(
+            extra
+                .iter()
+                .map(|f| name(&f.env.to_lowercase().replace('_', "-"))),
+        );
         Ok(TempFiles {
             paths,
             keep: self.keep_tmp_files,

@@ -206,7 +206,11 @@ impl Bound {
             Some(addon) => addon.startup_tasks(&self.hooks),
             None => startup_tasks(&self.hooks),
         };
-        let main_tx = queues.get(MAIN_QUEUE).ok_or("main queue missing")?.0.clone();
+        let main_tx = queues
+            .get(MAIN_QUEUE)
+            .ok_or("main queue missing")?
+            .0
+            .clone();
         let addon = match self.addon {
             Some(addon) => Some(addon.start(
                 Arc::clone(&self.hooks),

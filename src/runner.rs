@@ -130,7 +130,9 @@ impl Runner {
             .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
         let outcome = match &result {
             Ok(run) => {
-                let patched = self.apply_values(task, run).and_then(|()| self.apply_patches(run));
+                let patched = self
+                    .apply_values(task, run)
+                    .and_then(|()| self.apply_patches(run));
                 match (run.success(), patched) {
                     (true, Ok(())) => Ok(()),
                     (true, Err(e)) => Err(format!("{} FAILED: {e}", hook.name)),

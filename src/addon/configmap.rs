@@ -34,10 +34,16 @@ impl KubeConfig {
             global: json!({}),
             ..KubeConfig::default()
         };
-        let Some(data) = object.and_then(|o| o.get("data")).and_then(Value::as_object) else {
+        let Some(data) = object
+            .and_then(|o| o.get("data"))
+            .and_then(Value::as_object)
+        else {
             return Ok(config);
         };
-        let size: usize = data.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+        let size: usize = data
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
         if size > MAX_DATA {
             return Err(format!("data is {size} bytes; at most {MAX_DATA} are read"));
         }
@@ -61,7 +67,9 @@ impl KubeConfig {
                 "true" => true,
                 "false" => false,
                 other => {
-                    return Err(format!("key '{key}': must be \"true\" or \"false\", got {other:?}"));
+                    return Err(format!(
+                        "key '{key}': must be \"true\" or \"false\", got {other:?}"
+                    ));
                 }
             };
             self.enabled.insert(module_key.to_string(), flag);
@@ -128,7 +136,13 @@ pub fn read(client: &Client, namespace: &str, name: &str) -> Result<Option<Value
 /// Writes one section (`key` is "global" or a module key) into the ConfigMap,
 /// keeping every other key: get, change, update; a conflict (someone else wrote in
 /// between) retries from the get; a missing ConfigMap is created.
-pub fn write_section(client: &Client, namespace: &str, name: &str, key: &str, section: &Value) -> Result<(), String> {
+pub fn write_section(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    key: &str,
+    section: &Value,
+) -> Result<(), String> {
     let text = serde_yaml::to_string(section).map_err(|e| format!("key '{key}': {e}"))?;
     let api = client.api(&configmaps(), Some(namespace));
     let fail = |e: KubeError| format!("ConfigMap {namespace}/{name}: writing key '{key}': {e}");
@@ -139,7 +153,9 @@ pub fn write_section(client: &Client, namespace: &str, name: &str, key: &str, se
                     .as_object_mut()
                     .map(|o| o.entry("data").or_insert_with(|| json!({})));
                 match data {
-                    Some(Value::Object(d)) => d.insert(key.to_string(), Value::String(text.clone())),
+                    Some(Value::Object(d)) => {
+                        d.insert(key.to_string(), Value::String(text.clone()))
+                    }
                     Some(other) => {
                         *other = json!({ key: text });
                         None
@@ -203,17 +219,26 @@ mod tests {
         }))))
         .expect("valid");
         assert_eq!(c.global, json!({"param1": 200}));
-        assert_eq!(c.section("someModule"), json!({"param1": "Long string", "param2": "FOO"}));
+        assert_eq!(
+            c.section("someModule"),
+            json!({"param1": "Long string", "param2": "FOO"})
+        );
         assert_eq!(c.enabled.get("someModule"), Some(&true));
         assert_eq!(c.enabled.get("other"), Some(&false));
         assert_eq!(c.section("absent"), json!({}));
-        assert_eq!(KubeConfig::from_object(None).expect("absent").global, json!({}));
+        assert_eq!(
+            KubeConfig::from_object(None).expect("absent").global,
+            json!({})
+        );
     }
 
     #[test]
     fn a_bad_key_makes_the_whole_configmap_invalid() {
         for (data, needle) in [
-            (json!({"Malformed-section-name": "a: 1"}), "Malformed-section-name"),
+            (
+                json!({"Malformed-section-name": "a: 1"}),
+                "Malformed-section-name",
+            ),
             (json!({"anotherModule": "false"}), "must be a map"),
             (json!({"fooEnabled": "yes"}), "fooEnabled"),
             (json!({"global": "a: [1"}), "bad YAML"),

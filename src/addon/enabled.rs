@@ -41,7 +41,10 @@ pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
                 .map(|&m| shared.layout.modules[m].name.clone())
                 .collect();
             if !run_script(shared, st, mi, module, script, before)? {
-                log::info("module disabled by its enabled script", &[("module", &module.name)]);
+                log::info(
+                    "module disabled by its enabled script",
+                    &[("module", &module.name)],
+                );
                 continue;
             }
         }
@@ -68,10 +71,22 @@ fn run_script(
         let name = format!("{}.module-{kind}-{}-{id}", module.name, std::process::id());
         shared.tmp_dir.join(name)
     };
-    let files = TempFiles(vec![file("config-values.json"), file("values.json"), file("enabled-result")]);
-    let write = |p: &Path, bytes: &[u8]| std::fs::write(p, bytes).map_err(|e| fail(format!("{}: {e}", p.display())));
-    write(&files.0[0], &serde_json::to_vec(&config).unwrap_or_default())?;
-    write(&files.0[1], &serde_json::to_vec(&values).unwrap_or_default())?;
+    let files = TempFiles(vec![
+        file("config-values.json"),
+        file("values.json"),
+        file("enabled-result"),
+    ]);
+    let write = |p: &Path, bytes: &[u8]| {
+        std::fs::write(p, bytes).map_err(|e| fail(format!("{}: {e}", p.display())))
+    };
+    write(
+        &files.0[0],
+        &serde_json::to_vec(&config).unwrap_or_default(),
+    )?;
+    write(
+        &files.0[1],
+        &serde_json::to_vec(&values).unwrap_or_default(),
+    )?;
     write(&files.0[2], b"")?;
     let mut cmd = Command::new(script);
     cmd.current_dir(&module.path)
@@ -87,12 +102,15 @@ fn run_script(
         let stderr = String::from_utf8_lossy(&run.stderr);
         return Err(fail(format!("{}: {}", run.status, stderr.trim())));
     }
-    let mut result = read_bounded(&files.0[2]).map_err(|e| fail(format!("$MODULE_ENABLED_RESULT: {e}")))?;
+    let mut result =
+        read_bounded(&files.0[2]).map_err(|e| fail(format!("$MODULE_ENABLED_RESULT: {e}")))?;
     result.truncate(result.trim_end().len());
     match result.trim() {
         "true" => Ok(true),
         "false" => Ok(false),
-        other => Err(fail(format!("wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"))),
+        other => Err(fail(format!(
+            "wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"
+        ))),
     }
 }
 
@@ -100,7 +118,9 @@ fn run_script(
 fn read_bounded(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)?.take(4096).read_to_string(&mut text)?;
+    std::fs::File::open(path)?
+        .take(4096)
+        .read_to_string(&mut text)?;
     Ok(text)
 }
 

@@ -54,9 +54,15 @@ impl Handler for AddonHandler {
         match (task.kind, &task.step) {
             (TaskKind::HookRun, _) => self.hook_run(task, queue),
             (_, Some(Step::Converge { phase, event })) => self.converge(*phase, event),
-            (_, Some(Step::ModuleRun { module, do_startup, event, .. })) => {
-                self.counted_run(*module, *do_startup, event)
-            }
+            (
+                _,
+                Some(Step::ModuleRun {
+                    module,
+                    do_startup,
+                    event,
+                    ..
+                }),
+            ) => self.counted_run(*module, *do_startup, event),
             (_, Some(Step::ModuleDelete { module, .. })) => self.counted_delete(*module),
             (_, Some(Step::ModulePurge { release })) => {
                 self.purge(release);
@@ -119,7 +125,11 @@ impl AddonHandler {
                     st.converge.active = true;
                     st.converge.started_once = true;
                 }
-                self.shared.metrics.convergence_total.with_label_values(&[event]).inc();
+                self.shared
+                    .metrics
+                    .convergence_total
+                    .with_label_values(&[event])
+                    .inc();
                 log::info("converge modules", &[("event", event)]);
                 let mut tasks = self.lifecycle_tasks(Owner::Global, BindingType::BeforeAll);
                 tasks.push(next(ConvergePhase::Modules));
@@ -149,7 +159,10 @@ impl AddonHandler {
             log::error("modules discovery failed, will retry", &[("error", e)]);
         })?;
         let names = |list: &[usize]| -> String {
-            let n: Vec<&str> = list.iter().map(|&m| shared.layout.modules[m].name.as_str()).collect();
+            let n: Vec<&str> = list
+                .iter()
+                .map(|&m| shared.layout.modules[m].name.as_str())
+                .collect();
             n.join(",")
         };
         log::info("enabled modules", &[("modules", &names(&enabled))]);
@@ -165,7 +178,12 @@ impl AddonHandler {
             let name = shared.layout.modules[m].name.clone();
             let do_startup = !st.modules[m].started;
             let event = event.to_string();
-            tasks.push(Task::step(Step::ModuleRun { module: m, name, do_startup, event }));
+            tasks.push(Task::step(Step::ModuleRun {
+                module: m,
+                name,
+                do_startup,
+                event,
+            }));
         }
         st.enabled = enabled;
         Ok(tasks)
@@ -204,13 +222,19 @@ impl AddonHandler {
         let releases = match self.shared.helm.list() {
             Ok(r) => r,
             Err(e) => {
-                log::error("cannot list helm releases; nothing purged", &[("error", &e)]);
+                log::error(
+                    "cannot list helm releases; nothing purged",
+                    &[("error", &e)],
+                );
                 return Vec::new();
             }
         };
         let known = |r: &String| self.shared.layout.modules.iter().any(|m| &m.name == r);
         let ignored = |r: &String| *r == self.shared.ignore_release;
-        let mut purge: Vec<String> = releases.into_iter().filter(|r| !known(r) && !ignored(r)).collect();
+        let mut purge: Vec<String> = releases
+            .into_iter()
+            .filter(|r| !known(r) && !ignored(r))
+            .collect();
         purge.sort();
         purge.reverse();
         purge
@@ -231,21 +255,40 @@ impl AddonHandler {
     fn counted_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
         self.module_run(m, do_startup, event).inspect_err(|e| {
             let name = self.module_name(m);
-            self.shared.metrics.module_run_errors_total.with_label_values(&[&name]).inc();
-            log::error("module run failed, will retry", &[("module", &name), ("error", e)]);
+            self.shared
+                .metrics
+                .module_run_errors_total
+                .with_label_values(&[&name])
+                .inc();
+            log::error(
+                "module run failed, will retry",
+                &[("module", &name), ("error", e)],
+            );
         })
     }
 
     fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
         self.module_delete(m).map(|()| Vec::new()).inspect_err(|e| {
             let name = self.module_name(m);
-            self.shared.metrics.module_delete_errors_total.with_label_values(&[&name]).inc();
-            log::error("module delete failed, will retry", &[("module", &name), ("error", e)]);
+            self.shared
+                .metrics
+                .module_delete_errors_total
+                .with_label_values(&[&name])
+                .inc();
+            log::error(
+                "module delete failed, will retry",
+                &[("module", &name), ("error", e)],
+            );
         })
     }
 
     fn module_name(&self, m: usize) -> String {
-        self.shared.layout.modules.get(m).map(|m| m.name.clone()).unwrap_or_default()
+        self.shared
+            .layout
+            .modules
+            .get(m)
+            .map(|m| m.name.clone())
+            .unwrap_or_default()
     }
 
     fn module_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
@@ -262,7 +305,14 @@ impl AddonHandler {
         if !started {
             return self.module_startup(m, &name, event);
         }
-        log::info("module run", &[("module", &name), ("event", event), ("startup", &do_startup.to_string())]);
+        log::info(
+            "module run",
+            &[
+                ("module", &name),
+                ("event", event),
+                ("startup", &do_startup.to_string()),
+            ],
+        );
         self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
         if self.shared.layout.modules[m].has_chart {
             self.helm_phase(m)?;
@@ -304,10 +354,18 @@ impl AddonHandler {
         let mut tasks = Vec::new();
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if hook.has_kube_bindings() && !kube_enabled {
-                tasks.push(Task::enable(TaskKind::EnableKubernetesBindings, i, &hook.name));
+                tasks.push(Task::enable(
+                    TaskKind::EnableKubernetesBindings,
+                    i,
+                    &hook.name,
+                ));
             }
             if !hook.config.schedule.is_empty() {
-                tasks.push(Task::enable(TaskKind::EnableScheduleBindings, i, &hook.name));
+                tasks.push(Task::enable(
+                    TaskKind::EnableScheduleBindings,
+                    i,
+                    &hook.name,
+                ));
             }
         }
         tasks.push(Task::step(Step::ModuleRun {
@@ -345,7 +403,12 @@ impl AddonHandler {
         result
     }
 
-    fn upgrade_if_needed(&self, name: &str, chart: &std::path::Path, values: &std::path::Path) -> Result<(), String> {
+    fn upgrade_if_needed(
+        &self,
+        name: &str,
+        chart: &std::path::Path,
+        values: &std::path::Path,
+    ) -> Result<(), String> {
         let helm = &self.shared.helm;
         let manifest = helm.render(name, chart, values)?;
         let checksum = helm::checksum(&manifest, chart)?;
@@ -375,7 +438,9 @@ impl AddonHandler {
                 let _ = self.shared.scheduler.send(Control::Disable(i));
             }
         }
-        if self.shared.layout.modules[m].has_chart && self.shared.helm.last_release(&name)?.is_some() {
+        if self.shared.layout.modules[m].has_chart
+            && self.shared.helm.last_release(&name)?.is_some()
+        {
             self.shared.helm.uninstall(&name)?;
         }
         self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)?;
@@ -400,7 +465,13 @@ impl AddonHandler {
         let h = &self.shared.hooks[hook];
         let mut names: Vec<String> = h.config.kubernetes.iter().map(|b| b.name.clone()).collect();
         names.dedup();
-        Task::hook_run(hook, &h.name, false, false, BindingContext::lifecycle(binding, names))
+        Task::hook_run(
+            hook,
+            &h.name,
+            false,
+            false,
+            BindingContext::lifecycle(binding, names),
+        )
     }
 
     /// Global beforeAll/afterAll hooks as queued tasks (each retried on its own).
@@ -414,7 +485,8 @@ impl AddonHandler {
     /// Runs a module's lifecycle hooks in this task; the first failure fails it.
     fn run_lifecycle(&self, owner: Owner, binding: BindingType) -> Result<(), String> {
         for i in self.lifecycle_hooks(owner, binding) {
-            self.runner.run_hook(&self.lifecycle_task(i, binding), "main")?;
+            self.runner
+                .run_hook(&self.lifecycle_task(i, binding), "main")?;
         }
         Ok(())
     }
@@ -430,7 +502,8 @@ impl AddonHandler {
             let text = items.first()?.object.clone()?;
             serde_json::from_str::<serde_json::Value>(&text).ok()
         });
-        let config = KubeConfig::from_object(object.as_ref()).and_then(|c| self.check_config(&c).map(|()| c));
+        let config = KubeConfig::from_object(object.as_ref())
+            .and_then(|c| self.check_config(&c).map(|()| c));
         let config = match config {
             Ok(c) => c,
             Err(e) => {

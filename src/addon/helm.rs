@@ -110,7 +110,12 @@ impl Helm {
     }
 
     /// `helm template <release> <chart> --namespace ns --values <file>`: the rendered manifests.
-    pub fn render(&self, release: &str, chart: &Path, values_file: &Path) -> Result<String, String> {
+    pub fn render(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+    ) -> Result<String, String> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let args = ["template", release, chart, "--values", values];
@@ -128,7 +133,8 @@ impl Helm {
             Err(e) if is_not_found(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let Some((revision, status)) = parse_history(&out).map_err(|e| format!("helm {what}: {e}"))?
+        let Some((revision, status)) =
+            parse_history(&out).map_err(|e| format!("helm {what}: {e}"))?
         else {
             return Ok(None);
         };
@@ -333,8 +339,8 @@ fn parse_history(out: &str) -> Result<Option<(u64, String)>, String> {
 
 /// The checksum value from `helm get values --output json` (`null` when there are none).
 fn parse_checksum_value(out: &str) -> Result<Option<String>, String> {
-    let values: serde_json::Value = serde_json::from_str(out)
-        .map_err(|e| format!("values output is not JSON: {e}"))?;
+    let values: serde_json::Value =
+        serde_json::from_str(out).map_err(|e| format!("values output is not JSON: {e}"))?;
     Ok(match &values[CHECKSUM_VALUE] {
         serde_json::Value::String(s) => Some(s.clone()),
         serde_json::Value::Null => None,
@@ -344,8 +350,8 @@ fn parse_checksum_value(out: &str) -> Result<Option<String>, String> {
 
 /// Sorted release names from `helm list --output json`.
 fn parse_list(out: &str) -> Result<Vec<String>, String> {
-    let entries: Vec<serde_json::Value> = serde_json::from_str(out)
-        .map_err(|e| format!("list output is not a JSON array: {e}"))?;
+    let entries: Vec<serde_json::Value> =
+        serde_json::from_str(out).map_err(|e| format!("list output is not a JSON array: {e}"))?;
     let mut names = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let name = e["name"]
@@ -372,7 +378,11 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
         if value.is_null() {
             continue;
         }
-        collect_objects(&value, &format!("manifest document {}", i + 1), &mut objects)?;
+        collect_objects(
+            &value,
+            &format!("manifest document {}", i + 1),
+            &mut objects,
+        )?;
     }
     Ok(objects)
 }
@@ -593,7 +603,10 @@ mod tests {
     fn manifest_objects_errors_name_the_document_and_field() {
         let m = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n";
         let e = manifest_objects(m).unwrap_err();
-        assert!(e.contains("manifest document 2") && e.contains("apiVersion"), "{e}");
+        assert!(
+            e.contains("manifest document 2") && e.contains("apiVersion"),
+            "{e}"
+        );
         let e = manifest_objects("- a\n- b\n").unwrap_err();
         assert!(e.contains("not a mapping"), "{e}");
         let e = manifest_objects("a: [\n").unwrap_err();
@@ -616,7 +629,10 @@ mod tests {
         ];
         let all = |_: &ObjectRef| Ok(true);
         let reason = |last: Option<&Release>, sum: &str| upgrade_reason(last, sum, &objs, &all);
-        assert_eq!(reason(None, "x").unwrap().as_deref(), Some("release absent"));
+        assert_eq!(
+            reason(None, "x").unwrap().as_deref(),
+            Some("release absent")
+        );
         let failed = Release {
             status: "failed".into(),
             ..deployed(Some("x"))
@@ -626,7 +642,9 @@ mod tests {
             Some("status failed")
         );
         assert_eq!(
-            reason(Some(&deployed(Some("old"))), "x").unwrap().as_deref(),
+            reason(Some(&deployed(Some("old"))), "x")
+                .unwrap()
+                .as_deref(),
             Some("checksum changed")
         );
         assert_eq!(
@@ -665,7 +683,11 @@ mod tests {
         let h = r#"[{"revision":2,"status":"superseded"},{"revision":3,"status":"deployed"}]"#;
         assert_eq!(parse_history(h).unwrap(), Some((3, "deployed".into())));
         assert_eq!(parse_history("[]").unwrap(), None);
-        assert!(parse_history(r#"[{"status":"x"}]"#).unwrap_err().contains("revision"));
+        assert!(
+            parse_history(r#"[{"status":"x"}]"#)
+                .unwrap_err()
+                .contains("revision")
+        );
         assert_eq!(
             parse_checksum_value(r#"{"_addonOperatorModuleChecksum":"ab","x":1}"#).unwrap(),
             Some("ab".into())
@@ -683,7 +705,10 @@ mod tests {
         assert_eq!(go_duration(Duration::from_millis(1500)), "1500ms");
         let long = "é".repeat(10);
         let cut = bounded_text(long.as_bytes(), 5);
-        assert!(cut.starts_with("éé") && cut.contains("cut at 5 bytes"), "{cut}");
+        assert!(
+            cut.starts_with("éé") && cut.contains("cut at 5 bytes"),
+            "{cut}"
+        );
         assert_eq!(bounded_text(b"short", 64), "short");
     }
 

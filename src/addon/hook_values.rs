@@ -45,8 +45,14 @@ impl HookValues for ValuesHook {
         Ok(vec![
             input("CONFIG_VALUES_PATH", &config),
             input("VALUES_PATH", &values),
-            ExtraFile { env: PATCH_FILES[0], content: None },
-            ExtraFile { env: PATCH_FILES[1], content: None },
+            ExtraFile {
+                env: PATCH_FILES[0],
+                content: None,
+            },
+            ExtraFile {
+                env: PATCH_FILES[1],
+                content: None,
+            },
         ])
     }
 
@@ -90,9 +96,18 @@ fn event_of(task: &Task, what: &str) -> String {
 }
 
 impl ValuesHook {
-    fn apply_global(&self, task: &Task, config_ops: Vec<PatchOp>, values_ops: Vec<PatchOp>) -> Result<(), String> {
-        let (mut flags, mut global_config, mut global_values) = (Vec::new(), Vec::new(), Vec::new());
-        for (ops, out) in [(config_ops, &mut global_config), (values_ops, &mut global_values)] {
+    fn apply_global(
+        &self,
+        task: &Task,
+        config_ops: Vec<PatchOp>,
+        values_ops: Vec<PatchOp>,
+    ) -> Result<(), String> {
+        let (mut flags, mut global_config, mut global_values) =
+            (Vec::new(), Vec::new(), Vec::new());
+        for (ops, out) in [
+            (config_ops, &mut global_config),
+            (values_ops, &mut global_values),
+        ] {
             for op in ops {
                 let root = root_of(&op).to_string();
                 if root == "global" {
@@ -100,7 +115,10 @@ impl ValuesHook {
                 } else if root.ends_with("Enabled") && op.path() == format!("/{root}") {
                     flags.push(op);
                 } else {
-                    return Err(format!("unacceptable patch operation for path {}", op.path()));
+                    return Err(format!(
+                        "unacceptable patch operation for path {}",
+                        op.path()
+                    ));
                 }
             }
         }
@@ -138,9 +156,20 @@ impl ValuesHook {
         values_ops: Vec<PatchOp>,
     ) -> Result<(), String> {
         let mut st = self.shared.lock();
-        let key = st.modules.get(m).map(|s| s.scope.key.clone()).ok_or("no such module")?;
-        if let Some(op) = config_ops.iter().chain(&values_ops).find(|op| root_of(op) != key) {
-            return Err(format!("unacceptable patch operation for path {}", op.path()));
+        let key = st
+            .modules
+            .get(m)
+            .map(|s| s.scope.key.clone())
+            .ok_or("no such module")?;
+        if let Some(op) = config_ops
+            .iter()
+            .chain(&values_ops)
+            .find(|op| root_of(op) != key)
+        {
+            return Err(format!(
+                "unacceptable patch operation for path {}",
+                op.path()
+            ));
         }
         let before = st.module_checksum(m);
         let module = &st.modules[m];
@@ -160,7 +189,8 @@ impl ValuesHook {
             st.modules[m].scope.patches = p;
         }
         let module = &st.modules[m];
-        if before != st.module_checksum(m) && reacts(task) && module.enabled && !module.run_pending {
+        if before != st.module_checksum(m) && reacts(task) && module.enabled && !module.run_pending
+        {
             st.modules[m].run_pending = true;
             let name = self.shared.layout.modules[m].name.clone();
             let run = Step::ModuleRun {
@@ -190,7 +220,10 @@ impl ValuesHook {
 }
 
 /// The dynamic `*Enabled` flags after a global hook's ops on `/<key>Enabled`.
-fn dynamic_flags(st: &State, ops: &[PatchOp]) -> Result<std::collections::BTreeMap<String, bool>, String> {
+fn dynamic_flags(
+    st: &State,
+    ops: &[PatchOp],
+) -> Result<std::collections::BTreeMap<String, bool>, String> {
     let mut out = st.dynamic.clone();
     for op in ops {
         let key = root_of(op).trim_end_matches("Enabled").to_string();
@@ -203,7 +236,11 @@ fn dynamic_flags(st: &State, ops: &[PatchOp]) -> Result<std::collections::BTreeM
                     Value::Bool(b) => *b,
                     Value::String(s) if s == "true" => true,
                     Value::String(s) if s == "false" => false,
-                    other => return Err(format!("path {path}: value must be true or false, got {other}")),
+                    other => {
+                        return Err(format!(
+                            "path {path}: value must be true or false, got {other}"
+                        ));
+                    }
                 };
                 out.insert(key, flag);
             }

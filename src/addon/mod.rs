@@ -68,7 +68,10 @@ pub struct Bound {
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
 /// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
 pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
-    let mut flags = config.addon.clone().ok_or("not started as addon-operator")?;
+    let mut flags = config
+        .addon
+        .clone()
+        .ok_or("not started as addon-operator")?;
     // Absolute paths: hooks run (and answer --config) in their own directory.
     flags.global_hooks_dir = config.hooks_dir.clone();
     for dir in &mut flags.modules_dirs {
@@ -81,10 +84,16 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     }
     let layout = modules::discover(&flags)?;
     for m in &layout.modules {
-        log::info("module found", &[("module", &m.name), ("path", &m.path.display().to_string())]);
+        log::info(
+            "module found",
+            &[("module", &m.name), ("path", &m.path.display().to_string())],
+        );
     }
-    let (mut hooks, mut owners) =
-        modules::load_hooks(&layout, config.hook_run_timeout, config.jq_library_path.as_deref())?;
+    let (mut hooks, mut owners) = modules::load_hooks(
+        &layout,
+        config.hook_run_timeout,
+        config.jq_library_path.as_deref(),
+    )?;
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
@@ -98,11 +107,19 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     let mut helm = Helm::new(flags.helm_bin.clone(), &namespace);
     helm.history_max = flags.helm_history_max;
     helm.timeout = flags.helm_timeout;
-    helm.kubeconfig = Some(config.kube.config.clone()).filter(|s| !s.is_empty()).map(Into::into);
+    helm.kubeconfig = Some(config.kube.config.clone())
+        .filter(|s| !s.is_empty())
+        .map(Into::into);
     helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
     helm.work_dir = Some(config.tmp_dir.clone());
     let version = helm.major_version()?;
-    log::info("helm found", &[("bin", &flags.helm_bin.display().to_string()), ("major", &version.to_string())]);
+    log::info(
+        "helm found",
+        &[
+            ("bin", &flags.helm_bin.display().to_string()),
+            ("major", &version.to_string()),
+        ],
+    );
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     let bound = Bound {
         layout,

@@ -103,9 +103,13 @@ pub fn discover(flags: &AddonFlags) -> Result<Layout, String> {
 }
 
 /// The modules of one modules directory, in directory-name order.
-fn modules_in(dir: &Path, common: &Map<String, Value>, flags: &AddonFlags) -> Result<Vec<Module>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+fn modules_in(
+    dir: &Path,
+    common: &Map<String, Value>,
+    flags: &AddonFlags,
+) -> Result<Vec<Module>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
@@ -117,10 +121,16 @@ fn modules_in(dir: &Path, common: &Map<String, Value>, flags: &AddonFlags) -> Re
         // Follows symlinks; a dangling one is skipped with a warning.
         match std::fs::metadata(&path) {
             Ok(m) if m.is_dir() => paths.push(path),
-            Ok(_) => log::warn("not a module directory, skipped", &[("path", &path.display().to_string())]),
+            Ok(_) => log::warn(
+                "not a module directory, skipped",
+                &[("path", &path.display().to_string())],
+            ),
             Err(e) => log::warn(
                 "cannot read module directory, skipped",
-                &[("path", &path.display().to_string()), ("error", &e.to_string())],
+                &[
+                    ("path", &path.display().to_string()),
+                    ("error", &e.to_string()),
+                ],
             ),
         }
     }
@@ -131,18 +141,25 @@ fn modules_in(dir: &Path, common: &Map<String, Value>, flags: &AddonFlags) -> Re
         .collect()
 }
 
-fn load_module(path: &Path, common: &Map<String, Value>, flags: &AddonFlags) -> Result<Module, String> {
+fn load_module(
+    path: &Path,
+    common: &Map<String, Value>,
+    flags: &AddonFlags,
+) -> Result<Module, String> {
     let dir_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (order, name) = parse_dir_name(&dir_name)
-        .map_err(|e| format!("module dir '{}': {e}", path.display()))?;
+    let (order, name) =
+        parse_dir_name(&dir_name).map_err(|e| format!("module dir '{}': {e}", path.display()))?;
     let key = values_key(&name);
     let own = read_values_file(&path.join("values.yaml"), flags.strict_values)?;
     let mut static_values = Value::Object(Map::new());
     let mut static_enabled = None;
-    for (file, values) in [(path.parent().unwrap_or(path).join("values.yaml"), common), (path.join("values.yaml"), &own)] {
+    for (file, values) in [
+        (path.parent().unwrap_or(path).join("values.yaml"), common),
+        (path.join("values.yaml"), &own),
+    ] {
         if let Some(section) = values.get(&key) {
             if !section.is_object() && !section.is_null() {
                 return Err(format!("{}: '{key}' must be a map", file.display()));
@@ -154,7 +171,10 @@ fn load_module(path: &Path, common: &Map<String, Value>, flags: &AddonFlags) -> 
             None | Some(Value::Null) => {}
             Some(Value::Bool(b)) => static_enabled = Some(*b),
             Some(other) => {
-                return Err(format!("{}: '{flag}' must be true or false, got {other}", file.display()));
+                return Err(format!(
+                    "{}: '{flag}' must be true or false, got {other}",
+                    file.display()
+                ));
             }
         }
     }
@@ -215,7 +235,10 @@ pub fn load_hooks(
     let mut owners = Vec::new();
     let root = &layout.global_hooks_root;
     for path in hook::discover(root).map_err(|e| e.to_string())? {
-        hooks.push(hook::load_as(root, &path, timeout, jq_library, HookKind::Global).map_err(|e| e.to_string())?);
+        hooks.push(
+            hook::load_as(root, &path, timeout, jq_library, HookKind::Global)
+                .map_err(|e| e.to_string())?,
+        );
         owners.push(Owner::Global);
     }
     for (mi, module) in layout.modules.iter().enumerate() {
@@ -273,19 +296,41 @@ mod tests {
             &d.join("modules/values.yaml"),
             "global:\n  param1: 100\nsomeModuleEnabled: true\nsomeModule:\n  a: 1\n  b: 1\n",
         );
-        write(&d.join("modules/001-some-module/values.yaml"), "someModule:\n  b: 2\nsomeModuleEnabled: false\n");
-        write(&d.join("modules/002-other/Chart.yaml"), "name: other\nversion: 0.0.1\n");
+        write(
+            &d.join("modules/001-some-module/values.yaml"),
+            "someModule:\n  b: 2\nsomeModuleEnabled: false\n",
+        );
+        write(
+            &d.join("modules/002-other/Chart.yaml"),
+            "name: other\nversion: 0.0.1\n",
+        );
         write(&d.join("modules/unnumbered/templates/cm.yaml"), "");
         let store = d.join("store/000-linked");
         write(&store.join("values.yaml"), "");
         std::os::unix::fs::symlink(&store, d.join("modules/000-linked")).expect("symlink");
         let layout = discover(&flags(vec![d.join("modules")], d.join("global"))).expect("discover");
-        let names: Vec<(&str, u32)> = layout.modules.iter().map(|m| (m.name.as_str(), m.order)).collect();
-        assert_eq!(names, vec![("linked", 0), ("some-module", 1), ("unnumbered", 1), ("other", 2)]);
+        let names: Vec<(&str, u32)> = layout
+            .modules
+            .iter()
+            .map(|m| (m.name.as_str(), m.order))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("linked", 0),
+                ("some-module", 1),
+                ("unnumbered", 1),
+                ("other", 2)
+            ]
+        );
         let some = &layout.modules[1];
         assert_eq!(some.key, "someModule");
         assert_eq!(some.static_values, serde_json::json!({"a": 1, "b": 2}));
-        assert_eq!(some.static_enabled, Some(false), "the module's own values.yaml wins");
+        assert_eq!(
+            some.static_enabled,
+            Some(false),
+            "the module's own values.yaml wins"
+        );
         assert!(!some.has_chart);
         assert!(layout.modules[2].has_chart && layout.modules[3].has_chart);
         assert_eq!(layout.global_static, serde_json::json!({"param1": 100}));
@@ -299,12 +344,16 @@ mod tests {
         write(&d.join("a/001-foo/values.yaml"), "");
         write(&d.join("b/002-foo/values.yaml"), "");
         write(&d.join("global/x"), "");
-        let err = discover(&flags(vec![d.join("a"), d.join("b")], d.join("global"))).expect_err("dup");
+        let err =
+            discover(&flags(vec![d.join("a"), d.join("b")], d.join("global"))).expect_err("dup");
         assert!(err.contains("001-foo") && err.contains("002-foo"), "{err}");
         write(&d.join("c/values.yaml"), "fooEnabled: \"yes\"\n");
         write(&d.join("c/001-foo/hooks/.keep"), "");
         let err = discover(&flags(vec![d.join("c")], d.join("global"))).expect_err("string flag");
-        assert!(err.contains("fooEnabled") && err.contains("c/values.yaml"), "{err}");
+        assert!(
+            err.contains("fooEnabled") && err.contains("c/values.yaml"),
+            "{err}"
+        );
         let mut strict = flags(vec![d.join("c")], d.join("global"));
         strict.strict_values = true;
         std::fs::write(d.join("c/values.yaml"), "").expect("fix");
@@ -318,7 +367,10 @@ mod tests {
         let d = temp("hooks");
         let hook = "#!/bin/sh\necho '{\"configVersion\":\"v1\",\"beforeHelm\":1}'\n";
         write(&d.join("m/001-foo/hooks/a.sh"), hook);
-        write(&d.join("g/hooks/b.sh"), "#!/bin/sh\necho '{\"configVersion\":\"v1\",\"beforeAll\":1}'\n");
+        write(
+            &d.join("g/hooks/b.sh"),
+            "#!/bin/sh\necho '{\"configVersion\":\"v1\",\"beforeAll\":1}'\n",
+        );
         for p in [d.join("m/001-foo/hooks/a.sh"), d.join("g/hooks/b.sh")] {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }

@@ -121,7 +121,11 @@ impl State {
 
     /// `(CONFIG_VALUES, VALUES)` of module `m`'s hooks, enabled script and chart;
     /// `enabled_modules` goes into `global.enabledModules` of VALUES.
-    pub fn module_files(&self, m: usize, enabled_modules: Vec<String>) -> Result<(Value, Value), String> {
+    pub fn module_files(
+        &self,
+        m: usize,
+        enabled_modules: Vec<String>,
+    ) -> Result<(Value, Value), String> {
         let module = self.modules.get(m).ok_or("no such module")?;
         let key = module.scope.key.clone();
         let mut global = self.global.values()?;
@@ -139,7 +143,10 @@ impl State {
 
     /// Checksum of the global values (changes trigger converges).
     pub fn global_checksum(&self) -> String {
-        self.global.values().map(|v| checksum(&v)).unwrap_or_default()
+        self.global
+            .values()
+            .map(|v| checksum(&v))
+            .unwrap_or_default()
     }
 
     /// Checksum of module `m`'s values.
@@ -166,13 +173,17 @@ impl AddonMetrics {
     pub fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
         let counter = |name: &str, help: &str| -> Result<IntCounter, String> {
             let c = IntCounter::new(format!("{prefix}{name}"), help).map_err(|e| e.to_string())?;
-            registry.register(Box::new(c.clone())).map_err(|e| e.to_string())?;
+            registry
+                .register(Box::new(c.clone()))
+                .map_err(|e| e.to_string())?;
             Ok(c)
         };
         let vec = |name: &str, help: &str, label: &str| -> Result<IntCounterVec, String> {
             let c = IntCounterVec::new(Opts::new(format!("{prefix}{name}"), help), &[label])
                 .map_err(|e| e.to_string())?;
-            registry.register(Box::new(c.clone())).map_err(|e| e.to_string())?;
+            registry
+                .register(Box::new(c.clone()))
+                .map_err(|e| e.to_string())?;
             Ok(c)
         };
         Ok(AddonMetrics {
@@ -184,7 +195,11 @@ impl AddonMetrics {
                 "modules_discover_errors_total",
                 "Failed computations of the enabled modules",
             )?,
-            module_run_errors_total: vec("module_run_errors_total", "Failed module runs", "module")?,
+            module_run_errors_total: vec(
+                "module_run_errors_total",
+                "Failed module runs",
+                "module",
+            )?,
             module_delete_errors_total: vec(
                 "module_delete_errors_total",
                 "Failed module deletions",

@@ -11,20 +11,29 @@ use crate::common::{TempDir, hook, http_get, write_hooks};
 use kube_sim::Sim;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const NS: &str = "addons";
 
+/// The repository root (the main package's manifest dir).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// The real helm: `$HELM`/`.tools/bin/helm` (4) or `$HELM3`/`.tools/bin/helm3` (3).
 /// Missing is a failure, never a skip.
 pub fn helm_bin(major: u32) -> PathBuf {
-    let (var, name) = if major == 3 { ("HELM3", "helm3") } else { ("HELM", "helm") };
-    let path = std::env::var(var).map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/bin").join(name)
-    });
+    let (var, name) = if major == 3 {
+        ("HELM3", "helm3")
+    } else {
+        ("HELM", "helm")
+    };
+    let path = std::env::var(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join(".tools/bin").join(name));
     assert!(
         path.is_file(),
         "helm {major} not found at {} (run scripts/install-k8s-clients.sh or set ${var})",
@@ -67,7 +76,8 @@ impl Addon {
         for d in ["modules", "global-hooks", "out", "home"] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
-        sim.write_kubeconfig(&root.join("kubeconfig")).expect("kubeconfig");
+        sim.write_kubeconfig(&root.join("kubeconfig"))
+            .expect("kubeconfig");
         sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
             .expect("namespace");
         if let Some(data) = configmap {
@@ -84,11 +94,21 @@ impl Addon {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_shell-operator"));
         cmd.arg("addon-operator")
             .arg("start")
-            .args(["--namespace", NS, "--prometheus-listen-address", "127.0.0.1"])
+            .args([
+                "--namespace",
+                NS,
+                "--prometheus-listen-address",
+                "127.0.0.1",
+            ])
             .args(["--prometheus-listen-port", "0"])
             // Relative, as in flant's image (WORKDIR /, MODULES_DIR=modules).
             .current_dir(&root)
-            .args(["--modules-dir", "modules", "--global-hooks-dir", "global-hooks"])
+            .args([
+                "--modules-dir",
+                "modules",
+                "--global-hooks-dir",
+                "global-hooks",
+            ])
             .arg("--tmp-dir")
             .arg(root.join("tmp"))
             .arg("--debug-unix-socket")
@@ -104,8 +124,14 @@ impl Addon {
         let mut child = cmd.spawn().expect("start addon-operator");
         let stdout = Arc::new(Mutex::new(Vec::new()));
         for pipe in [
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -117,7 +143,12 @@ impl Addon {
                 }
             });
         }
-        Addon { sim, dir, child: Some(child), stdout }
+        Addon {
+            sim,
+            dir,
+            child: Some(child),
+            stdout,
+        }
     }
 
     /// (tag, JSON) of every recorded hook run and helm command, in order.
@@ -125,7 +156,12 @@ impl Addon {
         let text = std::fs::read_to_string(self.dir.0.join("out/runs.log")).unwrap_or_default();
         text.lines()
             .filter_map(|l| l.split_once(' '))
-            .map(|(t, j)| (t.to_string(), serde_json::from_str(j).unwrap_or(Value::Null)))
+            .map(|(t, j)| {
+                (
+                    t.to_string(),
+                    serde_json::from_str(j).unwrap_or(Value::Null),
+                )
+            })
             .collect()
     }
 
@@ -135,7 +171,11 @@ impl Addon {
         self.runs()
             .into_iter()
             .map(|(t, _)| t)
-            .filter(|t| !t.starts_with("helm:") || t.starts_with("helm:upgrade") || t.starts_with("helm:uninstall"))
+            .filter(|t| {
+                !t.starts_with("helm:")
+                    || t.starts_with("helm:upgrade")
+                    || t.starts_with("helm:uninstall")
+            })
             .collect()
     }
 
@@ -187,7 +227,11 @@ impl Addon {
     pub fn port(&self) -> u16 {
         let line = self.wait_log(&["HTTP server listening"], Duration::from_secs(30));
         let v: Value = serde_json::from_str(&line).expect("json log");
-        v["address"].as_str().and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
+        v["address"]
+            .as_str()
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .expect("port")
     }
 
     pub fn metrics(&self) -> String {
@@ -199,7 +243,11 @@ impl Addon {
         let port = self.port();
         let deadline = Instant::now() + Duration::from_secs(60);
         while http_get(port, "/ready").0 != 200 {
-            assert!(Instant::now() < deadline, "not ready in 60 s; logs:\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "not ready in 60 s; logs:\n{}",
+                self.logs()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -209,8 +257,10 @@ impl Addon {
         let mut cm = self
             .sim
             .get("v1", "ConfigMap", NS, "addon-operator")
-            .unwrap_or_else(|| json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "addon-operator", "namespace": NS}, "data": {}}));
+            .unwrap_or_else(|| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "addon-operator", "namespace": NS}, "data": {}})
+            });
         let existed = cm["metadata"]["resourceVersion"].is_string();
         cm["data"][k] = json!(v);
         if existed {
@@ -233,8 +283,15 @@ impl Addon {
             .sim
             .list("v1", "Secret", NS)
             .into_iter()
-            .filter(|s| s["metadata"]["labels"]["owner"] == "helm" && s["metadata"]["labels"]["name"] == release)
-            .filter_map(|s| s["metadata"]["labels"]["version"].as_str().and_then(|v| v.parse().ok()))
+            .filter(|s| {
+                s["metadata"]["labels"]["owner"] == "helm"
+                    && s["metadata"]["labels"]["name"] == release
+            })
+            .filter_map(|s| {
+                s["metadata"]["labels"]["version"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+            })
             .collect();
         r.sort();
         r
@@ -246,14 +303,23 @@ impl Addon {
 
     /// Waits until the object `name` satisfies `cond` (`None`: absent). The helm
     /// wrapper records a command when it starts, so tests wait for its effect here.
-    pub fn wait_object(&self, kind: &str, name: &str, cond: impl Fn(Option<&Value>) -> bool) -> Option<Value> {
+    pub fn wait_object(
+        &self,
+        kind: &str,
+        name: &str,
+        cond: impl Fn(Option<&Value>) -> bool,
+    ) -> Option<Value> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let obj = self.object("v1", kind, name);
             if cond(obj.as_ref()) {
                 return obj;
             }
-            assert!(Instant::now() < deadline, "{kind} {name} is {obj:?}; logs:\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "{kind} {name} is {obj:?}; logs:\n{}",
+                self.logs()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -271,7 +337,10 @@ impl Drop for Addon {
 /// A minimal chart: one ConfigMap named `name` with `data` from the module values.
 pub fn chart(module_dir: &str, name: &str, key: &str) -> Vec<(String, String)> {
     vec![
-        (format!("{module_dir}/Chart.yaml"), format!("apiVersion: v2\nname: {name}\nversion: 0.0.1\n")),
+        (
+            format!("{module_dir}/Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.0.1\n"),
+        ),
         (
             format!("{module_dir}/templates/cm.yaml"),
             format!(

@@ -1,8 +1,9 @@
-//! addon-operator end to end (one test binary for the area): the real binary as
-//! `addon-operator` against kube-sim with the real helm 3 and 4.
+//! addon-operator end to end (one test binary for the area): the helm client and the
+//! real binary as `addon-operator`, against kube-sim with the real helm 3 and 4.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod harness;
+mod helm;
 mod operator;

@@ -23,7 +23,11 @@ fn steps_with_bindings(addon: &Addon) -> Vec<String> {
     addon
         .runs()
         .into_iter()
-        .filter(|(t, _)| !t.starts_with("helm:") || t.starts_with("helm:upgrade") || t.starts_with("helm:uninstall"))
+        .filter(|(t, _)| {
+            !t.starts_with("helm:")
+                || t.starts_with("helm:upgrade")
+                || t.starts_with("helm:uninstall")
+        })
         .map(|(t, ctx)| match ctx[0]["binding"].as_str() {
             Some(b) => format!("{t}:{b}"),
             None => t,
@@ -104,17 +108,24 @@ fn startup_sequence(major: u32) {
     );
     // What the module's hook read: merged values, enabledModules, config values.
     let read = |f: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(addon.dir.0.join("out").join(f)).expect(f)).expect("json")
+        serde_json::from_str(&std::fs::read_to_string(addon.dir.0.join("out").join(f)).expect(f))
+            .expect("json")
     };
     assert_eq!(
         read("echo-values.json"),
         json!({"global": {"owner": "tests", "discovered": "yes", "enabledModules": ["echo"]},
                "echo": {"param": "from-cm", "other": "kept"}})
     );
-    assert_eq!(read("echo-config.json"), json!({"global": {}, "echo": {"param": "from-cm"}}));
+    assert_eq!(
+        read("echo-config.json"),
+        json!({"global": {}, "echo": {"param": "from-cm"}})
+    );
     // What landed in the cluster: the chart's ConfigMap with the merged values.
-    let cm = addon.object("v1", "ConfigMap", "echo").expect("echo rendered");
-    let values: Value = serde_json::from_str(cm["data"]["values"].as_str().expect("values")).expect("json");
+    let cm = addon
+        .object("v1", "ConfigMap", "echo")
+        .expect("echo rendered");
+    let values: Value =
+        serde_json::from_str(cm["data"]["values"].as_str().expect("values")).expect("json");
     assert_eq!(values, json!({"param": "from-cm", "other": "kept"}));
     assert_eq!(cm["data"]["enabledModules"], "echo");
     assert_eq!(addon.revisions("echo"), vec![1]);
@@ -136,7 +147,11 @@ fn runtime_layout() -> Vec<(String, String)> {
     let mut f = files(vec![
         (
             "global-hooks/hooks/g".into(),
-            rec("g", r#"{"configVersion":"v1","beforeAll":1,"afterAll":1}"#, ""),
+            rec(
+                "g",
+                r#"{"configVersion":"v1","beforeAll":1,"afterAll":1}"#,
+                "",
+            ),
         ),
         (
             "modules/values.yaml".into(),
@@ -151,10 +166,17 @@ fn runtime_layout() -> Vec<(String, String)> {
                 r#"if grep -q onStartup "$BINDING_CONTEXT_PATH"; then echo '[{"op":"add","path":"/echo/password","value":"s3cret"}]' > "$CONFIG_VALUES_JSON_PATCH_PATH"; fi; cp "$CONFIG_VALUES_PATH" "$OUT_DIR/echo-config.json""#,
             ),
         ),
-        ("modules/002-other/hooks/h".into(), rec("other", r#"{"configVersion":"v1","beforeHelm":1}"#, "")),
+        (
+            "modules/002-other/hooks/h".into(),
+            rec("other", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
         (
             "modules/003-extra/hooks/h".into(),
-            rec("extra", r#"{"configVersion":"v1","onStartup":1,"beforeHelm":1,"afterDeleteHelm":1}"#, ""),
+            rec(
+                "extra",
+                r#"{"configVersion":"v1","onStartup":1,"beforeHelm":1,"afterDeleteHelm":1}"#,
+                "",
+            ),
         ),
     ]);
     f.extend(chart("modules/001-echo", "echo", "echo"));
@@ -178,18 +200,31 @@ fn configmap_changes_at_run_time() {
     assert_eq!(data["global"], "a: 1\n");
     let echo: Value = serde_yaml::from_str(data["echo"].as_str().expect("echo key")).expect("yaml");
     assert_eq!(echo, json!({"password": "s3cret"}));
-    let config: Value =
-        serde_json::from_str(&std::fs::read_to_string(addon.dir.0.join("out/echo-config.json")).expect("config"))
-            .expect("json");
-    assert_eq!(config["echo"]["password"], "s3cret", "the next run reads the saved config");
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(addon.dir.0.join("out/echo-config.json")).expect("config"),
+    )
+    .expect("json");
+    assert_eq!(
+        config["echo"]["password"], "s3cret",
+        "the next run reads the saved config"
+    );
 
     // One module's section: only that module runs again.
     let n = steps_with_bindings(&addon).len();
     addon.set_config("other", "x: 1\n");
-    addon.wait_steps(LONG, |s| s.len() > n && s.iter().skip(n).any(|t| t == "helm:upgrade:other"));
+    addon.wait_steps(LONG, |s| {
+        s.len() > n && s.iter().skip(n).any(|t| t == "helm:upgrade:other")
+    });
     let after = since(&addon, n);
-    assert_eq!(after, vec!["other:beforeHelm", "helm:upgrade:other"], "{}", addon.logs());
-    addon.wait_object("ConfigMap", "other", |o| o.is_some_and(|o| o["data"]["values"] == "{\"x\":1}"));
+    assert_eq!(
+        after,
+        vec!["other:beforeHelm", "helm:upgrade:other"],
+        "{}",
+        addon.logs()
+    );
+    addon.wait_object("ConfigMap", "other", |o| {
+        o.is_some_and(|o| o["data"]["values"] == "{\"x\":1}")
+    });
 
     // The global section: a converge that changes nothing a chart uses runs no upgrade.
     let n = steps_with_bindings(&addon).len();
@@ -203,13 +238,27 @@ fn configmap_changes_at_run_time() {
         addon.logs()
     );
     let runs = since(&addon, n);
-    assert_eq!(runs, vec!["g:beforeAll", "echo:beforeHelm", "other:beforeHelm", "g:afterAll"]);
-    assert_eq!(addon.revisions("echo"), vec![1], "no upgrade without a change");
+    assert_eq!(
+        runs,
+        vec![
+            "g:beforeAll",
+            "echo:beforeHelm",
+            "other:beforeHelm",
+            "g:afterAll"
+        ]
+    );
+    assert_eq!(
+        addon.revisions("echo"),
+        vec![1],
+        "no upgrade without a change"
+    );
 
     // Enabling a module installs its release.
     let n = steps_with_bindings(&addon).len();
     addon.set_config("extraEnabled", "true");
-    addon.wait_steps(LONG, |s| s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2);
+    addon.wait_steps(LONG, |s| {
+        s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2
+    });
     let runs = since(&addon, n);
     assert_eq!(
         runs,
@@ -232,22 +281,44 @@ fn configmap_changes_at_run_time() {
     // Disabling it uninstalls the release, then afterDeleteHelm runs.
     let n = steps_with_bindings(&addon).len();
     addon.set_config("extraEnabled", "false");
-    addon.wait_steps(LONG, |s| s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2);
+    addon.wait_steps(LONG, |s| {
+        s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2
+    });
     let runs = since(&addon, n);
-    assert_eq!(&runs[..3], ["g:beforeAll", "helm:uninstall:extra", "extra:afterDeleteHelm"], "{runs:?}");
+    assert_eq!(
+        &runs[..3],
+        [
+            "g:beforeAll",
+            "helm:uninstall:extra",
+            "extra:afterDeleteHelm"
+        ],
+        "{runs:?}"
+    );
     addon.wait_object("ConfigMap", "extra", |o| o.is_none());
-    assert!(addon.revisions("extra").is_empty(), "release Secrets removed");
+    assert!(
+        addon.revisions("extra").is_empty(),
+        "release Secrets removed"
+    );
 
     // A bad ConfigMap changes nothing and is counted; fixing it applies.
     let n = steps_with_bindings(&addon).len();
     addon.set_config("global", "a: [1");
     addon.wait_log(&["ConfigMap is invalid", "bad YAML", "global"], LONG);
-    let metric = crate::common::metric(&addon.metrics(), "addon_operator_config_values_errors_total");
+    let metric = crate::common::metric(
+        &addon.metrics(),
+        "addon_operator_config_values_errors_total",
+    );
     assert_eq!(metric, Some(1.0));
     addon.set_config("global", "a: 3\n");
-    addon.wait_steps(LONG, |s| s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2);
+    addon.wait_steps(LONG, |s| {
+        s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2
+    });
     let runs = since(&addon, n);
-    assert_eq!(runs.first().map(String::as_str), Some("g:beforeAll"), "nothing ran for the bad one: {runs:?}");
+    assert_eq!(
+        runs.first().map(String::as_str),
+        Some("g:beforeAll"),
+        "nothing ran for the bad one: {runs:?}"
+    );
 }
 
 #[test]
@@ -275,13 +346,19 @@ echo "[{\"op\":\"add\",\"path\":\"/val/replicas\",\"value\":$v}]" > "$VALUES_JSO
     addon.wait_ready();
     let failed = addon.wait_log(&["failed", "replicas"], LONG);
     assert!(failed.contains("values"), "{failed}");
-    let second: Value =
-        serde_json::from_str(&std::fs::read_to_string(addon.dir.0.join("out/val-values-2.json")).expect("2nd run"))
-            .expect("json");
+    let second: Value = serde_json::from_str(
+        &std::fs::read_to_string(addon.dir.0.join("out/val-values-2.json")).expect("2nd run"),
+    )
+    .expect("json");
     assert_eq!(second["val"], json!({}), "the rejected patch left no trace");
-    let cm = addon.object("v1", "ConfigMap", "val").expect("deployed after the retry");
+    let cm = addon
+        .object("v1", "ConfigMap", "val")
+        .expect("deployed after the retry");
     assert_eq!(cm["data"]["values"], "{\"replicas\":3}");
-    let errors = crate::common::metric(&addon.metrics(), "addon_operator_module_run_errors_total{module=\"val\"}");
+    let errors = crate::common::metric(
+        &addon.metrics(),
+        "addon_operator_module_run_errors_total{module=\"val\"}",
+    );
     assert_eq!(errors, Some(1.0));
 }
 
@@ -312,5 +389,8 @@ if [ $n -ge 2 ]; then echo '[{"op":"add","path":"/fixer/ok","value":true}]' > "$
     assert!(addon.object("v1", "ConfigMap", "fixer").is_some());
     assert_eq!(addon.revisions("fixer"), vec![1]);
     let steps = steps_with_bindings(&addon);
-    assert_eq!(steps, vec!["fixer:beforeHelm", "fixer:beforeHelm", "helm:upgrade:fixer"]);
+    assert_eq!(
+        steps,
+        vec!["fixer:beforeHelm", "fixer:beforeHelm", "helm:upgrade:fixer"]
+    );
 }

@@ -546,17 +546,30 @@ fn label_selector_serializes_as_kubernetes_json() {
 #[test]
 fn addon_lifecycle_bindings_by_hook_kind() {
     use super::{HookKind, parse_as};
-    let module = parse_as("m", "configVersion: v1\nbeforeHelm: 10\nafterDeleteHelm: 2", HookKind::Module)
-        .expect("module hook");
+    let module = parse_as(
+        "m",
+        "configVersion: v1\nbeforeHelm: 10\nafterDeleteHelm: 2",
+        HookKind::Module,
+    )
+    .expect("module hook");
     assert_eq!(module.lifecycle.before_helm, Some(10.0));
     assert_eq!(module.lifecycle.after_delete_helm, Some(2.0));
     assert_eq!(module.lifecycle.before_all, None);
-    let global = parse_as("g", "{\"beforeAll\": 5, \"onStartup\": 1}", HookKind::Global)
-        .expect("v0 global hook");
+    let global = parse_as(
+        "g",
+        "{\"beforeAll\": 5, \"onStartup\": 1}",
+        HookKind::Global,
+    )
+    .expect("v0 global hook");
     assert_eq!(global.lifecycle.order("beforeAll"), Some(5.0));
     let wrong = parse_as("g", "configVersion: v1\nbeforeHelm: 1", HookKind::Global)
         .expect_err("beforeHelm is a module binding");
-    assert!(wrong.to_string().contains("beforeHelm is a forbidden property"), "{wrong}");
+    assert!(
+        wrong
+            .to_string()
+            .contains("beforeHelm is a forbidden property"),
+        "{wrong}"
+    );
     let shell = super::parse("s", "configVersion: v1\nafterAll: 1").expect_err("shell hook");
     assert!(shell.to_string().contains("afterAll"), "{shell}");
     let bad = parse_as("m", "configVersion: v1\nafterHelm: soon", HookKind::Module)

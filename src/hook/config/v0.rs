@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::error::Problem;
 use super::selectors::label_selector_v0;
 use super::types::{
-    ConfigVersion, HookConfig, HookKind, KubernetesBinding, NamespaceSelector, ScheduleBinding, Settings,
-    WatchEventType,
+    ConfigVersion, HookConfig, HookKind, KubernetesBinding, NamespaceSelector, ScheduleBinding,
+    Settings, WatchEventType,
 };
 use super::v1::{check_crontab, lifecycle, non_empty, on_startup};
 use super::validate::{Checker, binding_at};
@@ -26,7 +26,11 @@ const V1_ONLY_KEYS: &[&str] = &[
 ];
 
 /// Parse a v0 config; an explicit `configVersion: v0` is allowed (our fix).
-pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> HookConfig {
+pub(crate) fn parse(
+    m: &Map<String, Value>,
+    probs: &mut Vec<Problem>,
+    kind: HookKind,
+) -> HookConfig {
     top_level(m, probs, kind);
     HookConfig {
         version: ConfigVersion::V0,
@@ -46,7 +50,8 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: Hook
 fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) {
     let mut c = Checker::new(probs, "");
     let lifecycle_keys = kind.lifecycle_keys();
-    let known = |k: &str| TOP_KEYS.contains(&k) || k == "configVersion" || lifecycle_keys.contains(&k);
+    let known =
+        |k: &str| TOP_KEYS.contains(&k) || k == "configVersion" || lifecycle_keys.contains(&k);
     for key in m.keys().filter(|k| !known(k)) {
         let msg = if V1_ONLY_KEYS.contains(&key.as_str()) {
             format!("{key} is a forbidden property in config v0; add 'configVersion: v1' to use it")
@@ -56,7 +61,10 @@ fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) {
         };
         c.err(key, msg);
     }
-    let has_binding = TOP_KEYS.iter().chain(lifecycle_keys).any(|k| m.contains_key(*k));
+    let has_binding = TOP_KEYS
+        .iter()
+        .chain(lifecycle_keys)
+        .any(|k| m.contains_key(*k));
     if !has_binding {
         let msg = "config has no bindings: expected onStartup, schedule or onKubernetesEvent \
                    (v0), or configVersion: v1";

@@ -38,7 +38,11 @@ const SCHEDULE_KEYS: &[&str] = &[
 /// Parse a v1 config. Problems go to `probs`; the result is only meaningful
 /// when none were recorded. Bindings are read in flant's order: kubernetes
 /// first, because the others refer to kubernetes binding names.
-pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> HookConfig {
+pub(crate) fn parse(
+    m: &Map<String, Value>,
+    probs: &mut Vec<Problem>,
+    kind: HookKind,
+) -> HookConfig {
     top_level(m, probs, kind);
     let on_startup = m.get("onStartup").and_then(|v| on_startup(probs, v));
     let settings = m.get("settings").map(|v| settings(probs, v));
@@ -65,7 +69,11 @@ pub(crate) fn parse(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: Hook
 
 /// addon-operator's `beforeAll: ORDER`-style bindings the hook's kind allows, each an
 /// integer like `onStartup`.
-pub(crate) fn lifecycle(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) -> Lifecycle {
+pub(crate) fn lifecycle(
+    m: &Map<String, Value>,
+    probs: &mut Vec<Problem>,
+    kind: HookKind,
+) -> Lifecycle {
     let mut out = Lifecycle::default();
     for key in kind.lifecycle_keys() {
         if let Some(v) = m.get(*key)
@@ -80,7 +88,11 @@ pub(crate) fn lifecycle(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: 
 /// Strict top-level keys, and at least one key besides `configVersion`.
 fn top_level(m: &Map<String, Value>, probs: &mut Vec<Problem>, kind: HookKind) {
     let mut c = Checker::new(probs, "");
-    let allowed: Vec<&str> = TOP_KEYS.iter().chain(kind.lifecycle_keys()).copied().collect();
+    let allowed: Vec<&str> = TOP_KEYS
+        .iter()
+        .chain(kind.lifecycle_keys())
+        .copied()
+        .collect();
     c.strict("", m, &allowed);
     if m.len() < 2 {
         c.err(
