@@ -98,6 +98,7 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         kube: None,
         patcher: Err("no cluster in this benchmark".into()),
         jq_library: None,
+        values: None,
     };
     let (task_tx, task_rx) = crossbeam_channel::unbounded();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);

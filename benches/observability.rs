@@ -260,6 +260,7 @@ fn rss_growth(dir: &Path, runs: usize) {
             kube: None,
             patcher: Err("no cluster in this benchmark".into()),
             jq_library: None,
+            values: None,
         },
         done: done_tx,
     });

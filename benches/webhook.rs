@@ -149,6 +149,7 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
         mutating: vec![],
         conversion: vec![],
         settings: Settings::default(),
+        lifecycle: Default::default(),
     };
     let hook = Hook {
         name: "allow.sh".into(),

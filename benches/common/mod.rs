@@ -85,6 +85,7 @@ pub fn plain_hook(name: &str, path: &Path) -> Hook {
         mutating: vec![],
         conversion: vec![],
         settings: Settings::default(),
+        lifecycle: Default::default(),
     };
     Hook {
         name: name.into(),
