@@ -69,6 +69,18 @@ impl Addon {
         major: u32,
         env: &[(&str, &str)],
     ) -> Addon {
+        Addon::start_after(files, configmap, major, env, &|_| {})
+    }
+
+    /// [`start_with`](Self::start_with), running `before(root)` once kube-sim and the
+    /// kubeconfig (`root/kubeconfig`) exist, before the operator starts.
+    pub fn start_after(
+        files: &[(&str, String)],
+        configmap: Option<Value>,
+        major: u32,
+        env: &[(&str, &str)],
+        before: &dyn Fn(&std::path::Path),
+    ) -> Addon {
         let sim = Sim::start();
         let dir = TempDir::new("addon");
         let root = dir.0.clone();
@@ -85,6 +97,7 @@ impl Addon {
                 "metadata": {"name": "addon-operator", "namespace": NS}, "data": data}))
                 .expect("configmap");
         }
+        before(&root);
         let wrapper = root.join("helm-wrapper");
         let script = format!(
             "#!/bin/sh\necho \"helm:$1:$2 null\" >> \"$OUT_DIR/runs.log\"\nexec '{}' \"$@\"\n",

@@ -7,3 +7,4 @@ mod common;
 mod harness;
 mod helm;
 mod operator;
+mod reactions;

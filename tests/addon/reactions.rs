@@ -1,0 +1,186 @@
+//! addon-operator's reactions: global and module hooks' kubernetes bindings
+//! (Synchronization, snapshots in lifecycle contexts, values changed by events),
+//! dynamic enabling from a global hook, `global.enabledModules` in an enabled script,
+//! and the purge of releases that belong to no module.
+
+use crate::harness::{Addon, NS, chart, helm_bin, rec, repo_root};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn tagged(addon: &Addon, tag: &str) -> Vec<Value> {
+    addon
+        .runs()
+        .into_iter()
+        .filter(|(t, _)| t == tag)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+#[test]
+fn hooks_react_to_kubernetes_events_and_dynamic_enabling() {
+    let mut layout: Vec<(String, String)> = vec![
+        (
+            "global-hooks/hooks/g".into(),
+            rec(
+                "g",
+                r#"{"configVersion":"v1","beforeAll":1,"kubernetes":[{"name":"cms","apiVersion":"v1","kind":"ConfigMap","labelSelector":{"matchLabels":{"watch":"global"}},"jqFilter":".data.v"}]}"#,
+                // beforeAll turns the dynamic module on; events publish the value seen.
+                r#"if grep -q '"binding":"beforeAll"' "$BINDING_CONTEXT_PATH"; then
+  echo '[{"op":"add","path":"/dynEnabled","value":true}]' > "$VALUES_JSON_PATCH_PATH"
+elif grep -q '"type":"Event"' "$BINDING_CONTEXT_PATH"; then
+  v=$(sed 's/.*"filterResult":"\([^"]*\)".*/\1/' "$BINDING_CONTEXT_PATH")
+  echo "[{\"op\":\"add\",\"path\":\"/global/seen\",\"value\":\"$v\"}]" > "$VALUES_JSON_PATCH_PATH"
+fi"#,
+            ),
+        ),
+        ("modules/values.yaml".into(), "mkEnabled: true\nscriptedEnabled: true\n".into()),
+        (
+            "modules/001-mk/hooks/h".into(),
+            rec(
+                "mk",
+                r#"{"configVersion":"v1","beforeHelm":1,"kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod","namespace":{"nameSelector":{"matchNames":["addons"]}},"jqFilter":".metadata.name"}]}"#,
+                r#"if grep -q '"type":"Event"' "$BINDING_CONTEXT_PATH"; then
+  echo '[{"op":"add","path":"/mk/podEvent","value":true}]' > "$VALUES_JSON_PATCH_PATH"
+fi"#,
+            ),
+        ),
+        (
+            "modules/002-dyn/hooks/h".into(),
+            rec("dyn", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+        (
+            "modules/003-scripted/enabled".into(),
+            "#!/bin/sh\ncp \"$VALUES_PATH\" \"$OUT_DIR/scripted-values.json\"\necho true > \"$MODULE_ENABLED_RESULT\"\n".into(),
+        ),
+    ];
+    layout.extend(chart("modules/001-mk", "mk", "mk"));
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let addon = Addon::start(&files, None, 4);
+    addon.sim.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p1", "namespace": NS}, "spec": {"containers": [{"name": "c", "image": "x"}]}}))
+        .expect("pod");
+    addon.wait_ready();
+
+    // Global hook: Synchronization first (no converge from it), then beforeAll.
+    let g = tagged(&addon, "g");
+    assert_eq!(g[0][0]["type"], "Synchronization", "{g:?}");
+    assert_eq!(g[1][0]["binding"], "beforeAll");
+    // The module hook: Synchronization of its binding, then beforeHelm with the snapshot.
+    let mk = tagged(&addon, "mk");
+    assert_eq!(mk[0][0]["type"], "Synchronization", "{mk:?}");
+    assert_eq!(mk[1][0]["binding"], "beforeHelm");
+    let snapshot = &mk[1][0]["snapshots"]["pods"];
+    assert_eq!(snapshot[0]["filterResult"], "p1", "{mk:?}");
+    // Dynamic enabling from the global hook; enabledModules of preceding modules.
+    assert_eq!(
+        tagged(&addon, "dyn").len(),
+        1,
+        "dyn enabled by the global hook"
+    );
+    let scripted: Value = serde_json::from_str(
+        &std::fs::read_to_string(addon.dir.0.join("out/scripted-values.json")).expect("script ran"),
+    )
+    .expect("json");
+    assert_eq!(scripted["global"]["enabledModules"], json!(["mk", "dyn"]));
+
+    // A module hook's event changes its module's values: the module runs again.
+    let before_helm = |a: &Addon| {
+        tagged(a, "mk")
+            .iter()
+            .filter(|c| c[0]["binding"] == "beforeHelm")
+            .count()
+    };
+    addon.sim.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p2", "namespace": NS}, "spec": {"containers": [{"name": "c", "image": "x"}]}}))
+        .expect("pod");
+    addon.wait_log(
+        &["module run", "Kubernetes-Change-ModuleValues", "mk"],
+        LONG,
+    );
+    addon.wait_steps(LONG, |_| before_helm(&addon) == 2);
+    let cm = addon.wait_object("ConfigMap", "mk", |o| {
+        o.is_some_and(|o| {
+            o["data"]["values"]
+                .as_str()
+                .unwrap_or("")
+                .contains("podEvent")
+        })
+    });
+    assert!(cm.is_some());
+
+    // A global hook's event changes global values: a converge.
+    let before_all = |a: &Addon| {
+        tagged(a, "g")
+            .iter()
+            .filter(|c| c[0]["binding"] == "beforeAll")
+            .count()
+    };
+    addon.sim.create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "w", "namespace": NS, "labels": {"watch": "global"}}, "data": {"v": "hello"}}))
+        .expect("cm");
+    addon.wait_log(
+        &["converge modules", "Kubernetes-Change-GlobalValues"],
+        LONG,
+    );
+    addon.wait_steps(LONG, |_| before_all(&addon) == 2);
+}
+
+#[test]
+fn releases_of_no_module_are_purged_after_the_first_converge() {
+    let mut layout: Vec<(String, String)> =
+        vec![("modules/values.yaml".into(), "keptEnabled: true\n".into())];
+    layout.extend(chart("modules/001-kept", "kept", "kept"));
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let install = |root: &std::path::Path| {
+        let chart = repo_root().join("tests/addon/charts/greeter");
+        for release in ["stranger", "keeper"] {
+            let out = std::process::Command::new(helm_bin(4))
+                .args(["upgrade", "--install", release])
+                .arg(&chart)
+                .args(["--namespace", NS, "--kubeconfig"])
+                .arg(root.join("kubeconfig"))
+                .env("HOME", root.join("home"))
+                .output()
+                .expect("helm");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    let addon = Addon::start_after(
+        &files,
+        None,
+        4,
+        &[("HELM_IGNORE_RELEASE", "keeper")],
+        &install,
+    );
+    addon.wait_ready();
+    addon.wait_steps(LONG, |s| s.iter().any(|t| t == "helm:uninstall:stranger"));
+    let deadline = std::time::Instant::now() + LONG;
+    while !addon.revisions("stranger").is_empty() {
+        assert!(std::time::Instant::now() < deadline, "stranger not purged");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        addon.revisions("keeper"),
+        vec![1],
+        "HELM_IGNORE_RELEASE is never purged"
+    );
+    assert_eq!(addon.revisions("kept"), vec![1]);
+    assert!(
+        !addon
+            .steps()
+            .iter()
+            .any(|t| t == "helm:uninstall:kept" || t == "helm:uninstall:keeper")
+    );
+}
