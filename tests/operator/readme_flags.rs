@@ -1,13 +1,14 @@
-//! The README's flag table is the CLI's flag table: the block between
+//! The README's flag tables are the CLI's flag tables: the block between
 //! `<!-- flags:begin -->` and `<!-- flags:end -->` must equal the table generated
-//! from `flags::START_FLAGS`. On a mismatch the test prints the table to paste.
+//! from shell-operator's flags, and `<!-- addon-flags:begin -->` … `end` the one of
+//! addon-operator's. On a mismatch the test prints the table to paste.
 
-use shell_operator::flags::{Kind, START_FLAGS};
+use shell_operator::flags::{Kind, Program};
 
-fn generated() -> String {
+fn generated(program: Program) -> String {
     let mut out =
         String::from("| flag | env | default | what it does |\n| --- | --- | --- | --- |\n");
-    for f in START_FLAGS {
+    for f in program.flags() {
         let default = if f.default.is_empty() {
             "`\"\"`".to_string()
         } else {
@@ -21,28 +22,41 @@ fn generated() -> String {
             help.push_str(" Repeatable; the env var is comma-separated.");
         }
         let hidden = if f.hidden { " (hidden)" } else { "" };
+        let env: Vec<String> = std::iter::once(f.env)
+            .chain(f.aliases.iter().copied())
+            .map(|e| format!("`{e}`"))
+            .collect();
         out.push_str(&format!(
-            "| `--{}`{hidden} | `{}` | {default} | {} |\n",
+            "| `--{}`{hidden} | {} | {default} | {} |\n",
             f.name,
-            f.env,
+            env.join(" or "),
             help.replace('|', "\\|")
         ));
     }
     out
 }
 
-#[test]
-fn readme_flag_table_matches_the_cli() {
+fn check(program: Program, marker: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(path).expect("README.md");
     let table = readme
-        .split_once("<!-- flags:begin -->\n")
-        .and_then(|(_, rest)| rest.split_once("<!-- flags:end -->"))
+        .split_once(&format!("<!-- {marker}:begin -->\n"))
+        .and_then(|(_, rest)| rest.split_once(&format!("<!-- {marker}:end -->")))
         .map(|(table, _)| table)
-        .expect("README has the flags:begin / flags:end markers");
-    let expected = generated();
+        .unwrap_or_else(|| panic!("README has the {marker}:begin / {marker}:end markers"));
+    let expected = generated(program);
     assert!(
         table == expected,
-        "README flag table is out of date; replace it with:\n{expected}"
+        "README {marker} table is out of date; replace it with:\n{expected}"
     );
+}
+
+#[test]
+fn readme_flag_table_matches_the_cli() {
+    check(Program::Shell, "flags");
+}
+
+#[test]
+fn readme_addon_flag_table_matches_the_cli() {
+    check(Program::Addon, "addon-flags");
 }
