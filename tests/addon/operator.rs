@@ -394,3 +394,102 @@ if [ $n -ge 2 ]; then echo '[{"op":"add","path":"/fixer/ok","value":true}]' > "$
         vec!["fixer:beforeHelm", "fixer:beforeHelm", "helm:upgrade:fixer"]
     );
 }
+
+/// Seed 004's two worked examples of the enabled state, plus a module enabled only by
+/// the ConfigMap: the first two stay disabled, the third runs.
+#[test]
+fn the_seeds_enabled_state_examples() {
+    let mut layout = files(vec![
+        (
+            "modules/values.yaml".into(),
+            "global:\n  param1: 100\nnginxIngressEnabled: true\nsomeModuleEnabled: false\n".into(),
+        ),
+        (
+            "modules/001-nginx-ingress/values.yaml".into(),
+            "nginxIngressEnabled: false\n".into(),
+        ),
+        (
+            "modules/001-nginx-ingress/hooks/h".into(),
+            rec("nginx", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+        (
+            "modules/002-some-module/values.yaml".into(),
+            "someModule:\n  param1: \"String\"\n".into(),
+        ),
+        (
+            "modules/002-some-module/enabled".into(),
+            "#!/bin/bash\necho false > $MODULE_ENABLED_RESULT\n".into(),
+        ),
+        (
+            "modules/002-some-module/hooks/h".into(),
+            rec("some", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+        (
+            "modules/003-third/hooks/h".into(),
+            rec("third", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+    ]);
+    layout.retain(|(p, _)| !p.is_empty());
+    let cm = json!({
+        "global": "param1: 200\n",
+        "someModule": "param1: \"Long string\"\nparam2: \"FOO\"\n",
+        "someModuleEnabled": "true",
+        "thirdEnabled": "true",
+    });
+    let addon = Addon::start(&as_refs(&layout), Some(cm), 4);
+    addon.wait_ready();
+    assert_eq!(
+        steps_with_bindings(&addon),
+        vec!["third:beforeHelm"],
+        "{}",
+        addon.logs()
+    );
+    addon.wait_log(
+        &["module disabled by its enabled script", "some-module"],
+        LONG,
+    );
+}
+
+/// Config values that fail their schema at startup stop the operator (exit 1), naming
+/// the module, the schema and the path; nothing ran.
+#[test]
+fn a_configmap_failing_its_schema_at_startup_stops_the_operator() {
+    let layout = files(vec![
+        ("modules/values.yaml".into(), "strictEnabled: true\n".into()),
+        (
+            "modules/001-strict/openapi/config-values.yaml".into(),
+            "type: object\nproperties:\n  replicas:\n    type: integer\n".into(),
+        ),
+        (
+            "modules/001-strict/hooks/h".into(),
+            rec("strict", r#"{"configVersion":"v1","onStartup":1}"#, ""),
+        ),
+    ]);
+    let mut addon = Addon::start(
+        &as_refs(&layout),
+        Some(json!({"strict": "replicas: many\n"})),
+        4,
+    );
+    let mut child = addon.child.take().expect("child");
+    let deadline = std::time::Instant::now() + LONG;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running; logs:\n{}",
+            addon.logs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+    let line = addon.wait_log(&["startup failed", "strict", "config", "replicas"], LONG);
+    assert!(line.contains("many") || line.contains("integer"), "{line}");
+    let hooks_ran: Vec<_> = addon
+        .runs()
+        .into_iter()
+        .filter(|(t, _)| !t.starts_with("helm:"))
+        .collect();
+    assert!(hooks_ran.is_empty(), "no hook ran: {hooks_ran:?}");
+}
