@@ -41,7 +41,16 @@ pub fn main() -> i32 {
     let (program, _) = program_of(&args);
     let name = program.name();
     match parse(&args, &env) {
-        Ok(Command::Debug(words)) => crate::debug::client::main(&words, &env),
+        Ok(Command::Debug(words)) => {
+            // addon-operator's socket has its own default path.
+            let env = |name: &str| {
+                env(name).or_else(|| {
+                    (program == Program::Addon && name == "DEBUG_UNIX_SOCKET")
+                        .then(|| "/var/run/addon-operator/debug.socket".to_string())
+                })
+            };
+            crate::debug::client::main(&words, &env)
+        }
         Ok(Command::Jq(jq_args)) => crate::jq_cli::main(&jq_args),
         Ok(Command::Start(config)) => {
             println!("{name} v{VERSION}");
@@ -103,6 +112,9 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Co
         }
         Some("debug-options") => return Ok(Command::DebugOptions),
         Some("queue" | "hook" | "config" | "raw") => return Ok(Command::Debug(rest.to_vec())),
+        Some("global" | "module") if program == Program::Addon => {
+            return Ok(Command::Debug(rest.to_vec()));
+        }
         Some("jq") => return Ok(Command::Jq(rest[1..].to_vec())),
         Some("-h" | "--help") => return Ok(Command::Help(root_help(program))),
         Some(arg) if !arg.starts_with('-') => {

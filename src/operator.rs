@@ -155,7 +155,8 @@ impl Bound {
                 (name, Arc::new(Mutex::new(view)))
             })
             .collect();
-        let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views)?;
+        let extra = addon.as_ref().map(crate::addon::Bound::debug_routes);
+        let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views, extra)?;
         let patcher = patcher_client(&config);
         let webhooks = webhook::bind(webhook::Setup {
             config: &config,
@@ -381,6 +382,7 @@ fn bind_debug_server(
     hooks: &Arc<Vec<Hook>>,
     kube: Option<&KubeParts>,
     views: &BTreeMap<String, SharedView>,
+    extra: Option<crate::debug::ExtraRoutes>,
 ) -> Result<DebugServer, String> {
     let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
     let all = Arc::clone(hooks);
@@ -402,6 +404,7 @@ fn bind_debug_server(
             Some(serde_json::Value::Object(view))
         }),
         config: RuntimeConfig::new(&config.log.level),
+        extra,
     });
     let server = DebugServer::bind(&config.debug.unix_socket, &config.debug.http_addr, state)?;
     let socket = config.debug.unix_socket.display().to_string();

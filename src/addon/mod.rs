@@ -15,6 +15,7 @@
 //! engine handles instead of executing anything.
 
 pub mod configmap;
+mod debug;
 mod enabled;
 mod engine;
 pub mod flags;
@@ -63,6 +64,8 @@ pub struct Bound {
     tmp_dir: std::path::PathBuf,
     script_timeout: Option<std::time::Duration>,
     metrics: AddonMetrics,
+    /// Filled at spawn: the debug routes read the state through it.
+    debug: debug::Slot,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -133,6 +136,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         tmp_dir: config.tmp_dir.clone(),
         script_timeout: config.hook_run_timeout,
         metrics,
+        debug: Default::default(),
     };
     Ok((bound, hooks))
 }
@@ -153,6 +157,11 @@ impl Bound {
             event: "OperatorStartup".into(),
         }));
         tasks
+    }
+
+    /// The debug socket's `/global/...` and `/module/...` routes.
+    pub fn debug_routes(&self) -> crate::debug::ExtraRoutes {
+        debug::routes(Arc::clone(&self.debug))
     }
 
     /// Step 2: the shared state; checks the ConfigMap's values against the schemas
@@ -193,6 +202,7 @@ impl Bound {
             enabled: Vec::new(),
             converge: ConvergeState::default(),
         };
+        let debug = Arc::clone(&self.debug);
         let shared = Arc::new(Shared {
             layout: self.layout,
             hooks,
@@ -211,6 +221,7 @@ impl Bound {
             main,
             scheduler,
         });
+        let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {
             shared: Arc::clone(&shared),
         });

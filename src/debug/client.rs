@@ -23,6 +23,10 @@ struct Args {
     /// `queue list -w`: redraw every `interval` until Ctrl-C.
     watch: Option<Duration>,
     socket: PathBuf,
+    /// `-o` was given (addon-operator's commands default to yaml otherwise).
+    output_given: bool,
+    /// `module values|config -g`: include the global section.
+    global: bool,
 }
 
 /// Runs a debug command (`args` starts at the command word); returns the exit code.
@@ -95,6 +99,9 @@ Usage:\n  shell-operator queue list [-o text|json|yaml] [-e|--show-empty] [-w [-
 shell-operator queue main [-o text|json|yaml]\n  shell-operator hook list [-o ...]\n  \
 shell-operator hook snapshot <hook> [-o ...]\n  shell-operator config list [-o ...]\n  \
 shell-operator config set <name> <value> [duration]\n  shell-operator raw <url path>\n\n\
+addon-operator also has (output yaml unless -o json):\n  \
+addon-operator global list|values|config|patches\n  addon-operator module list\n  \
+addon-operator module values|config <module> [-g|--global]\n  addon-operator module patches <module>\n\n\
 Every command takes --debug-unix-socket <path> (env DEBUG_UNIX_SOCKET, default \
 /var/run/shell-operator/debug.socket).\n";
 
@@ -104,6 +111,8 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
         output: "text".into(),
         show_empty: false,
         watch: None,
+        output_given: false,
+        global: false,
         socket: PathBuf::from(env("DEBUG_UNIX_SOCKET").unwrap_or_else(|| DEFAULT_SOCKET.into())),
     };
     let mut i = 0;
@@ -122,7 +131,11 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
                 .ok_or_else(|| format!("flag needs an argument: {flag}"))
         };
         match flag {
-            "-o" | "--output" => a.output = value()?,
+            "-o" | "--output" => {
+                a.output = value()?;
+                a.output_given = true;
+            }
+            "-g" | "--global" => a.global = true,
             "--debug-unix-socket" => a.socket = PathBuf::from(value()?),
             "-e" | "--show-empty" => a.show_empty = true,
             "-w" | "--watch" => a.watch = Some(a.watch.unwrap_or(Duration::from_secs(1))),
@@ -170,10 +183,30 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
             Ok(("POST", "/config/set".into(), form))
         }
         ["raw", path] => get(path.to_string()),
+        // addon-operator's (default output yaml; patches always JSON).
+        ["global", what @ ("list" | "values" | "config" | "patches")] => {
+            get(format!("/global/{what}.{}", addon_format(a, what)))
+        }
+        ["module", "list"] => get(format!("/module/list.{}", addon_format(a, "list"))),
+        ["module", what @ ("values" | "config" | "patches"), module] => get(format!(
+            "/module/{}/{what}.{}?global={}",
+            encode(module),
+            addon_format(a, what),
+            a.global
+        )),
         _ => Err(format!(
             "unknown or incomplete command {:?}; see 'shell-operator queue --help'",
             a.words.join(" ")
         )),
+    }
+}
+
+/// addon-operator's commands print YAML unless `-o` says otherwise; patches are JSON.
+fn addon_format(a: &Args, what: &str) -> &'static str {
+    match (what, a.output_given.then_some(a.output.as_str())) {
+        ("patches", _) | (_, Some("json")) => "json",
+        (_, Some("text")) if what == "list" => "text",
+        _ => "yaml",
     }
 }
 

@@ -22,6 +22,12 @@ use std::sync::Arc;
 /// Hook name → `{binding: {...}}` snapshot view; `None` for an unknown hook.
 pub type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Send + Sync>;
 
+/// More routes (addon-operator's `/global/...` and `/module/...`): path stem (the
+/// path without its `.format`) and query → `None` for a path it does not serve, else
+/// the value or an error text.
+pub type ExtraRoutes =
+    Arc<dyn Fn(&str, &str) -> Option<Result<serde_json::Value, String>> + Send + Sync>;
+
 /// What the debug endpoints show.
 pub struct DebugState {
     /// Every queue's view, as the queue threads publish it.
@@ -30,6 +36,7 @@ pub struct DebugState {
     pub hooks: Vec<String>,
     pub snapshots: SnapshotFn,
     pub config: runtime::RuntimeConfig,
+    pub extra: Option<ExtraRoutes>,
 }
 
 impl DebugState {

@@ -210,7 +210,11 @@ fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Outpu
             .and_then(|p| p.rsplit_once("/snapshots"))
         {
             Some((hook, _)) => hook_snapshots(state, hook)?,
-            None => return Err(Fail(404, "404 page not found\n".into())),
+            None => match state.extra.as_ref().and_then(|f| f(stem, query)) {
+                Some(Ok(v)) => Output::Value(v),
+                Some(Err(e)) => return Err(Fail(404, format!("{e}\n"))),
+                None => return Err(Fail(404, "404 page not found\n".into())),
+            },
         },
     };
     Ok((format, out))

@@ -131,6 +131,60 @@ fn startup_sequence(major: u32) {
     assert_eq!(addon.revisions("echo"), vec![1]);
     assert!(addon.revisions("scripted").is_empty() && addon.revisions("cm-off").is_empty());
     assert!(addon.object("v1", "ConfigMap", "scripted").is_none());
+
+    // The debug CLI shows the same state.
+    let cli = |args: &[&str]| -> String {
+        let socket = addon.dir.0.join("debug.socket");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shell-operator"))
+            .arg("addon-operator")
+            .args(args)
+            .arg("--debug-unix-socket")
+            .arg(&socket)
+            .output()
+            .expect("cli");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let yaml = |text: String| -> Value { serde_yaml::from_str(&text).expect("yaml") };
+    assert_eq!(
+        yaml(cli(&["module", "list"])),
+        json!({"enabledModules": ["echo"]})
+    );
+    assert_eq!(
+        yaml(cli(&["global", "values"])),
+        json!({"owner": "tests", "discovered": "yes"})
+    );
+    assert_eq!(
+        yaml(cli(&["module", "config", "echo", "-g"])),
+        json!({"global": {}, "echo": {"param": "from-cm"}})
+    );
+    assert_eq!(
+        yaml(cli(&["global", "patches"])),
+        json!([{"op": "add", "path": "/global/discovered", "value": "yes"}])
+    );
+    assert_eq!(
+        yaml(cli(&["global", "list"])),
+        json!({"globalHooks": ["a-global", "b-global"]})
+    );
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_shell-operator"))
+        .args([
+            "addon-operator",
+            "module",
+            "values",
+            "nope",
+            "--debug-unix-socket",
+        ])
+        .arg(addon.dir.0.join("debug.socket"))
+        .output()
+        .expect("cli");
+    assert!(
+        String::from_utf8_lossy(&missing.stdout).contains("module not found")
+            || String::from_utf8_lossy(&missing.stderr).contains("module not found")
+    );
 }
 
 #[test]
