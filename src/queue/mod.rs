@@ -340,6 +340,30 @@ mod tests {
     use super::*;
     use crate::hook::config::WatchEventType;
 
+    #[test]
+    fn addon_tasks_are_described_by_name() {
+        let run = Task::step(Step::ModuleRun {
+            module: 0,
+            name: "echo".into(),
+            do_startup: true,
+            event: "OperatorStartup".into(),
+        });
+        assert_eq!(run.describe("main"), "ModuleRun:main:echo:doStartup:OperatorStartup");
+        let mut converge = Task::step(Step::Converge {
+            phase: ConvergePhase::Modules,
+            event: "KubeConfigChanged".into(),
+        });
+        converge.failures = 2;
+        converge.last_error = Some("enabled script failed".into());
+        assert_eq!(
+            converge.describe("main"),
+            "ConvergeModules:main:Modules:KubeConfigChanged:failures 2:enabled script failed"
+        );
+        let delete = Task::step(Step::ModuleDelete { module: 1, name: "old".into() });
+        assert_eq!(delete.describe("main"), "ModuleDelete:main:old");
+        assert_eq!(delete.kind, TaskKind::ModuleDelete);
+    }
+
     fn ctx(binding: &str, group: Option<&str>, sched: bool) -> BindingContext {
         let payload = if sched {
             Payload::Schedule
