@@ -437,7 +437,13 @@ impl AddonHandler {
             if !hook.config.schedule.is_empty() {
                 let _ = self.shared.scheduler.send(Control::Disable(i));
             }
+            if hook.has_kube_bindings()
+                && let Some(kube) = &self.runner.kube
+            {
+                kube.disable(i)?;
+            }
         }
+        self.shared.lock().modules[m].kube_enabled = false;
         if self.shared.layout.modules[m].has_chart
             && self.shared.helm.last_release(&name)?.is_some()
         {

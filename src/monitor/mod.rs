@@ -52,6 +52,10 @@ pub enum Control {
         hook: usize,
         reply: Sender<Result<(), String>>,
     },
+    /// Stop every kubernetes binding of a hook (addon-operator, when its module is
+    /// disabled): its watches end unless other bindings share them, its snapshots are
+    /// emptied. The reply comes once it is done.
+    Disable { hook: usize, reply: Sender<()> },
 }
 
 /// How long an initial list may take before enabling fails (and is retried).
@@ -159,6 +163,10 @@ impl Monitor {
                     Ok(Control::Enable { hook, reply }) => {
                         let _ = reply.send(self.enable(hook));
                     }
+                    Ok(Control::Disable { hook, reply }) => {
+                        self.disable(hook);
+                        let _ = reply.send(());
+                    }
                     Err(_) => break,
                 },
                 recv(stop) -> _ => break,
@@ -171,6 +179,35 @@ impl Monitor {
         }
         self.watches.iter().for_each(|w| w.handle.stop());
         self.namespace_watches.iter().for_each(|w| w.handle.stop());
+    }
+
+    /// Removes the hook's subscriptions; watches left without one stop.
+    fn disable(&mut self, hook_index: usize) {
+        self.drain();
+        for w in &mut self.watches {
+            w.subs.retain(|s| s.hook != hook_index);
+        }
+        self.watches.retain(|w| {
+            let keep = !w.subs.is_empty();
+            if !keep {
+                w.handle.stop();
+            }
+            keep
+        });
+        self.namespace_watches.retain(|w| {
+            let keep = w.sub.hook != hook_index;
+            if !keep {
+                w.handle.stop();
+            }
+            keep
+        });
+        let bindings = self
+            .hooks
+            .get(hook_index)
+            .map_or(0, |h| h.config.kubernetes.len());
+        for bi in 0..bindings {
+            self.store.step(hook_index, bi, sync::Input::End);
+        }
     }
 
     /// Hands an event to its watch; events of a watch stopped meanwhile are dropped.

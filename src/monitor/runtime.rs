@@ -58,6 +58,19 @@ impl KubeRuntime {
         Ok(tasks)
     }
 
+    /// Stops the hook's kubernetes bindings and empties their snapshots; a later
+    /// Enable starts them over with a fresh Synchronization.
+    pub fn disable(&self, hook: usize) -> Result<(), String> {
+        let (reply_tx, reply_rx) = bounded(1);
+        self.monitor
+            .send(Control::Disable {
+                hook,
+                reply: reply_tx,
+            })
+            .map_err(|_| "monitor is not running".to_string())?;
+        reply_rx.recv().map_err(|_| "monitor stopped".to_string())
+    }
+
     /// What the hook's contexts read when it starts: Synchronization objects and
     /// every included snapshot, read at this moment (each binding once per run).
     pub fn prepare(&self, hook_index: usize, contexts: &[BindingContext]) -> Snapshots {

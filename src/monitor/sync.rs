@@ -50,6 +50,9 @@ pub enum Input<'a> {
     ReadForSync,
     /// The Synchronization run succeeded.
     Release,
+    /// The binding was disabled (addon-operator's module disable): forget every
+    /// object and hold events until the next `Begin`.
+    End,
 }
 
 /// What the caller must do.
@@ -106,6 +109,10 @@ impl BindingSync {
             Input::ReadForSync => {
                 self.buffer.clear();
                 vec![Output::Objects(self.snapshot())]
+            }
+            Input::End => {
+                *self = BindingSync::default();
+                Vec::new()
             }
             Input::Release => {
                 self.held = false;
@@ -380,5 +387,22 @@ mod tests {
         let bytes: usize = snap.iter().map(Item::bytes).sum();
         assert_eq!(s.size(), (2, bytes));
         assert_eq!(s.keys_where(|i| i.checksum == 3), ["ns\0b"]);
+    }
+
+    #[test]
+    fn end_forgets_everything_and_holds_until_the_next_begin() {
+        let mut s = BindingSync::default();
+        s.step(Input::Begin {
+            items: vec![item("a", 1)],
+            hold: false,
+            events: WatchEventType::ALL.to_vec(),
+        });
+        assert_eq!(s.step(Input::End), vec![]);
+        assert!(s.snapshot().is_empty());
+        assert_eq!(
+            s.step(Input::Upsert(item("b", 2))),
+            vec![],
+            "held after End"
+        );
     }
 }

@@ -348,7 +348,10 @@ mod tests {
             do_startup: true,
             event: "OperatorStartup".into(),
         });
-        assert_eq!(run.describe("main"), "ModuleRun:main:echo:doStartup:OperatorStartup");
+        assert_eq!(
+            run.describe("main"),
+            "ModuleRun:main:echo:doStartup:OperatorStartup"
+        );
         let mut converge = Task::step(Step::Converge {
             phase: ConvergePhase::Modules,
             event: "KubeConfigChanged".into(),
@@ -359,7 +362,10 @@ mod tests {
             converge.describe("main"),
             "ConvergeModules:main:Modules:KubeConfigChanged:failures 2:enabled script failed"
         );
-        let delete = Task::step(Step::ModuleDelete { module: 1, name: "old".into() });
+        let delete = Task::step(Step::ModuleDelete {
+            module: 1,
+            name: "old".into(),
+        });
         assert_eq!(delete.describe("main"), "ModuleDelete:main:old");
         assert_eq!(delete.kind, TaskKind::ModuleDelete);
     }

@@ -184,3 +184,54 @@ fn releases_of_no_module_are_purged_after_the_first_converge() {
             .any(|t| t == "helm:uninstall:kept" || t == "helm:uninstall:keeper")
     );
 }
+
+/// A disabled module's kubernetes bindings stop; enabled again, they start over
+/// with a Synchronization that lists what appeared meanwhile.
+#[test]
+fn a_module_disabled_and_enabled_again_synchronizes_anew() {
+    let layout: Vec<(String, String)> = vec![
+        (
+            "global-hooks/hooks/g".into(),
+            rec("g", r#"{"configVersion":"v1","afterAll":1}"#, ""),
+        ),
+        ("modules/values.yaml".into(), "kwEnabled: true\n".into()),
+        (
+            "modules/001-kw/hooks/h".into(),
+            rec(
+                "kw",
+                r#"{"configVersion":"v1","kubernetes":[{"name":"cms","apiVersion":"v1","kind":"ConfigMap","labelSelector":{"matchLabels":{"watch":"kw"}},"jqFilter":".metadata.name"}]}"#,
+                "",
+            ),
+        ),
+    ];
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let addon = Addon::start(&files, None, 4);
+    addon.wait_ready();
+    let kw = tagged(&addon, "kw");
+    assert_eq!(kw.len(), 1);
+    assert_eq!(kw[0][0]["type"], "Synchronization");
+    assert_eq!(kw[0][0]["objects"], json!([]));
+    let after_all = |a: &Addon| tagged(a, "g").len();
+
+    addon.set_config("kwEnabled", "false");
+    addon.wait_steps(LONG, |_| after_all(&addon) == 2);
+    addon
+        .sim
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "while-off", "namespace": NS, "labels": {"watch": "kw"}}}))
+        .expect("cm");
+    // A fence: the next converge runs after the event would have been handled.
+    addon.set_config("global", "fence: 1\n");
+    addon.wait_steps(LONG, |_| after_all(&addon) == 3);
+    assert_eq!(tagged(&addon, "kw").len(), 1, "no run while disabled");
+
+    addon.set_config("kwEnabled", "true");
+    addon.wait_steps(LONG, |_| after_all(&addon) == 4);
+    let kw = tagged(&addon, "kw");
+    assert_eq!(kw.len(), 2, "{kw:?}");
+    assert_eq!(kw[1][0]["type"], "Synchronization");
+    assert_eq!(kw[1][0]["objects"][0]["filterResult"], "while-off");
+}
