@@ -153,11 +153,13 @@ impl AddonHandler {
     /// The enabled state, then the deletes and runs it calls for.
     fn modules_phase(&self, event: &str) -> Result<Vec<Task>, String> {
         let shared = &self.shared;
-        let mut st = shared.lock();
-        let enabled = enabled::compute(shared, &st).inspect_err(|e| {
+        // Enabled scripts run on a copy, so other queues' hooks are not kept waiting.
+        let copy = shared.lock().clone();
+        let enabled = enabled::compute(shared, &copy).inspect_err(|e| {
             shared.metrics.modules_discover_errors_total.inc();
             log::error("modules discovery failed, will retry", &[("error", e)]);
         })?;
+        let mut st = shared.lock();
         let names = |list: &[usize]| -> String {
             let n: Vec<&str> = list
                 .iter()

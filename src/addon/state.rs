@@ -48,6 +48,7 @@ pub struct Shared {
 }
 
 /// The mutable part.
+#[derive(Clone)]
 pub struct State {
     pub global: Scope,
     /// Same index as `Layout::modules`.
@@ -62,6 +63,7 @@ pub struct State {
 }
 
 /// One module's run-time state.
+#[derive(Clone)]
 pub struct ModuleState {
     pub scope: Scope,
     pub enabled: bool,
@@ -74,7 +76,7 @@ pub struct ModuleState {
 }
 
 /// Where converges are.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ConvergeState {
     /// A converge is queued or running.
     pub active: bool,
