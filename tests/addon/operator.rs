@@ -373,6 +373,28 @@ fn configmap_changes_at_run_time() {
         Some("g:beforeAll"),
         "nothing ran for the bad one: {runs:?}"
     );
+
+    // Deleting the ConfigMap is an empty configuration: the global section changed.
+    addon.wait_steps(LONG, |s| {
+        s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2
+    });
+    let n = steps_with_bindings(&addon).len();
+    addon
+        .sim
+        .delete("v1", "ConfigMap", crate::harness::NS, "addon-operator")
+        .expect("delete");
+    addon.wait_steps(LONG, |s| {
+        s.iter().skip(n).filter(|t| t.as_str() == "g").count() == 2
+    });
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(addon.dir.0.join("out/echo-config.json")).expect("config"),
+    )
+    .expect("json");
+    assert_eq!(
+        config,
+        json!({"global": {}, "echo": {}}),
+        "config values are empty"
+    );
 }
 
 #[test]
