@@ -35,6 +35,7 @@ use crate::queue::{ConvergePhase, Step, Task, TaskKind};
 use crate::runner::Runner;
 use crate::schedule::Control;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -379,7 +380,7 @@ impl AddonHandler {
         Ok(tasks)
     }
 
-    /// Renders the chart, decides whether to upgrade (spec §5.3) and upgrades.
+    /// Decides whether to upgrade (spec §5.3) and upgrades.
     fn helm_phase(&self, m: usize) -> Result<(), String> {
         let module = &self.shared.layout.modules[m];
         let values = {
@@ -399,36 +400,71 @@ impl AddonHandler {
             std::process::id()
         ));
         let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
-        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let result = self.upgrade_if_needed(&module.name, &module.path, &file);
+        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text);
         let _ = std::fs::remove_file(&file);
         result
     }
 
+    /// Upgrades when the release is absent or not deployed, or when the rendered
+    /// objects differ from the release's or one of them is missing from the cluster.
+    /// The release is read from its storage Secrets, so a first install costs one helm
+    /// process; a release whose values and chart files have the checksum stored with it
+    /// skips comparing manifests (only the missing-object check renders the chart).
     fn upgrade_if_needed(
         &self,
         name: &str,
-        chart: &std::path::Path,
-        values: &std::path::Path,
+        chart: &Path,
+        file: &Path,
+        values: &[u8],
     ) -> Result<(), String> {
         let helm = &self.shared.helm;
-        let manifest = helm.render(name, chart, values)?;
-        let checksum = helm::checksum(&manifest, chart)?;
-        let last = helm.last_release(name)?;
-        let objects = helm::manifest_objects(&manifest)?;
-        let client = &self.shared.client;
-        let ns = &self.shared.namespace;
-        let exists = |o: &helm::ObjectRef| object_exists_in(client, o, ns);
-        let reason = helm::upgrade_reason(last.as_ref(), &checksum, &objects, &exists)?;
+        let checksum = helm::checksum(&String::from_utf8_lossy(values), chart)?;
+        let reason = match self.last_release(name)? {
+            None => Some("release absent".to_string()),
+            Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
+            Some(r) => {
+                let manifest = helm.render(name, chart, file)?;
+                let changed = r.checksum.as_deref() != Some(checksum.as_str())
+                    && !helm::same_objects(&manifest, &helm.manifest(name)?)?;
+                if changed {
+                    Some("rendered objects changed".to_string())
+                } else {
+                    self.missing_object(&manifest)?
+                }
+            }
+        };
         match reason {
             Some(reason) => {
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
-                helm.upgrade(name, chart, values, &checksum)
+                helm.upgrade(name, chart, file, &checksum)
             }
             None => {
                 log::info("helm upgrade not needed", &[("module", name)]);
                 Ok(())
             }
+        }
+    }
+
+    /// `Some("resource … absent")` for the first rendered object not in the cluster.
+    fn missing_object(&self, manifest: &str) -> Result<Option<String>, String> {
+        let (client, ns) = (&self.shared.client, &self.shared.namespace);
+        for obj in helm::manifest_objects(manifest)? {
+            if !object_exists_in(client, &obj, ns)? {
+                return Ok(Some(format!("resource {obj} absent")));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The release's latest revision: from helm's storage Secrets with our client
+    /// (no helm process), or `helm history` when `HELM_DRIVER` names other storage.
+    fn last_release(&self, name: &str) -> Result<Option<helm::Release>, String> {
+        let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
+        if matches!(driver.as_str(), "" | "secret" | "secrets") {
+            helm::release_from_secrets(&self.shared.client, &self.shared.namespace, name)
+        } else {
+            self.shared.helm.last_release(name)
         }
     }
 

@@ -87,6 +87,78 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
     ),
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/addon-operator/debug.socket", Kind::Str,
         "Path of the debug unix socket."),
+    // flant's newer settings, accepted so deployments written for it start; a value
+    // other than the default is logged as having no effect (see NO_EFFECT).
+    flag!(
+        "hook-metrics-listen-port",
+        "ADDON_OPERATOR_HOOK_METRICS_LISTEN_PORT",
+        "",
+        Kind::Str,
+        "Accepted; hook metrics are served on the main port (/metrics and /metrics/hooks)."
+    ),
+    flag!(
+        "shell-chroot-dir",
+        "ADDON_OPERATOR_SHELL_CHROOT_DIR",
+        "",
+        Kind::Str,
+        "Accepted; has no effect yet."
+    ),
+    flag!(
+        "applied-module-extenders",
+        "ADDON_OPERATOR_APPLIED_MODULE_EXTENDERS",
+        "",
+        Kind::Str,
+        "Accepted; the enabled state always uses values.yaml, ConfigMap, dynamic flags, enabled scripts."
+    ),
+    flag!(
+        "crd-extra-labels",
+        "ADDON_OPERATOR_CRD_EXTRA_LABELS",
+        "heritage=addon-operator",
+        Kind::Str,
+        "Accepted; has no effect yet (crds/ are not installed)."
+    ),
+    flag!(
+        "crd-filters",
+        "ADDON_OPERATOR_CRD_FILTER_PREFIXES",
+        "doc-,_",
+        Kind::Str,
+        "Accepted; has no effect yet (crds/ are not installed)."
+    ),
+    flag!(
+        "admission-server-enabled",
+        "ADDON_OPERATOR_ADMISSION_SERVER_ENABLED",
+        "false",
+        Kind::Bool,
+        "Accepted; has no effect (flant's admission server serves only library users)."
+    ),
+    flag!(
+        "admission-server-listen-port",
+        "ADDON_OPERATOR_ADMISSION_SERVER_LISTEN_PORT",
+        "9651",
+        Kind::Port,
+        "Accepted; has no effect."
+    ),
+    flag!(
+        "admission-server-certs-dir",
+        "ADDON_OPERATOR_ADMISSION_SERVER_CERTS_DIR",
+        "",
+        Kind::Str,
+        "Accepted; has no effect."
+    ),
+];
+
+/// Flags accepted for compatibility that do nothing here.
+pub const NO_EFFECT: &[&str] = &[
+    "helm-monitor-kube-client-qps",
+    "helm-monitor-kube-client-burst",
+    "hook-metrics-listen-port",
+    "shell-chroot-dir",
+    "applied-module-extenders",
+    "crd-extra-labels",
+    "crd-filters",
+    "admission-server-enabled",
+    "admission-server-listen-port",
+    "admission-server-certs-dir",
 ];
 
 /// addon-operator's typed settings.
@@ -103,6 +175,8 @@ pub struct AddonFlags {
     pub helm_history_max: u32,
     pub helm_timeout: Duration,
     pub helm_ignore_release: String,
+    /// Compatibility flags set to something other than their default (logged at start).
+    pub ignored: Vec<String>,
 }
 
 /// Builds the typed settings; every value was checked by `Values::resolve`.
@@ -122,6 +196,17 @@ pub fn addon_flags(v: &Values) -> AddonFlags {
         helm_history_max: v.num("helm-history-max"),
         helm_timeout: v.duration("helm-timeout"),
         helm_ignore_release: v.str("helm-ignore-release"),
+        ignored: NO_EFFECT
+            .iter()
+            .filter(|name| {
+                let default = ADDON_FLAGS
+                    .iter()
+                    .find(|f| f.name == **name)
+                    .map(|f| f.default);
+                default.is_some_and(|d| v.str(name) != d)
+            })
+            .map(|name| format!("--{name}={}", v.str(name)))
+            .collect(),
     }
 }
 

@@ -122,6 +122,12 @@ impl Helm {
         self.run(&format!("template {release}"), &args, true)
     }
 
+    /// `helm get manifest <release>`: the manifest of the deployed revision.
+    pub fn manifest(&self, release: &str) -> Result<String, String> {
+        let args = ["get", "manifest", release];
+        self.run(&format!("get manifest {release}"), &args, true)
+    }
+
     /// Latest revision via `helm history <release> --max 1 --output json`; `Ok(None)`
     /// when the release does not exist. `checksum` from `helm get values <release>
     /// --output json`, key `_addonOperatorModuleChecksum`, asked only when deployed.
@@ -172,6 +178,7 @@ impl Helm {
         let history = self.history_max.to_string();
         let timeout = go_duration(self.timeout);
         let set = format!("{CHECKSUM_VALUE}={checksum}");
+        let label = format!("{CHECKSUM_LABEL}={checksum}");
         let args = [
             "upgrade",
             release,
@@ -186,6 +193,8 @@ impl Helm {
             values,
             "--set-string",
             &set,
+            "--labels",
+            &label,
         ];
         self.run(&format!("upgrade {release}"), &args, true)
             .map(|_| ())
@@ -387,6 +396,29 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
     Ok(objects)
 }
 
+/// Whether two manifest streams hold the same objects, whatever their order, comments
+/// and formatting; helm hooks (`helm.sh/hook` annotation), which `helm template`
+/// prints but a release's manifest does not hold, are left out of both.
+pub fn same_objects(a: &str, b: &str) -> Result<bool, String> {
+    Ok(object_docs(a)? == object_docs(b)?)
+}
+
+fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
+    use serde::Deserialize;
+    let mut docs = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
+        let value = serde_json::Value::deserialize(doc)
+            .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
+        let hook = &value["metadata"]["annotations"]["helm.sh/hook"];
+        if value.is_null() || !hook.is_null() {
+            continue;
+        }
+        docs.push(value.to_string());
+    }
+    docs.sort();
+    Ok(docs)
+}
+
 /// Adds `value` (an object or a List of objects) to `out`; `at` names it in errors.
 fn collect_objects(
     value: &serde_json::Value,
@@ -439,14 +471,8 @@ pub fn upgrade_reason(
     objects: &[ObjectRef],
     exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
 ) -> Result<Option<String>, String> {
-    let Some(last) = last else {
-        return Ok(Some("release absent".to_string()));
-    };
-    if last.status != "deployed" {
-        return Ok(Some(format!("status {}", last.status)));
-    }
-    if last.checksum.as_deref() != Some(checksum) {
-        return Ok(Some("checksum changed".to_string()));
+    if let Some(reason) = release_reason(last, checksum) {
+        return Ok(Some(reason));
     }
     for obj in objects {
         if !exists(obj)? {
@@ -454,6 +480,70 @@ pub fn upgrade_reason(
         }
     }
     Ok(None)
+}
+
+/// The part of [`upgrade_reason`] that needs only the release: absent, not
+/// `deployed`, or another checksum. `None` means the rendered objects decide.
+pub fn release_reason(last: Option<&Release>, checksum: &str) -> Option<String> {
+    let Some(last) = last else {
+        return Some("release absent".to_string());
+    };
+    if last.status != "deployed" {
+        return Some(format!("status {}", last.status));
+    }
+    if last.checksum.as_deref() != Some(checksum) {
+        return Some("checksum changed".to_string());
+    }
+    None
+}
+
+/// The release label that carries the checksum (flant's newer name).
+pub const CHECKSUM_LABEL: &str = "moduleChecksum";
+
+/// The latest revision of `release` read from helm's storage Secrets
+/// (`owner=helm,name=<release>` labels: `version`, `status`, `moduleChecksum`) with
+/// our kube client: no helm process. `None` when there is no revision.
+pub fn release_from_secrets(
+    client: &crate::kube::Client,
+    namespace: &str,
+    release: &str,
+) -> Result<Option<Release>, String> {
+    let secrets = crate::kube::Resource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "secrets".into(),
+        kind: "Secret".into(),
+        namespaced: true,
+    };
+    let params = crate::kube::ListParams {
+        label_selector: format!("owner=helm,name={release}"),
+        ..Default::default()
+    };
+    let list = client
+        .api(&secrets, Some(namespace))
+        .list_all(&params)
+        .map_err(|e| format!("helm release {release}: listing its Secrets: {e}"))?;
+    let latest = list
+        .items
+        .iter()
+        .filter_map(|s| {
+            let labels = s.get("metadata")?.get("labels")?;
+            let revision: u64 = labels.get("version")?.as_str()?.parse().ok()?;
+            Some((revision, labels))
+        })
+        .max_by_key(|(revision, _)| *revision);
+    Ok(latest.map(|(revision, labels)| Release {
+        revision,
+        status: labels
+            .get("status")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string(),
+        checksum: labels
+            .get(CHECKSUM_LABEL)
+            .and_then(|v| v.as_str())
+            .map(String::from),
+    }))
 }
 
 /// A checksum for the upgrade decision: FNV-1a 128 (hex) of the rendered manifest
@@ -673,6 +763,15 @@ mod tests {
         let never = |_: &ObjectRef| -> Result<bool, String> { panic!("asked the cluster") };
         let r = upgrade_reason(Some(&deployed(Some("old"))), "new", &objs, &never).unwrap();
         assert_eq!(r.as_deref(), Some("checksum changed"));
+    }
+
+    #[test]
+    fn same_objects_ignores_order_comments_and_hooks() {
+        let a = "# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n";
+        let b = "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations: {helm.sh/hook: test}\n";
+        assert!(same_objects(a, b).unwrap());
+        let c = a.replace("name: a", "name: z");
+        assert!(!same_objects(a, &c).unwrap());
     }
 
     #[test]

@@ -85,6 +85,12 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     if namespace.is_empty() {
         return Err("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
     }
+    for setting in &flags.ignored {
+        log::warn(
+            "setting accepted for compatibility has no effect",
+            &[("flag", setting)],
+        );
+    }
     let layout = modules::discover(&flags)?;
     for m in &layout.modules {
         log::info(

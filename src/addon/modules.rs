@@ -273,6 +273,7 @@ mod tests {
             helm_history_max: 10,
             helm_timeout: Duration::from_secs(300),
             helm_ignore_release: String::new(),
+            ignored: Vec::new(),
         }
     }
 
