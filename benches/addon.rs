@@ -1,0 +1,404 @@
+//! `make bench` (addon-operator, issue 10): figures of the real binary started as
+//! `shell-operator addon-operator start` against a kube-sim process, with the real
+//! helm 4, each printed with its target.
+//!
+//! 1. Converge of 20 modules with small charts (a Chart.yaml and one ConfigMap
+//!    template reading `.Values`, enabled in `modules/values.yaml`, no hooks): wall
+//!    time from the operator's start to `/ready` (200 after the first converge; all
+//!    20 release Secrets are then checked to be `deployed`), over the sum of the same
+//!    20 `helm upgrade --install <name> <chart> --namespace ns --values <file>` run
+//!    one after the other into a fresh namespace. Rounds alternate baseline and
+//!    operator; each round uses fresh namespaces; the median ratio is the figure.
+//!    Target ≤ 1.3. The operator also runs `helm template` and `helm history` per
+//!    module (and `helm version`, `helm list` once): that is its real cost. A second
+//!    ratio puts the operator over exactly those helm commands run directly, which
+//!    shows what the operator adds beyond the helm processes it starts.
+//! 2. Idle RSS (VmRSS of `/proc/<pid>/status`) 2 s after `/ready`, with 20 modules
+//!    (each with a trivial beforeHelm hook) and 10 global shell hooks bound to
+//!    onStartup, beforeAll, afterAll and a schedule. Target ≤ 12 MB.
+//! 3. Size of the `--operator` binary (the static one from `make static`). Target ≤ 8 MB.
+//!
+//! Usage: `cargo bench --bench addon -- --operator <binary> --kube-sim <binary>
+//! [--helm <helm 4>] [--rounds N]` (defaults: target/release/shell-operator,
+//! target/release/kube-sim, .tools/bin/helm, 5 rounds).
+
+mod common;
+
+use common::pods::KubeSim;
+use serde_json::json;
+use shell_operator::kube::{Client, ListParams};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MODULES: usize = 20;
+const GLOBAL_HOOKS: usize = 10;
+/// Longest wait for the first converge.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Paths the bench runs with.
+struct Setup {
+    operator: PathBuf,
+    helm: PathBuf,
+    sim: KubeSim,
+    client: Client,
+    work: PathBuf,
+}
+
+fn main() {
+    let arg = |name: &str| common::arg_value(name).map(PathBuf::from);
+    let operator =
+        arg("--operator").unwrap_or_else(|| PathBuf::from("target/release/shell-operator"));
+    let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));
+    let helm = arg("--helm").unwrap_or_else(|| PathBuf::from(".tools/bin/helm"));
+    let rounds: usize = common::arg_value("--rounds")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let work = std::env::temp_dir().join(format!("so-addon-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    for d in ["seed", "home"] {
+        std::fs::create_dir_all(work.join(d)).expect("work dir");
+    }
+    let work = std::fs::canonicalize(&work).expect("work dir");
+    let helm = std::fs::canonicalize(&helm).unwrap_or_else(|e| {
+        panic!(
+            "helm {}: {e} (scripts/install-k8s-clients.sh)",
+            helm.display()
+        )
+    });
+    let sim = KubeSim::start(&kube_sim, &work);
+    let client = common::pods::client(&sim);
+    let setup = Setup {
+        operator,
+        helm,
+        sim,
+        client,
+        work,
+    };
+    warm_up(&setup);
+
+    converge_ratio(&setup, rounds);
+    idle_rss(&setup);
+    binary_size(&setup.operator);
+    let work = setup.work.clone();
+    drop(setup);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// One `helm version` so neither side pays for loading helm's 60 MB binary first.
+fn warm_up(s: &Setup) {
+    let ok = Command::new(&s.helm)
+        .args(["version", "--short"])
+        .env("HOME", s.work.join("home"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|st| st.success());
+    assert!(ok, "{} version failed", s.helm.display());
+}
+
+/// Measurement 1: rounds of (baseline, operator), printed with the median ratio.
+fn converge_ratio(s: &Setup, rounds: usize) {
+    let layout = s.work.join("plain");
+    write_layout(&layout, false);
+    println!("converge of {MODULES} modules (small charts, no hooks), helm 4, kube-sim:");
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let direct = direct_helm(s, &layout, &format!("direct-{round}"), false);
+        let (op, ()) = run_operator(s, &layout, &format!("addons-{round}"), None);
+        let same = direct_helm(s, &layout, &format!("same-{round}"), true);
+        let ratio = op.as_secs_f64() / direct.as_secs_f64();
+        println!(
+            "  round {round}: operator start → ready {:>5.2} s; {MODULES} × helm upgrade --install {:>5.2} s ({:.0} ms each): ratio {ratio:.2}",
+            op.as_secs_f64(),
+            direct.as_secs_f64(),
+            direct.as_secs_f64() * 1000.0 / MODULES as f64
+        );
+        println!(
+            "           the operator's own helm commands run directly (version, list, {MODULES} × template + history + upgrade) {:>5.2} s: operator/those {:.2}",
+            same.as_secs_f64(),
+            op.as_secs_f64() / same.as_secs_f64()
+        );
+        ratios.push((ratio, op.as_secs_f64() / same.as_secs_f64()));
+    }
+    let median = |f: fn(&(f64, f64)) -> f64| {
+        let mut v: Vec<f64> = ratios.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "  median ratio operator / {MODULES} × helm upgrade --install : {:>5.2}  (target ≤ 1.3)",
+        median(|r| r.0)
+    );
+    println!(
+        "  median ratio operator / the same helm commands run directly: {:>5.2}",
+        median(|r| r.1)
+    );
+}
+
+/// Measurement 2: VmRSS 2 s after the first converge, with module and global hooks.
+fn idle_rss(s: &Setup) {
+    let layout = s.work.join("hooked");
+    write_layout(&layout, true);
+    let sample = |child: &Child| {
+        std::thread::sleep(Duration::from_secs(2));
+        (
+            proc_status_kb(child.id(), "VmRSS:"),
+            proc_status_kb(child.id(), "VmHWM:"),
+        )
+    };
+    let (took, (rss, hwm)) = run_operator(s, &layout, "idle", Some(&sample));
+    println!(
+        "idle, {MODULES} modules (beforeHelm hook each) + {GLOBAL_HOOKS} global hooks (onStartup, beforeAll, afterAll, schedule):"
+    );
+    println!(
+        "  start → ready              : {:>6.2} s",
+        took.as_secs_f64()
+    );
+    println!(
+        "  VmRSS 2 s after ready      : {:>6.2} MiB ({rss} kB)  (target ≤ 12 MB); peak VmHWM {:.2} MiB",
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0
+    );
+}
+
+/// Measurement 3: the binary's size on disk.
+fn binary_size(bin: &Path) {
+    match std::fs::metadata(bin) {
+        Ok(m) => println!(
+            "binary size ({})  : {:.2} MB ({} bytes)  (target ≤ 8 MB)",
+            bin.display(),
+            m.len() as f64 / 1e6,
+            m.len()
+        ),
+        Err(e) => println!("binary size: {}: {e}", bin.display()),
+    }
+}
+
+/// Module directory name and release name of module `i` (1-based).
+fn module_name(i: usize) -> (String, String) {
+    (format!("{i:03}-m{i:02}"), format!("m{i:02}"))
+}
+
+/// Writes `root/modules` (20 modules, enabled in `values.yaml`) and
+/// `root/global-hooks`; with `hooks`, a beforeHelm hook per module and
+/// `GLOBAL_HOOKS` global hooks.
+fn write_layout(root: &Path, hooks: bool) {
+    let _ = std::fs::remove_dir_all(root);
+    let modules = root.join("modules");
+    std::fs::create_dir_all(root.join("global-hooks/hooks")).expect("global hooks dir");
+    let mut values = String::from("global:\n  cluster: bench\n");
+    for i in 1..=MODULES {
+        let (dir, name) = module_name(i);
+        values.push_str(&format!(
+            "{name}Enabled: true\n{name}:\n  message: hello-{i}\n"
+        ));
+        let m = modules.join(&dir);
+        std::fs::create_dir_all(m.join("templates")).expect("module dir");
+        std::fs::write(
+            m.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.0.1\n"),
+        )
+        .expect("Chart.yaml");
+        std::fs::write(m.join("templates/cm.yaml"), template(&name)).expect("template");
+        if hooks {
+            common::write_exec(
+                &m.join("hooks/before-helm.sh"),
+                "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; exit 0; fi\nexit 0\n",
+            );
+        }
+    }
+    std::fs::write(modules.join("values.yaml"), values).expect("values.yaml");
+    if hooks {
+        for j in 1..=GLOBAL_HOOKS {
+            common::write_exec(
+                &root.join(format!("global-hooks/hooks/{j:03}-g{j}.sh")),
+                "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{\"configVersion\":\"v1\",\"onStartup\":1,\"beforeAll\":1,\"afterAll\":1,\"schedule\":[{\"name\":\"tick\",\"crontab\":\"*/30 * * * *\"}]}\nEOF\nexit 0; fi\nexit 0\n",
+            );
+        }
+    }
+}
+
+/// One ConfigMap from the module's values and the global enabled modules.
+fn template(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  message: {{{{ .Values.{name}.message | quote }}}}\n  enabledModules: {{{{ .Values.global.enabledModules | join \",\" | quote }}}}\n"
+    )
+}
+
+/// Creates namespace `ns` in kube-sim.
+fn create_namespace(s: &Setup, ns: &str) {
+    let resource = s
+        .client
+        .resolve("v1", "Namespace", "bench")
+        .expect("resolve");
+    s.client
+        .api(&resource, None)
+        .create(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .unwrap_or_else(|e| panic!("create namespace {ns}: {e}"));
+}
+
+/// Sum of the wall times of the 20 `helm upgrade --install`, one after the other,
+/// into the fresh namespace `ns`, each with the values the operator would give.
+/// With `as_operator`, also the other helm commands the operator runs on a fresh
+/// namespace (`version` and `list` once, `template` and `history` per module).
+fn direct_helm(s: &Setup, layout: &Path, ns: &str, as_operator: bool) -> Duration {
+    create_namespace(s, ns);
+    let kubeconfig = s.sim.kubeconfig.to_str().expect("UTF-8 kubeconfig path");
+    let mut total = Duration::ZERO;
+    if as_operator {
+        total += helm(s, &["version", "--short"], true);
+        let list = ["list", "--output", "json", "--max", "0", "--namespace", ns];
+        total += helm(
+            s,
+            &[&list[..], &["--kubeconfig", kubeconfig]].concat(),
+            true,
+        );
+    }
+    for i in 1..=MODULES {
+        let (dir, name) = module_name(i);
+        let values = write_direct_values(layout, &name, i);
+        let values = values.to_str().expect("UTF-8 values path");
+        let chart = layout.join("modules").join(&dir);
+        let chart = chart.to_str().expect("UTF-8 chart path");
+        let common = ["--namespace", ns, "--kubeconfig", kubeconfig];
+        if as_operator {
+            let template = ["template", &name, chart, "--values", values];
+            total += helm(s, &[&template[..], &common].concat(), true);
+            let history = ["history", &name, "--max", "1", "--output", "json"];
+            // A fresh namespace: `release: not found`, as the operator sees it.
+            total += helm(s, &[&history[..], &common].concat(), false);
+        }
+        let upgrade = ["upgrade", "--install", &name, chart, "--values", values];
+        total += helm(s, &[&upgrade[..], &common].concat(), true);
+    }
+    assert_eq!(deployed_releases(s, ns), MODULES, "direct helm releases");
+    total
+}
+
+/// The values file the operator would pass to module `i`'s chart.
+fn write_direct_values(layout: &Path, name: &str, i: usize) -> PathBuf {
+    let enabled: Vec<String> = (1..=MODULES).map(|i| module_name(i).1).collect();
+    let path = layout.join(format!("direct-{name}.json"));
+    let mut doc = json!({"global": {"cluster": "bench", "enabledModules": enabled}});
+    doc[name] = json!({"message": format!("hello-{i}")});
+    std::fs::write(&path, doc.to_string()).expect("values file");
+    path
+}
+
+/// Runs helm with `args`; its wall time. Fails unless it exits as `must_succeed` says.
+fn helm(s: &Setup, args: &[&str], must_succeed: bool) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(&s.helm)
+        .args(args)
+        .env("HOME", s.work.join("home"))
+        .output()
+        .expect("run helm");
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.success(),
+        must_succeed,
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// Number of helm release Secrets in `ns` whose status label is `deployed`.
+fn deployed_releases(s: &Setup, ns: &str) -> usize {
+    let resource = s.client.resolve("v1", "Secret", "bench").expect("resolve");
+    let params = ListParams {
+        label_selector: "owner=helm".into(),
+        ..ListParams::default()
+    };
+    let list = s
+        .client
+        .api(&resource, Some(ns))
+        .list_all(&params)
+        .unwrap_or_else(|e| panic!("list secrets in {ns}: {e}"));
+    list.items
+        .iter()
+        .filter(|secret| secret["metadata"]["labels"]["status"] == "deployed")
+        .count()
+}
+
+/// Starts addon-operator on `layout` in the fresh namespace `ns`; returns the time
+/// from spawn to `/ready` (every release then checked deployed) and what `sample`
+/// measured of the ready process (then it is stopped).
+fn run_operator<T: Default>(
+    s: &Setup,
+    layout: &Path,
+    ns: &str,
+    sample: Option<&dyn Fn(&Child) -> T>,
+) -> (Duration, T) {
+    create_namespace(s, ns);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let run = layout.join(format!("run-{ns}"));
+    std::fs::create_dir_all(&run).expect("run dir");
+    let log = std::fs::File::create(run.join("operator.log")).expect("log file");
+    let started = Instant::now();
+    let mut child = Command::new(&s.operator)
+        .args(["addon-operator", "start", "--namespace", ns])
+        .arg("--modules-dir")
+        .arg(layout.join("modules"))
+        .arg("--global-hooks-dir")
+        .arg(layout.join("global-hooks"))
+        .arg("--tmp-dir")
+        .arg(run.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(run.join("debug.socket"))
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", &port.to_string()])
+        .arg("--kube-config")
+        .arg(&s.sim.kubeconfig)
+        .env("HELM_BIN_PATH", &s.helm)
+        .env("HOME", s.work.join("home"))
+        .stdout(log.try_clone().expect("log file"))
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", s.operator.display()));
+    wait_ready(&mut child, port, &run.join("operator.log"));
+    let took = started.elapsed();
+    let deployed = deployed_releases(s, ns);
+    let measured = sample.map(|f| f(&child)).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        deployed,
+        MODULES,
+        "releases deployed by the operator in {ns}; log {}",
+        run.join("operator.log").display()
+    );
+    (took, measured)
+}
+
+/// Polls `/ready` every 10 ms; fails with the log if the operator exits or times out.
+fn wait_ready(child: &mut Child, port: u16, log: &Path) {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while !common::ready(port) {
+        let exited = child.try_wait().ok().flatten();
+        if exited.is_some() || Instant::now() > deadline {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let _ = child.kill();
+            panic!("addon-operator not ready ({exited:?}); log:\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `/proc/<pid>/status` field in kB (0 when unreadable).
+fn proc_status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
