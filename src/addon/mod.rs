@@ -120,7 +120,10 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
             ("major", &version.to_string()),
         ],
     );
+    // flant's global_hook_*/module_hook_* replace shell-operator's hook_run_*.
+    metrics.unregister_hook_runs();
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+    metrics.count_bindings(&hooks, &owners, &layout);
     let bound = Bound {
         layout,
         owners,
@@ -183,6 +186,7 @@ impl Bound {
                 started: false,
                 kube_enabled: false,
                 run_pending: false,
+                activation: String::new(),
             });
         }
         let state = State {
