@@ -4,8 +4,8 @@
 //!
 //! Hook runs are recorded in a [`HookRunMetrics`] family set: shell-operator's
 //! (`hook_run_*{hook,binding,queue}`) lives in [`Metrics::hook_run`];
-//! addon-operator unregisters it ([`Metrics::unregister_hook_runs`]) and registers
-//! flant's `global_hook_*` and `module_hook_*` families instead (see
+//! addon-operator ([`Metrics::for_addon`]) keeps it out of the registry and
+//! registers flant's `global_hook_*` and `module_hook_*` families instead (see
 //! `addon::state::AddonMetrics`); the runner picks the family per hook.
 //!
 //! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
@@ -17,7 +17,6 @@
 
 use crate::hook_metrics::HookMetrics;
 use crate::process::Usage;
-use prometheus::core::Collector;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
     TextEncoder,
@@ -86,7 +85,19 @@ impl Metrics {
     /// Registers every metric under `prefix`; the queue action histogram only if
     /// `queue_actions` (flant's `QUEUE_ACTIONS_METRICS` is not `no`).
     pub fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
-        let mut m = Metrics::new(prefix)?;
+        Metrics::switch_queue_actions(Metrics::new(prefix)?, queue_actions)
+    }
+
+    /// As [`Metrics::with_options`], for addon-operator: shell-operator's hook run
+    /// family is kept out of the registry (never exported), so that addon-operator
+    /// can register flant's `global_hook_*`/`module_hook_*` families and its own
+    /// `task_wait_in_queue_seconds_total{module,…}` (a registry refuses a name
+    /// once seen with other labels, even after unregistering it).
+    pub fn for_addon(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+        Metrics::switch_queue_actions(Metrics::build(prefix, false)?, queue_actions)
+    }
+
+    fn switch_queue_actions(mut m: Metrics, queue_actions: bool) -> Result<Metrics, MetricsError> {
         if !queue_actions {
             if let Some(h) = m.tasks_queue_action_duration_seconds.take() {
                 let _ = m.registry.unregister(Box::new(h));
@@ -97,7 +108,17 @@ impl Metrics {
 
     /// Registers every metric under `prefix`.
     pub fn new(prefix: &str) -> Result<Metrics, MetricsError> {
+        Metrics::build(prefix, true)
+    }
+
+    /// Registers every metric under `prefix`; shell-operator's hook run family
+    /// only if `shell_hook_runs` (else in a registry nobody reads).
+    fn build(prefix: &str, shell_hook_runs: bool) -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
+        let runs_registry = match shell_hook_runs {
+            true => registry.clone(),
+            false => Registry::new(),
+        };
         let r = Reg {
             registry: &registry,
             prefix,
@@ -144,10 +165,10 @@ impl Metrics {
                 &["queue"],
             ))?,
             hook_run: HookRunMetrics::register(
-                &registry,
+                &runs_registry,
                 prefix,
                 HookRunKind::Shell,
-                task_wait_counter(&registry, prefix, HOOK_LABELS)?,
+                task_wait_counter(&runs_registry, prefix, HOOK_LABELS)?,
             )?,
             tasks_queue_compaction_operations_total: r.reg(CounterVec::new(
                 Opts::new(
@@ -229,14 +250,6 @@ impl Metrics {
         self.registry
             .register(c)
             .map_err(|e| MetricsError(e.to_string()))
-    }
-
-    /// Takes shell-operator's hook run family out of the registry, for
-    /// addon-operator, which registers its own families under flant's names.
-    pub fn unregister_hook_runs(&self) {
-        for c in self.hook_run.collectors() {
-            let _ = self.registry.unregister(c);
-        }
     }
 
     /// The Prometheus text exposition of every metric: self metrics, then the
@@ -486,20 +499,6 @@ impl HookRunMetrics {
         self.kind
     }
 
-    /// Every collector of the family, the queue wait counter included.
-    fn collectors(&self) -> Vec<Box<dyn Collector>> {
-        vec![
-            Box::new(self.run_seconds.clone()),
-            Box::new(self.user_cpu_seconds.clone()),
-            Box::new(self.sys_cpu_seconds.clone()),
-            Box::new(self.max_rss_bytes.clone()),
-            Box::new(self.success_total.clone()),
-            Box::new(self.errors_total.clone()),
-            Box::new(self.allowed_errors_total.clone()),
-            Box::new(self.task_wait.counter.clone()),
-        ]
-    }
-
     /// Adds the seconds a task waited in its queue.
     pub fn waited(&self, l: &HookRunLabels, seconds: f64) {
         let values = l.values(self.task_wait.labels);
@@ -576,6 +575,89 @@ mod tests {
             Err("line 2: field 'name': \"my_live_ticks\" starts with the operator's own prefix \"my_\"".into())
         );
         assert_eq!(m.hooks.series_count(), 0);
+    }
+
+    #[test]
+    fn addon_families_replace_the_shell_family() {
+        let m = Metrics::for_addon("ao_", true).expect("metrics");
+        let reg = m.registry();
+        let wait =
+            task_wait_counter(reg, "ao_", &["module", "hook", "binding", "queue"]).expect("wait");
+        let global = HookRunMetrics::register(reg, "ao_", HookRunKind::Global, wait.clone())
+            .expect("global");
+        let module =
+            HookRunMetrics::register(reg, "ao_", HookRunKind::Module, wait).expect("module");
+        let l = HookRunLabels {
+            module: "echo",
+            hook: "001-echo/hooks/h",
+            binding: "beforeHelm",
+            queue: "main",
+            activation: "OperatorStartup",
+        };
+        module.count(&l, RunOutcome::Error);
+        module.waited(&l, 0.5);
+        global.count(
+            &HookRunLabels {
+                module: "ignored",
+                ..l
+            },
+            RunOutcome::Success,
+        );
+        let text = String::from_utf8(m.render()).expect("utf8");
+        let module_labels = "{activation=\"OperatorStartup\",binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",module=\"echo\",queue=\"main\"}";
+        let global_labels = "{activation=\"OperatorStartup\",binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",queue=\"main\"}";
+        for line in [
+            format!("ao_module_hook_errors_total{module_labels} 1"),
+            format!("ao_module_hook_success_total{module_labels} 0"),
+            format!("ao_module_hook_allowed_errors_total{module_labels} 0"),
+            format!("ao_global_hook_success_total{global_labels} 1"),
+            "ao_task_wait_in_queue_seconds_total{binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",module=\"echo\",queue=\"main\"} 0.5".to_string(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("ao_hook_run_"), "{text}");
+    }
+
+    #[test]
+    fn addon_histograms_use_the_fine_buckets() {
+        let m = Metrics::for_addon("ao_", true).expect("metrics");
+        let reg = m.registry();
+        let wait =
+            task_wait_counter(reg, "ao_", &["module", "hook", "binding", "queue"]).expect("wait");
+        let global =
+            HookRunMetrics::register(reg, "ao_", HookRunKind::Global, wait).expect("global");
+        let l = HookRunLabels {
+            hook: "g",
+            ..HookRunLabels::default()
+        };
+        let usage = Usage::default();
+        global.observe(&l, std::time::Duration::from_millis(3), &usage);
+        let text = String::from_utf8(m.render()).expect("utf8");
+        let bucket = |le: &str| {
+            format!(
+                "ao_global_hook_run_seconds_bucket{{activation=\"\",binding=\"\",hook=\"g\",queue=\"\",le=\"{le}\"}}"
+            )
+        };
+        assert!(text.contains(&format!("{} 0", bucket("0.002"))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket("0.005"))), "{text}");
+    }
+
+    #[test]
+    fn only_shell_operator_exports_the_shell_family() {
+        let shell = Metrics::new("ao_").expect("metrics");
+        let taken = task_wait_counter(shell.registry(), "ao_", &["module", "hook"]);
+        assert!(taken.is_err(), "the shell family holds the name");
+        let addon = Metrics::for_addon("ao_", true).expect("metrics");
+        addon.hook_run.count(
+            &HookRunLabels {
+                hook: "h",
+                ..HookRunLabels::default()
+            },
+            RunOutcome::Success,
+        );
+        let text = String::from_utf8(addon.render()).expect("utf8");
+        assert!(!text.contains("hook_run"), "{text}");
+        assert!(text.contains("ao_live_ticks 0"), "{text}");
     }
 
     #[test]

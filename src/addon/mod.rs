@@ -120,8 +120,6 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
             ("major", &version.to_string()),
         ],
     );
-    // flant's global_hook_*/module_hook_* replace shell-operator's hook_run_*.
-    metrics.unregister_hook_runs();
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     metrics.count_bindings(&hooks, &owners, &layout);
     let bound = Bound {

@@ -250,8 +250,9 @@ impl Reg<'_> {
 }
 
 impl AddonMetrics {
-    /// Registers them under `prefix` in `registry` (shell-operator's hook run
-    /// family must be unregistered first: the queue wait counter's name is shared).
+    /// Registers them under `prefix` in `registry` (one from
+    /// `Metrics::for_addon`, without shell-operator's hook run family: the queue
+    /// wait counter's name is shared).
     pub fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
         let r = Reg { prefix, registry };
         let (global_hooks, module_hooks) = r.hook_runs()?;
