@@ -6,4 +6,5 @@ mod common;
 
 mod harness;
 mod helm;
+mod metrics;
 mod operator;
