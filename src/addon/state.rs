@@ -16,6 +16,7 @@ use super::helm::Helm;
 use super::modules::{Layout, Owner};
 use super::values::{Scope, checksum};
 use crate::hook::Hook;
+use crate::hook::config::HookConfig;
 use crate::kube::Client;
 use crate::metrics::{HookRunKind, HookRunMetrics, KUBE_BUCKETS, task_wait_counter};
 use crate::queue::Task;
@@ -343,15 +344,14 @@ impl AddonMetrics {
             };
             self.binding_count
                 .with_label_values(&[module, &hook.name])
-                .set(bindings_of(hook) as f64);
+                .set(bindings_of(&hook.config) as f64);
         }
     }
 }
 
 /// A hook's bindings as flant counts them: onStartup and each lifecycle binding
 /// once, every schedule and kubernetes binding.
-pub fn bindings_of(hook: &Hook) -> usize {
-    let c = &hook.config;
+pub fn bindings_of(c: &HookConfig) -> usize {
     let lifecycle = &c.lifecycle;
     let flags = [
         c.on_startup,
@@ -362,4 +362,49 @@ pub fn bindings_of(hook: &Hook) -> usize {
         lifecycle.after_delete_helm,
     ];
     flags.iter().filter(|f| f.is_some()).count() + c.schedule.len() + c.kubernetes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::config::{HookKind, parse_as};
+
+    fn count(kind: HookKind, config: &str) -> usize {
+        bindings_of(&parse_as("h", config, kind).expect("config"))
+    }
+
+    #[test]
+    fn bindings_count_as_flant_counts_them() {
+        assert_eq!(
+            count(
+                HookKind::Global,
+                r#"{"configVersion":"v1","onStartup":1,"beforeAll":2,"afterAll":3}"#
+            ),
+            3
+        );
+        let module = r#"{"configVersion":"v1","afterHelm":1,
+            "schedule":[{"name":"a","crontab":"* * * * *"},{"name":"b","crontab":"* * * * *"}],
+            "kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod"}]}"#;
+        assert_eq!(count(HookKind::Module, module), 4);
+        let settings_only = r#"{"configVersion":"v1","settings":{"executionMinInterval":"1s"}}"#;
+        assert_eq!(count(HookKind::Module, settings_only), 0);
+    }
+
+    #[test]
+    fn helm_operations_are_timed_by_module_and_operation() {
+        let registry = Registry::new();
+        let m = AddonMetrics::register("ao_", &registry).expect("metrics");
+        let out: Result<u8, String> = m.helm_op("echo", "OperatorStartup", "upgrade", || Ok(7));
+        assert_eq!(out, Ok(7));
+        let count = m
+            .helm_operation_seconds
+            .with_label_values(&["echo", "OperatorStartup", "upgrade"])
+            .get_sample_count();
+        assert_eq!(count, 1);
+        let other = m
+            .helm_operation_seconds
+            .with_label_values(&["echo", "OperatorStartup", "template"])
+            .get_sample_count();
+        assert_eq!(other, 0);
+    }
 }

@@ -6,6 +6,7 @@
 
 use crate::common::metric;
 use crate::harness::{Addon, chart, rec};
+use std::time::{Duration, Instant};
 
 const P: &str = "addon_operator_";
 
@@ -169,4 +170,39 @@ fn hooks_modules_helm_and_converges_are_measured_under_flants_names() {
         !body.contains("task_wait_in_queue_seconds_total{binding=\"onStartup\",hook=\"g\",queue"),
         "no module-less wait series: {body}"
     );
+
+    // A changed global section converges again, under its own activation.
+    addon.set_config("global", "a: 1\n");
+    let changed = labels(&[("activation", "KubeConfigChanged")]);
+    let body = wait_metric(&addon, &format!("{P}convergence_seconds{changed} "));
+    let series = format!("{P}convergence_total{changed} ");
+    assert_eq!(metric(&body, &series), Some(1.0), "{series} in\n{body}");
+    let again = |binding: &str| global(binding).replace("OperatorStartup", "KubeConfigChanged");
+    let series = format!("{P}global_hook_success_total{} ", again("beforeAll"));
+    assert_eq!(metric(&body, &series), Some(1.0), "{series} in\n{body}");
+    let series = format!(
+        "{P}module_hook_success_total{} ",
+        module("afterHelm").replace("OperatorStartup", "KubeConfigChanged")
+    );
+    assert_eq!(metric(&body, &series), Some(1.0), "{series} in\n{body}");
+    let series = format!("{P}global_hook_success_total{} ", global("onStartup"));
+    assert_eq!(metric(&body, &series), Some(1.0), "onStartup ran once");
+}
+
+/// Scrapes until `series` is there (`convergence_seconds` of an activation is
+/// added when that converge is done, after its hooks and helm ran).
+fn wait_metric(addon: &Addon, series: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let body = addon.metrics();
+        if metric(&body, series).is_some() {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {series}:\n{body}\nlogs:\n{}",
+            addon.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
