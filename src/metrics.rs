@@ -2,6 +2,12 @@
 //! `--prometheus-metrics-prefix`, the hooks' own metrics ([`HookMetrics`]), and
 //! their text exposition for `/metrics` and `/metrics/hooks`.
 //!
+//! Hook runs are recorded in a [`HookRunMetrics`] family set: shell-operator's
+//! (`hook_run_*{hook,binding,queue}`) lives in [`Metrics::hook_run`];
+//! addon-operator ([`Metrics::for_addon`]) keeps it out of the registry and
+//! registers flant's `global_hook_*` and `module_hook_*` families instead (see
+//! `addon::state::AddonMetrics`); the runner picks the family per hook.
+//!
 //! One [`Metrics`] value is created at startup and shared (`Arc`) by the queue
 //! threads, the ticker, the HTTP thread and (later) the watch and webhook threads;
 //! the prometheus types are internally synchronised. The kube_* series are
@@ -10,6 +16,7 @@
 //! [`Metrics::registry`] by the operator.
 
 use crate::hook_metrics::HookMetrics;
+use crate::process::Usage;
 use prometheus::{
     CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
     TextEncoder,
@@ -19,8 +26,9 @@ use prometheus::{
 const RUN_BUCKETS: &[f64] = &[
     0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
 ];
-/// Buckets of the kube event and jq histograms (flant's 0, 0.001 … 10).
-const KUBE_BUCKETS: &[f64] = &[
+/// Buckets of the kube event and jq histograms and of addon-operator's own
+/// histograms (flant's 0, 0.001 … 10).
+pub const KUBE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
@@ -36,14 +44,8 @@ pub struct Metrics {
     prefix: String,
     pub live_ticks: IntCounter,
     pub tasks_queue_length: GaugeVec,
-    pub hook_run_seconds: HistogramVec,
-    pub hook_run_user_cpu_seconds: HistogramVec,
-    pub hook_run_sys_cpu_seconds: HistogramVec,
-    pub hook_run_max_rss_bytes: GaugeVec,
-    pub hook_run_success_total: CounterVec,
-    pub hook_run_errors_total: CounterVec,
-    pub hook_run_allowed_errors_total: CounterVec,
-    pub task_wait_in_queue_seconds_total: CounterVec,
+    /// shell-operator's `hook_run_*` and `task_wait_in_queue_seconds_total`.
+    pub hook_run: HookRunMetrics,
     pub tasks_queue_compaction_operations_total: CounterVec,
     /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`.
     pub tasks_queue_compaction_tasks_by_hook: GaugeVec,
@@ -83,7 +85,19 @@ impl Metrics {
     /// Registers every metric under `prefix`; the queue action histogram only if
     /// `queue_actions` (flant's `QUEUE_ACTIONS_METRICS` is not `no`).
     pub fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
-        let mut m = Metrics::new(prefix)?;
+        Metrics::switch_queue_actions(Metrics::new(prefix)?, queue_actions)
+    }
+
+    /// As [`Metrics::with_options`], for addon-operator: shell-operator's hook run
+    /// family is kept out of the registry (never exported), so that addon-operator
+    /// can register flant's `global_hook_*`/`module_hook_*` families and its own
+    /// `task_wait_in_queue_seconds_total{module,…}` (a registry refuses a name
+    /// once seen with other labels, even after unregistering it).
+    pub fn for_addon(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+        Metrics::switch_queue_actions(Metrics::build(prefix, false)?, queue_actions)
+    }
+
+    fn switch_queue_actions(mut m: Metrics, queue_actions: bool) -> Result<Metrics, MetricsError> {
         if !queue_actions {
             if let Some(h) = m.tasks_queue_action_duration_seconds.take() {
                 let _ = m.registry.unregister(Box::new(h));
@@ -94,7 +108,17 @@ impl Metrics {
 
     /// Registers every metric under `prefix`.
     pub fn new(prefix: &str) -> Result<Metrics, MetricsError> {
+        Metrics::build(prefix, true)
+    }
+
+    /// Registers every metric under `prefix`; shell-operator's hook run family
+    /// only if `shell_hook_runs` (else in a registry nobody reads).
+    fn build(prefix: &str, shell_hook_runs: bool) -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
+        let runs_registry = match shell_hook_runs {
+            true => registry.clone(),
+            false => Registry::new(),
+        };
         let r = Reg {
             registry: &registry,
             prefix,
@@ -140,30 +164,11 @@ impl Metrics {
                 Opts::new(r.name("tasks_queue_length"), "Tasks waiting in each queue."),
                 &["queue"],
             ))?,
-            hook_run_seconds: r.histogram("hook_run_seconds", "Duration of hook runs.")?,
-            hook_run_user_cpu_seconds: r
-                .histogram("hook_run_user_cpu_seconds", "User CPU time of hook runs.")?,
-            hook_run_sys_cpu_seconds: r
-                .histogram("hook_run_sys_cpu_seconds", "System CPU time of hook runs.")?,
-            hook_run_max_rss_bytes: r.reg(GaugeVec::new(
-                Opts::new(
-                    r.name("hook_run_max_rss_bytes"),
-                    "Peak memory of the last hook run.",
-                ),
-                HOOK_LABELS,
-            ))?,
-            hook_run_success_total: r.counter("hook_run_success_total", "Successful hook runs.")?,
-            hook_run_errors_total: r.counter(
-                "hook_run_errors_total",
-                "Failed hook runs that will be retried.",
-            )?,
-            hook_run_allowed_errors_total: r.counter(
-                "hook_run_allowed_errors_total",
-                "Failed hook runs with allowFailure: true.",
-            )?,
-            task_wait_in_queue_seconds_total: r.counter(
-                "task_wait_in_queue_seconds_total",
-                "Seconds tasks waited in queues before running.",
+            hook_run: HookRunMetrics::register(
+                &runs_registry,
+                prefix,
+                HookRunKind::Shell,
+                task_wait_counter(&runs_registry, prefix, HOOK_LABELS)?,
             )?,
             tasks_queue_compaction_operations_total: r.reg(CounterVec::new(
                 Opts::new(
@@ -313,16 +318,223 @@ impl Reg<'_> {
         Ok(m)
     }
 
-    fn histogram(&self, base: &str, help: &str) -> Result<HistogramVec, MetricsError> {
-        let opts = HistogramOpts::new(self.name(base), help).buckets(RUN_BUCKETS.to_vec());
-        self.reg(HistogramVec::new(opts, HOOK_LABELS))
+    fn histogram(
+        &self,
+        base: &str,
+        help: &str,
+        kind: HookRunKind,
+    ) -> Result<HistogramVec, MetricsError> {
+        let opts = HistogramOpts::new(self.name(base), help).buckets(kind.buckets().to_vec());
+        self.reg(HistogramVec::new(opts, kind.labels()))
     }
 
-    fn counter(&self, base: &str, help: &str) -> Result<CounterVec, MetricsError> {
-        self.reg(CounterVec::new(
-            Opts::new(self.name(base), help),
-            HOOK_LABELS,
-        ))
+    fn counter(&self, base: &str, help: &str, labels: &[&str]) -> Result<CounterVec, MetricsError> {
+        self.reg(CounterVec::new(Opts::new(self.name(base), help), labels))
+    }
+}
+
+/// Registers `<prefix>task_wait_in_queue_seconds_total` with `labels`, for
+/// [`HookRunMetrics::register`] (addon-operator's two families share one).
+pub fn task_wait_counter(
+    registry: &Registry,
+    prefix: &str,
+    labels: &'static [&'static str],
+) -> Result<TaskWait, MetricsError> {
+    let r = Reg { registry, prefix };
+    let counter = r.counter(
+        "task_wait_in_queue_seconds_total",
+        "Seconds tasks waited in queues before running.",
+        labels,
+    )?;
+    Ok(TaskWait { counter, labels })
+}
+
+/// The queue wait counter and the label names it was registered with.
+#[derive(Clone)]
+pub struct TaskWait {
+    pub counter: CounterVec,
+    labels: &'static [&'static str],
+}
+
+/// Which hook run family: its metric names, labels and buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookRunKind {
+    /// shell-operator's `hook_run_*{hook,binding,queue}`.
+    Shell,
+    /// addon-operator's `global_hook_*{hook,binding,queue,activation}`.
+    Global,
+    /// addon-operator's `module_hook_*{module,hook,binding,queue,activation}`.
+    Module,
+}
+
+impl HookRunKind {
+    fn labels(self) -> &'static [&'static str] {
+        match self {
+            HookRunKind::Shell => HOOK_LABELS,
+            HookRunKind::Global => &["hook", "binding", "queue", "activation"],
+            HookRunKind::Module => &["module", "hook", "binding", "queue", "activation"],
+        }
+    }
+
+    /// (stem of the histograms and the gauge, stem of the counters): flant's
+    /// addon-operator drops `_run` from its counters' names.
+    fn stems(self) -> (&'static str, &'static str) {
+        match self {
+            HookRunKind::Shell => ("hook_run", "hook_run"),
+            HookRunKind::Global => ("global_hook_run", "global_hook"),
+            HookRunKind::Module => ("module_hook_run", "module_hook"),
+        }
+    }
+
+    fn buckets(self) -> &'static [f64] {
+        match self {
+            HookRunKind::Shell => RUN_BUCKETS,
+            HookRunKind::Global | HookRunKind::Module => KUBE_BUCKETS,
+        }
+    }
+}
+
+/// The label values of one hook run; each family takes the ones it has.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HookRunLabels<'a> {
+    pub module: &'a str,
+    pub hook: &'a str,
+    pub binding: &'a str,
+    pub queue: &'a str,
+    pub activation: &'a str,
+}
+
+impl<'a> HookRunLabels<'a> {
+    fn value(&self, name: &str) -> &'a str {
+        match name {
+            "module" => self.module,
+            "hook" => self.hook,
+            "binding" => self.binding,
+            "queue" => self.queue,
+            "activation" => self.activation,
+            _ => "",
+        }
+    }
+
+    fn values(&self, names: &[&str]) -> Vec<&'a str> {
+        names.iter().map(|n| self.value(n)).collect()
+    }
+}
+
+/// How a hook run ended, for the three counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome {
+    Success,
+    /// Failed; the task is retried.
+    Error,
+    /// Failed with `allowFailure: true`.
+    AllowedError,
+}
+
+/// One family of hook run metrics: durations, CPU, memory, outcomes, queue wait.
+pub struct HookRunMetrics {
+    kind: HookRunKind,
+    pub run_seconds: HistogramVec,
+    pub user_cpu_seconds: HistogramVec,
+    pub sys_cpu_seconds: HistogramVec,
+    pub max_rss_bytes: GaugeVec,
+    pub success_total: CounterVec,
+    pub errors_total: CounterVec,
+    pub allowed_errors_total: CounterVec,
+    pub task_wait: TaskWait,
+}
+
+impl HookRunMetrics {
+    /// Registers family `kind` under `prefix`; `task_wait` is registered already.
+    pub fn register(
+        registry: &Registry,
+        prefix: &str,
+        kind: HookRunKind,
+        task_wait: TaskWait,
+    ) -> Result<HookRunMetrics, MetricsError> {
+        let r = Reg { registry, prefix };
+        let (run, count) = kind.stems();
+        let labels = kind.labels();
+        Ok(HookRunMetrics {
+            kind,
+            run_seconds: r.histogram(&format!("{run}_seconds"), "Duration of hook runs.", kind)?,
+            user_cpu_seconds: r.histogram(
+                &format!("{run}_user_cpu_seconds"),
+                "User CPU time of hook runs.",
+                kind,
+            )?,
+            sys_cpu_seconds: r.histogram(
+                &format!("{run}_sys_cpu_seconds"),
+                "System CPU time of hook runs.",
+                kind,
+            )?,
+            max_rss_bytes: r.reg(GaugeVec::new(
+                Opts::new(
+                    r.name(&format!("{run}_max_rss_bytes")),
+                    "Peak memory of the last hook run.",
+                ),
+                labels,
+            ))?,
+            success_total: r.counter(
+                &format!("{count}_success_total"),
+                "Successful hook runs.",
+                labels,
+            )?,
+            errors_total: r.counter(
+                &format!("{count}_errors_total"),
+                "Failed hook runs that will be retried.",
+                labels,
+            )?,
+            allowed_errors_total: r.counter(
+                &format!("{count}_allowed_errors_total"),
+                "Failed hook runs with allowFailure: true.",
+                labels,
+            )?,
+            task_wait,
+        })
+    }
+
+    /// Which family this is.
+    pub fn kind(&self) -> HookRunKind {
+        self.kind
+    }
+
+    /// Adds the seconds a task waited in its queue.
+    pub fn waited(&self, l: &HookRunLabels, seconds: f64) {
+        let values = l.values(self.task_wait.labels);
+        self.task_wait
+            .counter
+            .with_label_values(&values)
+            .inc_by(seconds);
+    }
+
+    /// Records a finished run's duration and resource usage.
+    pub fn observe(&self, l: &HookRunLabels, took: std::time::Duration, usage: &Usage) {
+        let values = l.values(self.kind.labels());
+        self.run_seconds
+            .with_label_values(&values)
+            .observe(took.as_secs_f64());
+        self.user_cpu_seconds
+            .with_label_values(&values)
+            .observe(usage.user_cpu.as_secs_f64());
+        self.sys_cpu_seconds
+            .with_label_values(&values)
+            .observe(usage.sys_cpu.as_secs_f64());
+        self.max_rss_bytes
+            .with_label_values(&values)
+            .set(usage.max_rss_bytes as f64);
+    }
+
+    /// Counts a run's outcome; the other two counters get their series too (at 0).
+    pub fn count(&self, l: &HookRunLabels, outcome: RunOutcome) {
+        let values = l.values(self.kind.labels());
+        let add = |c: &CounterVec, o: RunOutcome| {
+            c.with_label_values(&values)
+                .inc_by(if o == outcome { 1.0 } else { 0.0 });
+        };
+        add(&self.success_total, RunOutcome::Success);
+        add(&self.errors_total, RunOutcome::Error);
+        add(&self.allowed_errors_total, RunOutcome::AllowedError);
     }
 }
 
@@ -334,9 +546,13 @@ mod tests {
     fn names_carry_the_prefix() {
         let m = Metrics::new("my_").expect("metrics");
         m.live_ticks.inc();
-        m.hook_run_success_total
-            .with_label_values(&["a.sh", "every", "main"])
-            .inc();
+        let l = HookRunLabels {
+            hook: "a.sh",
+            binding: "every",
+            queue: "main",
+            ..HookRunLabels::default()
+        };
+        m.hook_run.count(&l, RunOutcome::Success);
         let text = String::from_utf8(m.render()).expect("utf8");
         assert!(text.contains("my_live_ticks 1"), "{text}");
         assert!(
@@ -359,6 +575,89 @@ mod tests {
             Err("line 2: field 'name': \"my_live_ticks\" starts with the operator's own prefix \"my_\"".into())
         );
         assert_eq!(m.hooks.series_count(), 0);
+    }
+
+    #[test]
+    fn addon_families_replace_the_shell_family() {
+        let m = Metrics::for_addon("ao_", true).expect("metrics");
+        let reg = m.registry();
+        let wait =
+            task_wait_counter(reg, "ao_", &["module", "hook", "binding", "queue"]).expect("wait");
+        let global = HookRunMetrics::register(reg, "ao_", HookRunKind::Global, wait.clone())
+            .expect("global");
+        let module =
+            HookRunMetrics::register(reg, "ao_", HookRunKind::Module, wait).expect("module");
+        let l = HookRunLabels {
+            module: "echo",
+            hook: "001-echo/hooks/h",
+            binding: "beforeHelm",
+            queue: "main",
+            activation: "OperatorStartup",
+        };
+        module.count(&l, RunOutcome::Error);
+        module.waited(&l, 0.5);
+        global.count(
+            &HookRunLabels {
+                module: "ignored",
+                ..l
+            },
+            RunOutcome::Success,
+        );
+        let text = String::from_utf8(m.render()).expect("utf8");
+        let module_labels = "{activation=\"OperatorStartup\",binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",module=\"echo\",queue=\"main\"}";
+        let global_labels = "{activation=\"OperatorStartup\",binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",queue=\"main\"}";
+        for line in [
+            format!("ao_module_hook_errors_total{module_labels} 1"),
+            format!("ao_module_hook_success_total{module_labels} 0"),
+            format!("ao_module_hook_allowed_errors_total{module_labels} 0"),
+            format!("ao_global_hook_success_total{global_labels} 1"),
+            "ao_task_wait_in_queue_seconds_total{binding=\"beforeHelm\",hook=\"001-echo/hooks/h\",module=\"echo\",queue=\"main\"} 0.5".to_string(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("ao_hook_run_"), "{text}");
+    }
+
+    #[test]
+    fn addon_histograms_use_the_fine_buckets() {
+        let m = Metrics::for_addon("ao_", true).expect("metrics");
+        let reg = m.registry();
+        let wait =
+            task_wait_counter(reg, "ao_", &["module", "hook", "binding", "queue"]).expect("wait");
+        let global =
+            HookRunMetrics::register(reg, "ao_", HookRunKind::Global, wait).expect("global");
+        let l = HookRunLabels {
+            hook: "g",
+            ..HookRunLabels::default()
+        };
+        let usage = Usage::default();
+        global.observe(&l, std::time::Duration::from_millis(3), &usage);
+        let text = String::from_utf8(m.render()).expect("utf8");
+        let bucket = |le: &str| {
+            format!(
+                "ao_global_hook_run_seconds_bucket{{activation=\"\",binding=\"\",hook=\"g\",queue=\"\",le=\"{le}\"}}"
+            )
+        };
+        assert!(text.contains(&format!("{} 0", bucket("0.002"))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket("0.005"))), "{text}");
+    }
+
+    #[test]
+    fn only_shell_operator_exports_the_shell_family() {
+        let shell = Metrics::new("ao_").expect("metrics");
+        let taken = task_wait_counter(shell.registry(), "ao_", &["module", "hook"]);
+        assert!(taken.is_err(), "the shell family holds the name");
+        let addon = Metrics::for_addon("ao_", true).expect("metrics");
+        addon.hook_run.count(
+            &HookRunLabels {
+                hook: "h",
+                ..HookRunLabels::default()
+            },
+            RunOutcome::Success,
+        );
+        let text = String::from_utf8(addon.render()).expect("utf8");
+        assert!(!text.contains("hook_run"), "{text}");
+        assert!(text.contains("ao_live_ticks 0"), "{text}");
     }
 
     #[test]

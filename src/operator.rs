@@ -121,10 +121,11 @@ impl Bound {
             .map_err(|e| format!("tmp dir '{}': {e}", config.tmp_dir.display()))?;
         // QUEUE_ACTIONS_METRICS=no switches the queue action histogram off (as in flant).
         let queue_actions = std::env::var("QUEUE_ACTIONS_METRICS").map_or(true, |v| v != "no");
-        let metrics = Arc::new(
-            Metrics::with_options(&config.metrics_prefix, queue_actions)
-                .map_err(|e| e.to_string())?,
-        );
+        let metrics = match config.program {
+            Program::Addon => Metrics::for_addon(&config.metrics_prefix, queue_actions),
+            Program::Shell => Metrics::with_options(&config.metrics_prefix, queue_actions),
+        };
+        let metrics = Arc::new(metrics.map_err(|e| e.to_string())?);
         let (addon, hooks) = match config.program {
             Program::Addon => {
                 let (addon, hooks) = crate::addon::bind(&config, &metrics)?;

@@ -10,7 +10,7 @@ use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, write_file};
 use crate::kube::Client;
 use crate::log;
-use crate::metrics::Metrics;
+use crate::metrics::{HookRunLabels, HookRunMetrics, Metrics, RunOutcome};
 use crate::monitor::runtime::KubeRuntime;
 use crate::patch;
 use crate::queue::worker::Handler;
@@ -50,6 +50,19 @@ pub trait HookValues: Send + Sync {
     fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, String>;
     /// Takes the output files of a successful run (in the order of `files`).
     fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), String>;
+    /// Where the metrics of this run of `hook` go: addon-operator's global or
+    /// module family, with the `module` and `activation` labels. `None` keeps
+    /// shell-operator's family ([`Metrics::hook_run`]).
+    fn run_metrics(&self, hook: usize, task: &Task) -> Option<RunMetrics<'_>>;
+}
+
+/// The family a hook run is recorded in and the labels the runner cannot know.
+pub struct RunMetrics<'a> {
+    pub family: &'a HookRunMetrics,
+    /// The module's name; "" for global hooks.
+    pub module: &'a str,
+    /// The event that led to the run (`OperatorStartup`, ...); "" when unknown.
+    pub activation: String,
 }
 
 impl Runner {
@@ -91,15 +104,22 @@ impl Runner {
             task: "HookRun".into(),
             event: task.binding_type.as_str().into(),
         };
-        let metric_labels = [
-            labels.hook.as_str(),
-            labels.binding.as_str(),
-            labels.queue.as_str(),
-        ];
-        self.metrics
-            .task_wait_in_queue_seconds_total
-            .with_label_values(&metric_labels)
-            .inc_by(task.queued_at.elapsed().as_secs_f64());
+        let target = self
+            .values
+            .as_ref()
+            .and_then(|v| v.run_metrics(task.hook, task));
+        let (family, module, activation) = match &target {
+            Some(t) => (t.family, t.module, t.activation.as_str()),
+            None => (&self.metrics.hook_run, "", ""),
+        };
+        let metric_labels = HookRunLabels {
+            module,
+            hook: &labels.hook,
+            binding: &labels.binding,
+            queue,
+            activation,
+        };
+        family.waited(&metric_labels, task.queued_at.elapsed().as_secs_f64());
         let snapshots = match &self.kube {
             Some(kube) => kube.prepare(task.hook, &task.contexts),
             None => Snapshots::default(),
@@ -148,20 +168,9 @@ impl Runner {
             Err(_) => Ok(()),
         });
         if let Ok(run) = &result {
-            self.observe_run(&metric_labels, run);
+            family.observe(&metric_labels, run.duration, &run.usage);
         }
-        let m = &self.metrics;
-        let count = |ok: f64, failed: f64, allowed: f64| {
-            m.hook_run_success_total
-                .with_label_values(&metric_labels)
-                .inc_by(ok);
-            m.hook_run_errors_total
-                .with_label_values(&metric_labels)
-                .inc_by(failed);
-            m.hook_run_allowed_errors_total
-                .with_label_values(&metric_labels)
-                .inc_by(allowed);
-        };
+        let count = |outcome| family.count(&metric_labels, outcome);
         let fields = [
             ("hook", labels.hook.as_str()),
             ("binding", labels.binding.as_str()),
@@ -169,11 +178,11 @@ impl Runner {
         ];
         match outcome {
             Ok(()) => {
-                count(1.0, 0.0, 0.0);
+                count(RunOutcome::Success);
                 Ok(())
             }
             Err(e) if task.allow_failure => {
-                count(0.0, 0.0, 1.0);
+                count(RunOutcome::AllowedError);
                 log::info(
                     "Hook failed, but allowed to fail",
                     &[fields[0], fields[1], fields[2], ("error", &e)],
@@ -181,7 +190,7 @@ impl Runner {
                 Ok(())
             }
             Err(e) => {
-                count(0.0, 1.0, 0.0);
+                count(RunOutcome::Error);
                 log::error(
                     "Hook failed, will retry",
                     &[fields[0], fields[1], fields[2], ("error", &e)],
@@ -223,22 +232,6 @@ impl Runner {
         patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
             .map(drop)
             .map_err(|e| e.to_string())
-    }
-
-    fn observe_run(&self, labels: &[&str; 3], run: &RunResult) {
-        let m = &self.metrics;
-        m.hook_run_seconds
-            .with_label_values(labels)
-            .observe(run.duration.as_secs_f64());
-        m.hook_run_user_cpu_seconds
-            .with_label_values(labels)
-            .observe(run.usage.user_cpu.as_secs_f64());
-        m.hook_run_sys_cpu_seconds
-            .with_label_values(labels)
-            .observe(run.usage.sys_cpu.as_secs_f64());
-        m.hook_run_max_rss_bytes
-            .with_label_values(labels)
-            .set(run.usage.max_rss_bytes as f64);
     }
 }
 

@@ -38,7 +38,7 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The handler every queue thread of addon-operator uses.
 pub struct AddonHandler {
@@ -125,6 +125,8 @@ impl AddonHandler {
                     let mut st = self.shared.lock();
                     st.converge.active = true;
                     st.converge.started_once = true;
+                    st.converge.event = event.to_string();
+                    st.converge.began = Some(Instant::now());
                 }
                 self.shared
                     .metrics
@@ -147,7 +149,10 @@ impl AddonHandler {
                 tasks.push(next(ConvergePhase::Done(checksum)));
                 Ok(tasks)
             }
-            ConvergePhase::Done(before) => Ok(self.converge_done(before)),
+            ConvergePhase::Done(before) => {
+                self.converge_took(event);
+                Ok(self.converge_done(before))
+            }
         }
     }
 
@@ -190,6 +195,18 @@ impl AddonHandler {
         }
         st.enabled = enabled;
         Ok(tasks)
+    }
+
+    /// Adds the finished converge's duration to `convergence_seconds`.
+    fn converge_took(&self, event: &str) {
+        let began = self.shared.lock().converge.began.take();
+        if let Some(began) = began {
+            self.shared
+                .metrics
+                .convergence_seconds
+                .with_label_values(&[event])
+                .inc_by(began.elapsed().as_secs_f64());
+        }
     }
 
     fn converge_done(&self, before: u64) -> Vec<Task> {
@@ -248,7 +265,12 @@ impl AddonHandler {
 
     fn purge(&self, release: &str) {
         log::info("purge helm release of no module", &[("release", release)]);
-        if let Err(e) = self.shared.helm.uninstall(release) {
+        let uninstall = || self.shared.helm.uninstall(release);
+        if let Err(e) = self
+            .shared
+            .metrics
+            .helm_op(release, "", "uninstall", uninstall)
+        {
             log::error("purge failed", &[("release", release), ("error", &e)]);
         }
     }
@@ -256,7 +278,14 @@ impl AddonHandler {
     // ---- module run and delete --------------------------------------------------
 
     fn counted_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
-        self.module_run(m, do_startup, event).inspect_err(|e| {
+        let start = Instant::now();
+        let result = self.module_run(m, do_startup, event);
+        self.shared
+            .metrics
+            .module_run_seconds
+            .with_label_values(&[&self.module_name(m), event])
+            .observe(start.elapsed().as_secs_f64());
+        result.inspect_err(|e| {
             let name = self.module_name(m);
             self.shared
                 .metrics
@@ -299,6 +328,7 @@ impl AddonHandler {
             let mut st = self.shared.lock();
             let state = st.modules.get_mut(m).ok_or("no such module")?;
             state.run_pending = false;
+            state.activation = event.to_string();
             (state.enabled, state.started)
         };
         if !enabled {
@@ -318,7 +348,7 @@ impl AddonHandler {
         );
         self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
         if self.shared.layout.modules[m].has_chart {
-            self.helm_phase(m)?;
+            self.helm_phase(m, event)?;
         }
         let before = self.shared.lock().module_checksum(m);
         self.run_lifecycle(Owner::Module(m), BindingType::AfterHelm)?;
@@ -380,8 +410,19 @@ impl AddonHandler {
         Ok(tasks)
     }
 
-    /// Decides whether to upgrade (spec §5.3) and upgrades.
-    fn helm_phase(&self, m: usize) -> Result<(), String> {
+    /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
+    fn helm_phase(&self, m: usize, event: &str) -> Result<(), String> {
+        let start = Instant::now();
+        let result = self.helm_phase_untimed(m, event);
+        self.shared
+            .metrics
+            .module_helm_seconds
+            .with_label_values(&[&self.module_name(m), event])
+            .observe(start.elapsed().as_secs_f64());
+        result
+    }
+
+    fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), String> {
         let module = &self.shared.layout.modules[m];
         let values = {
             let st = self.shared.lock();
@@ -401,7 +442,7 @@ impl AddonHandler {
         ));
         let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
         std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text);
+        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text, event);
         let _ = std::fs::remove_file(&file);
         result
     }
@@ -417,27 +458,33 @@ impl AddonHandler {
         chart: &Path,
         file: &Path,
         values: &[u8],
+        event: &str,
     ) -> Result<(), String> {
         let helm = &self.shared.helm;
+        let metrics = &self.shared.metrics;
         let checksum = helm::checksum(&String::from_utf8_lossy(values), chart)?;
-        let reason = match self.last_release(name)? {
-            None => Some("release absent".to_string()),
-            Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
-            Some(r) => {
-                let manifest = helm.render(name, chart, file)?;
-                let changed = r.checksum.as_deref() != Some(checksum.as_str())
-                    && !helm::same_objects(&manifest, &helm.manifest(name)?)?;
-                if changed {
-                    Some("rendered objects changed".to_string())
-                } else {
-                    self.missing_object(&manifest)?
+        let reason = metrics.helm_op(name, event, "check-upgrade", || {
+            Ok::<_, String>(match self.last_release(name)? {
+                None => Some("release absent".to_string()),
+                Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
+                Some(r) => {
+                    let render = || helm.render(name, chart, file);
+                    let manifest = metrics.helm_op(name, event, "template", render)?;
+                    let changed = r.checksum.as_deref() != Some(checksum.as_str())
+                        && !helm::same_objects(&manifest, &helm.manifest(name)?)?;
+                    if changed {
+                        Some("rendered objects changed".to_string())
+                    } else {
+                        self.missing_object(&manifest)?
+                    }
                 }
-            }
-        };
+            })
+        })?;
         match reason {
             Some(reason) => {
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
-                helm.upgrade(name, chart, file, &checksum)
+                let upgrade = || helm.upgrade(name, chart, file, &checksum);
+                metrics.helm_op(name, event, "upgrade", upgrade)
             }
             None => {
                 log::info("helm upgrade not needed", &[("module", name)]);
@@ -470,6 +517,14 @@ impl AddonHandler {
 
     fn module_delete(&self, m: usize) -> Result<(), String> {
         let name = self.module_name(m);
+        let event = {
+            let mut st = self.shared.lock();
+            let event = st.converge.event.clone();
+            if let Some(state) = st.modules.get_mut(m) {
+                state.activation = event.clone();
+            }
+            event
+        };
         log::info("module delete", &[("module", &name)]);
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if !hook.config.schedule.is_empty() {
@@ -485,7 +540,10 @@ impl AddonHandler {
         if self.shared.layout.modules[m].has_chart
             && self.shared.helm.last_release(&name)?.is_some()
         {
-            self.shared.helm.uninstall(&name)?;
+            let uninstall = || self.shared.helm.uninstall(&name);
+            self.shared
+                .metrics
+                .helm_op(&name, &event, "uninstall", uninstall)?;
         }
         self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)?;
         self.shared.lock().modules[m].started = false;

@@ -16,7 +16,7 @@ use crate::executor::ExtraFile;
 use crate::hook::context::BindingType;
 use crate::log;
 use crate::queue::{ConvergePhase, Step, Task};
-use crate::runner::HookValues;
+use crate::runner::{HookValues, RunMetrics};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -56,6 +56,24 @@ impl HookValues for ValuesHook {
         ])
     }
 
+    fn run_metrics(&self, hook: usize, task: &Task) -> Option<RunMetrics<'_>> {
+        let s = &self.shared;
+        let (family, module, m) = match s.owners.get(hook)? {
+            Owner::Global => (&s.metrics.global_hooks, "", None),
+            Owner::Module(m) => (
+                &s.metrics.module_hooks,
+                s.layout.modules.get(*m)?.name.as_str(),
+                Some(*m),
+            ),
+            Owner::ConfigMap => return None,
+        };
+        Some(RunMetrics {
+            family,
+            module,
+            activation: activation(&s.lock(), m, task.binding_type),
+        })
+    }
+
     fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), String> {
         let owner = self.shared.owners.get(hook).copied();
         if !matches!(owner, Some(Owner::Global | Owner::Module(_))) {
@@ -73,6 +91,24 @@ impl HookValues for ValuesHook {
             Some(Owner::Module(m)) => self.apply_module(m, task, config_ops, values_ops),
             _ => self.apply_global(task, config_ops, values_ops),
         }
+    }
+}
+
+/// The `activation` label of a hook run: global onStartup hooks run at
+/// `OperatorStartup`, beforeAll/afterAll hooks in the current converge, module
+/// `m`'s onStartup and lifecycle hooks inside its current run or delete; the runs
+/// of schedule and kubernetes events have none ("").
+fn activation(st: &State, m: Option<usize>, binding: BindingType) -> String {
+    use BindingType::*;
+    match (m, binding) {
+        (None, OnStartup) => "OperatorStartup".into(),
+        (None, BeforeAll | AfterAll) => st.converge.event.clone(),
+        (Some(m), OnStartup | BeforeHelm | AfterHelm | AfterDeleteHelm) => st
+            .modules
+            .get(m)
+            .map(|s| s.activation.clone())
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 

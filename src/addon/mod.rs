@@ -130,6 +130,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         ],
     );
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+    metrics.count_bindings(&hooks, &owners, &layout);
     let bound = Bound {
         layout,
         owners,
@@ -198,6 +199,7 @@ impl Bound {
                 started: false,
                 kube_enabled: false,
                 run_pending: false,
+                activation: String::new(),
             });
         }
         let state = State {

@@ -5,23 +5,32 @@
 //! Also the values files hooks and `enabled` scripts read: `CONFIG_VALUES_PATH` is
 //! `{"global": …, "<key>": …}` of config values, `VALUES_PATH` the same of effective
 //! values, with `global.enabledModules` for module hooks (flant v1.0's contract).
+//!
+//! And addon-operator's own metrics ([`AddonMetrics`]): flant's `global_hook_*`
+//! and `module_hook_*` run families (the runner records into them through
+//! `HookValues::run_metrics`), binding counts, module run, helm and converge
+//! timings, and the error counters.
 
 use super::configmap::KubeConfig;
 use super::helm::Helm;
 use super::modules::{Layout, Owner};
 use super::values::{Scope, checksum};
 use crate::hook::Hook;
+use crate::hook::config::HookConfig;
 use crate::kube::Client;
+use crate::metrics::{HookRunKind, HookRunMetrics, KUBE_BUCKETS, task_wait_counter};
 use crate::queue::Task;
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
-use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{
+    CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the engine reads and writes, shared by the queue threads.
 pub struct Shared {
@@ -73,6 +82,9 @@ pub struct ModuleState {
     pub kube_enabled: bool,
     /// A ModuleRun for it waits in the main queue.
     pub run_pending: bool,
+    /// The event of its current (or last) run or delete: the `activation` label
+    /// of the hooks that run inside it.
+    pub activation: String,
 }
 
 /// Where converges are.
@@ -84,6 +96,10 @@ pub struct ConvergeState {
     pub again: bool,
     pub started_once: bool,
     pub done_once: bool,
+    /// The event of the current (or last) converge (`activation`).
+    pub event: String,
+    /// When the current converge started (for `convergence_seconds`).
+    pub began: Option<Instant>,
 }
 
 impl Shared {
@@ -168,46 +184,229 @@ pub struct AddonMetrics {
     pub module_run_errors_total: IntCounterVec,
     pub module_delete_errors_total: IntCounterVec,
     pub convergence_total: IntCounterVec,
+    /// `{activation}`: seconds from a converge's start to its end.
+    pub convergence_seconds: CounterVec,
+    /// `global_hook_*{hook,binding,queue,activation}`.
+    pub global_hooks: HookRunMetrics,
+    /// `module_hook_*{module,hook,binding,queue,activation}`.
+    pub module_hooks: HookRunMetrics,
+    /// `{module,hook}`: bindings of each hook (module "" for global hooks).
+    pub binding_count: GaugeVec,
+    /// `{module,activation}`: a ModuleRun task's duration.
+    pub module_run_seconds: HistogramVec,
+    /// `{module,activation}`: a module run's helm phase (render, check, upgrade).
+    pub module_helm_seconds: HistogramVec,
+    /// `{module,activation,operation}`: one helm operation (`template`,
+    /// `check-upgrade`, `upgrade`, `uninstall`).
+    pub helm_operation_seconds: HistogramVec,
+}
+
+/// Registers collectors under one prefix, naming the metric in its errors.
+struct Reg<'a> {
+    prefix: &'a str,
+    registry: &'a Registry,
+}
+
+impl Reg<'_> {
+    fn add<C: prometheus::core::Collector + Clone + 'static>(
+        &self,
+        name: &str,
+        c: Result<C, prometheus::Error>,
+    ) -> Result<C, String> {
+        let c = c.map_err(|e| format!("metric {}{name}: {e}", self.prefix))?;
+        self.registry
+            .register(Box::new(c.clone()))
+            .map_err(|e| format!("metric {}{name}: {e}", self.prefix))?;
+        Ok(c)
+    }
+
+    fn counter(&self, name: &str, help: &str) -> Result<IntCounter, String> {
+        let full = format!("{}{name}", self.prefix);
+        self.add(name, IntCounter::new(full, help))
+    }
+
+    fn int_vec(&self, name: &str, help: &str, label: &str) -> Result<IntCounterVec, String> {
+        let opts = Opts::new(format!("{}{name}", self.prefix), help);
+        self.add(name, IntCounterVec::new(opts, &[label]))
+    }
+
+    fn histogram(&self, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, String> {
+        let opts = HistogramOpts::new(format!("{}{name}", self.prefix), help)
+            .buckets(KUBE_BUCKETS.to_vec());
+        self.add(name, HistogramVec::new(opts, labels))
+    }
+
+    /// The global and module hook run families, sharing one queue wait counter.
+    fn hook_runs(&self) -> Result<(HookRunMetrics, HookRunMetrics), String> {
+        let wait = task_wait_counter(
+            self.registry,
+            self.prefix,
+            &["module", "hook", "binding", "queue"],
+        )
+        .map_err(|e| e.to_string())?;
+        let family = |kind| {
+            HookRunMetrics::register(self.registry, self.prefix, kind, wait.clone())
+                .map_err(|e| e.to_string())
+        };
+        Ok((family(HookRunKind::Global)?, family(HookRunKind::Module)?))
+    }
 }
 
 impl AddonMetrics {
-    /// Registers them under `prefix` in `registry`.
+    /// Registers them under `prefix` in `registry` (one from
+    /// `Metrics::for_addon`, without shell-operator's hook run family: the queue
+    /// wait counter's name is shared).
     pub fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
-        let counter = |name: &str, help: &str| -> Result<IntCounter, String> {
-            let c = IntCounter::new(format!("{prefix}{name}"), help).map_err(|e| e.to_string())?;
-            registry
-                .register(Box::new(c.clone()))
-                .map_err(|e| e.to_string())?;
-            Ok(c)
-        };
-        let vec = |name: &str, help: &str, label: &str| -> Result<IntCounterVec, String> {
-            let c = IntCounterVec::new(Opts::new(format!("{prefix}{name}"), help), &[label])
-                .map_err(|e| e.to_string())?;
-            registry
-                .register(Box::new(c.clone()))
-                .map_err(|e| e.to_string())?;
-            Ok(c)
-        };
+        let r = Reg { prefix, registry };
+        let (global_hooks, module_hooks) = r.hook_runs()?;
+        let module_activation = ["module", "activation"];
         Ok(AddonMetrics {
-            config_values_errors_total: counter(
+            config_values_errors_total: r.counter(
                 "config_values_errors_total",
                 "ConfigMap contents rejected (bad YAML, keys or values)",
             )?,
-            modules_discover_errors_total: counter(
+            modules_discover_errors_total: r.counter(
                 "modules_discover_errors_total",
                 "Failed computations of the enabled modules",
             )?,
-            module_run_errors_total: vec(
+            module_run_errors_total: r.int_vec(
                 "module_run_errors_total",
                 "Failed module runs",
                 "module",
             )?,
-            module_delete_errors_total: vec(
+            module_delete_errors_total: r.int_vec(
                 "module_delete_errors_total",
                 "Failed module deletions",
                 "module",
             )?,
-            convergence_total: vec("convergence_total", "Converges started", "activation")?,
+            convergence_total: r.int_vec("convergence_total", "Converges started", "activation")?,
+            convergence_seconds: r.add(
+                "convergence_seconds",
+                CounterVec::new(
+                    Opts::new(
+                        format!("{prefix}convergence_seconds"),
+                        "Seconds spent in converges",
+                    ),
+                    &["activation"],
+                ),
+            )?,
+            binding_count: r.add(
+                "binding_count",
+                GaugeVec::new(
+                    Opts::new(format!("{prefix}binding_count"), "Bindings of each hook"),
+                    &["module", "hook"],
+                ),
+            )?,
+            module_run_seconds: r.histogram(
+                "module_run_seconds",
+                "Duration of module runs",
+                &module_activation,
+            )?,
+            module_helm_seconds: r.histogram(
+                "module_helm_seconds",
+                "Duration of a module run's helm phase",
+                &module_activation,
+            )?,
+            helm_operation_seconds: r.histogram(
+                "helm_operation_seconds",
+                "Duration of helm operations",
+                &["module", "activation", "operation"],
+            )?,
+            global_hooks,
+            module_hooks,
         })
+    }
+
+    /// Runs `f` (one helm operation) and records its duration.
+    pub fn helm_op<T>(
+        &self,
+        module: &str,
+        activation: &str,
+        operation: &str,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.helm_operation_seconds
+            .with_label_values(&[module, activation, operation])
+            .observe(start.elapsed().as_secs_f64());
+        out
+    }
+
+    /// Sets `binding_count` of every global and module hook.
+    pub fn count_bindings(&self, hooks: &[Hook], owners: &[Owner], layout: &Layout) {
+        for (hook, owner) in hooks.iter().zip(owners) {
+            let module = match owner {
+                Owner::Global => "",
+                Owner::Module(m) => match layout.modules.get(*m) {
+                    Some(m) => m.name.as_str(),
+                    None => continue,
+                },
+                Owner::ConfigMap => continue,
+            };
+            self.binding_count
+                .with_label_values(&[module, &hook.name])
+                .set(bindings_of(&hook.config) as f64);
+        }
+    }
+}
+
+/// A hook's bindings as flant counts them: onStartup and each lifecycle binding
+/// once, every schedule and kubernetes binding.
+pub fn bindings_of(c: &HookConfig) -> usize {
+    let lifecycle = &c.lifecycle;
+    let flags = [
+        c.on_startup,
+        lifecycle.before_all,
+        lifecycle.after_all,
+        lifecycle.before_helm,
+        lifecycle.after_helm,
+        lifecycle.after_delete_helm,
+    ];
+    flags.iter().filter(|f| f.is_some()).count() + c.schedule.len() + c.kubernetes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::config::{HookKind, parse_as};
+
+    fn count(kind: HookKind, config: &str) -> usize {
+        bindings_of(&parse_as("h", config, kind).expect("config"))
+    }
+
+    #[test]
+    fn bindings_count_as_flant_counts_them() {
+        assert_eq!(
+            count(
+                HookKind::Global,
+                r#"{"configVersion":"v1","onStartup":1,"beforeAll":2,"afterAll":3}"#
+            ),
+            3
+        );
+        let module = r#"{"configVersion":"v1","afterHelm":1,
+            "schedule":[{"name":"a","crontab":"* * * * *"},{"name":"b","crontab":"* * * * *"}],
+            "kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod"}]}"#;
+        assert_eq!(count(HookKind::Module, module), 4);
+        let settings_only = r#"{"configVersion":"v1","settings":{"executionMinInterval":"1s"}}"#;
+        assert_eq!(count(HookKind::Module, settings_only), 0);
+    }
+
+    #[test]
+    fn helm_operations_are_timed_by_module_and_operation() {
+        let registry = Registry::new();
+        let m = AddonMetrics::register("ao_", &registry).expect("metrics");
+        let out: Result<u8, String> = m.helm_op("echo", "OperatorStartup", "upgrade", || Ok(7));
+        assert_eq!(out, Ok(7));
+        let count = m
+            .helm_operation_seconds
+            .with_label_values(&["echo", "OperatorStartup", "upgrade"])
+            .get_sample_count();
+        assert_eq!(count, 1);
+        let other = m
+            .helm_operation_seconds
+            .with_label_values(&["echo", "OperatorStartup", "template"])
+            .get_sample_count();
+        assert_eq!(other, 0);
     }
 }

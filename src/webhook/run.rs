@@ -9,7 +9,7 @@ use crate::executor::{Executor, RunLabels, RunResult};
 use crate::hook::Hook;
 use crate::hook::context::{BindingContext, Snapshots, write_file};
 use crate::log;
-use crate::metrics::Metrics;
+use crate::metrics::{HookRunLabels, Metrics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -131,25 +131,19 @@ impl HookRunner {
     }
 
     fn observe(&self, labels: &RunLabels, run: &RunResult) {
-        let m = &self.metrics;
-        let l = [labels.hook.as_str(), labels.binding.as_str(), ""];
-        m.hook_run_seconds
-            .with_label_values(&l)
-            .observe(run.duration.as_secs_f64());
-        m.hook_run_user_cpu_seconds
-            .with_label_values(&l)
-            .observe(run.usage.user_cpu.as_secs_f64());
-        m.hook_run_sys_cpu_seconds
-            .with_label_values(&l)
-            .observe(run.usage.sys_cpu.as_secs_f64());
-        m.hook_run_max_rss_bytes
-            .with_label_values(&l)
-            .set(run.usage.max_rss_bytes as f64);
-        let counter = if run.success() {
-            &m.hook_run_success_total
-        } else {
-            &m.hook_run_errors_total
+        let family = &self.metrics.hook_run;
+        let l = HookRunLabels {
+            hook: &labels.hook,
+            binding: &labels.binding,
+            ..HookRunLabels::default()
         };
-        counter.with_label_values(&l).inc();
+        family.observe(&l, run.duration, &run.usage);
+        // Only the one counter (no zero series for the others, as before).
+        let counter = if run.success() {
+            &family.success_total
+        } else {
+            &family.errors_total
+        };
+        counter.with_label_values(&[l.hook, l.binding, ""]).inc();
     }
 }

@@ -6,5 +6,6 @@ mod common;
 
 mod harness;
 mod helm;
+mod metrics;
 mod operator;
 mod reactions;
