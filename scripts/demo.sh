@@ -9,42 +9,9 @@ cd "$(dirname "$0")/.."
 
 seconds="${DEMO_SECONDS:-15}"
 port="${DEMO_LISTEN_PORT:-9651}"
-tmp="$(mktemp -d)"
-sim_pid="" op_pid=""
-
-stop() {
-    if [ -n "$1" ] && kill "$1" 2>/dev/null; then
-        wait "$1" 2>/dev/null || true
-    fi
-}
-cleanup() {
-    local rc=$?
-    stop "$op_pid"
-    stop "$sim_pid"
-    rm -rf "$tmp"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap "exit 130" INT TERM HUP
-
-echo "== building"
-cargo build -q -p kube-sim --bin kube-sim
-cargo build -q --bin shell-operator
-
-echo "== starting kube-sim"
-: >"$tmp/kube-sim.out"
-target/debug/kube-sim --port 0 --seed examples/secret-copier/seed \
-    --kubeconfig-out "$tmp/kubeconfig" >"$tmp/kube-sim.out" 2>&1 &
-sim_pid=$!
-url=""
-for _ in $(seq 100); do
-    url="$(sed -n 's/^listening on //p' "$tmp/kube-sim.out" || true)"
-    [ -n "$url" ] && break
-    kill -0 "$sim_pid" 2>/dev/null || { cat "$tmp/kube-sim.out"; exit 1; }
-    sleep 0.1
-done
-[ -n "$url" ] || { echo "kube-sim did not start"; exit 1; }
-echo "kube-sim at $url"
+. scripts/demo-lib.sh
+build_binaries
+start_kube_sim --seed examples/secret-copier/seed
 
 echo "== running shell-operator on examples/secret-copier for ${seconds}s"
 target/debug/shell-operator start \

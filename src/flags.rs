@@ -435,6 +435,22 @@ pub struct KubeFlags {
     pub patcher_timeout: Duration,
 }
 
+impl KubeFlags {
+    /// The main client's settings (the `--kube-*` flags, 30 s timeout); `component`
+    /// names the client in metrics and logs.
+    pub fn main_settings(&self, component: &str) -> crate::kube::KubeSettings {
+        crate::kube::KubeSettings {
+            server: self.server.clone(),
+            kubeconfig: self.config.clone(),
+            context: self.context.clone(),
+            qps: self.qps,
+            burst: self.burst,
+            component: component.into(),
+            ..crate::kube::KubeSettings::default()
+        }
+    }
+}
+
 /// Logging settings.
 #[derive(Debug, Clone)]
 pub struct LogFlags {

@@ -19,6 +19,7 @@ pub mod hook_metrics;
 pub(crate) mod http;
 pub mod jq;
 pub(crate) mod jq_cli;
+pub(crate) mod json_kind;
 pub mod kube;
 pub(crate) mod listen;
 pub mod log;

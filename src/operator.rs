@@ -502,15 +502,7 @@ impl KubeParts {
         if !hooks.iter().any(Hook::has_kube_bindings) {
             return Ok(None);
         }
-        let settings = KubeSettings {
-            server: config.kube.server.clone(),
-            kubeconfig: config.kube.config.clone(),
-            context: config.kube.context.clone(),
-            qps: config.kube.qps,
-            burst: config.kube.burst,
-            component: "main".into(),
-            ..KubeSettings::default()
-        };
+        let settings = config.kube.main_settings("main");
         let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "main");
         client_metrics
             .register(metrics.registry())

@@ -9,6 +9,7 @@
 //! A ConfigMap that does not exist is an empty configuration.
 
 use super::values::{module_name_of_key, values_key};
+use crate::json_kind::json_kind;
 use crate::kube::{Client, KubeError, Resource};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -106,20 +107,9 @@ fn section(key: &str, text: &str) -> Result<Value, String> {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(other) => Err(format!(
             "key '{key}': the section must be a map, got {}",
-            kind_of(&other)
+            json_kind(&other)
         )),
         Err(e) => Err(format!("key '{key}': bad YAML: {e}")),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a map",
     }
 }
 

@@ -31,7 +31,7 @@ use crate::hook::config::{
     ConfigVersion, HookConfig, KubernetesBinding, NamespaceSelector, Settings, WatchEventType,
 };
 use crate::hook::limiter::TokenBucket;
-use crate::kube::{Client, KubeSettings};
+use crate::kube::Client;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::queue::worker::Handler;
@@ -249,15 +249,7 @@ impl Started {
 
 /// addon-operator's own client (ConfigMap reads and writes, resource checks).
 fn kube_client(config: &Config) -> Result<Client, String> {
-    let settings = KubeSettings {
-        server: config.kube.server.clone(),
-        kubeconfig: config.kube.config.clone(),
-        context: config.kube.context.clone(),
-        qps: config.kube.qps,
-        burst: config.kube.burst,
-        component: "addon".into(),
-        ..KubeSettings::default()
-    };
+    let settings = config.kube.main_settings("addon");
     Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
 }
 

@@ -6,6 +6,7 @@
 //! Errors name the line where the bad object starts and the field at fault, e.g.
 //! `line 3: field 'value': required for action "set"`.
 
+use crate::json_kind::json_kind;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -52,7 +53,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Op>, String> {
             Some(Ok(other)) => {
                 return Err(format!(
                     "line {line}: expected a JSON object, got {}",
-                    kind(&other)
+                    json_kind(&other)
                 ));
             }
         }
@@ -68,31 +69,30 @@ fn line_of_next(bytes: &[u8], offset: usize) -> usize {
     1 + bytes[..start].iter().filter(|&&b| b == b'\n').count()
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Builds one op from its object, checking every field.
 fn op(obj: &Map<String, Value>) -> Result<Op, String> {
     let group = match obj.get("group") {
         None | Some(Value::Null) => None,
         Some(Value::String(g)) if !g.is_empty() => Some(g.clone()),
         Some(Value::String(_)) => return Err("field 'group': must not be empty".into()),
-        Some(v) => return Err(format!("field 'group': must be a string, got {}", kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "field 'group': must be a string, got {}",
+                json_kind(v)
+            ));
+        }
     };
     let action = action(obj)?;
     let name = match (obj.get("name"), &action) {
         (None | Some(Value::Null), Action::Expire) => String::new(),
         (None | Some(Value::Null), _) => return Err("field 'name': required".into()),
         (Some(Value::String(n)), _) => check_name(n)?,
-        (Some(v), _) => return Err(format!("field 'name': must be a string, got {}", kind(v))),
+        (Some(v), _) => {
+            return Err(format!(
+                "field 'name': must be a string, got {}",
+                json_kind(v)
+            ));
+        }
     };
     if action == Action::Expire && group.is_none() {
         return Err("field 'group': required for action \"expire\"".into());
@@ -113,7 +113,12 @@ fn action(obj: &Map<String, Value>) -> Result<Action, String> {
     let explicit = match obj.get("action") {
         None | Some(Value::Null) => None,
         Some(Value::String(a)) => Some(a.as_str()),
-        Some(v) => return Err(format!("field 'action': must be a string, got {}", kind(v))),
+        Some(v) => {
+            return Err(format!(
+                "field 'action': must be a string, got {}",
+                json_kind(v)
+            ));
+        }
     };
     let (name, value) = match (explicit, short_add, short_set) {
         (None, Some(_), Some(_)) => {
@@ -133,7 +138,7 @@ fn action(obj: &Map<String, Value>) -> Result<Action, String> {
                 .ok_or_else(|| "field 'value': not a finite number".to_string()),
             Some((field, v)) if !v.is_null() => Err(format!(
                 "field '{field}': must be a number, got {}",
-                kind(v)
+                json_kind(v)
             )),
             _ => Err(format!("field 'value': required for action {name:?}")),
         }
@@ -183,7 +188,7 @@ fn labels(v: Option<&Value>) -> Result<BTreeMap<String, String>, String> {
         Some(v) => {
             return Err(format!(
                 "field 'labels': must be an object, got {}",
-                kind(v)
+                json_kind(v)
             ));
         }
     };
@@ -195,7 +200,7 @@ fn labels(v: Option<&Value>) -> Result<BTreeMap<String, String>, String> {
         let Value::String(s) = v else {
             return Err(format!(
                 "field 'labels': label {k:?} must be a string, got {}",
-                kind(v)
+                json_kind(v)
             ));
         };
         out.insert(k.clone(), s.clone());

@@ -7,6 +7,7 @@
 use super::error::PatchError;
 use super::{Operation, OperationKind, Payload};
 use crate::jq::JqFilter;
+use crate::json_kind::json_kind;
 use crate::kube::Patch;
 use serde_json::{Map, Value};
 
@@ -47,7 +48,7 @@ pub(super) fn operation(doc: usize, value: Value) -> Result<Operation, PatchErro
         };
         let msg = format!(
             "must be a mapping of operation fields, got {}{hint}",
-            type_name(&value)
+            json_kind(&value)
         );
         return Err(PatchError::invalid(doc, None, None, msg));
     };
@@ -93,7 +94,7 @@ fn operation_kind(doc: usize, map: &Map<String, Value>) -> Result<OperationKind,
             return Err(err(format!("is required, one of {}", names.join(", "))));
         }
         Some(Value::String(s)) => s,
-        Some(v) => return Err(err(format!("must be a string, got {}", type_name(v)))),
+        Some(v) => return Err(err(format!("must be a string, got {}", json_kind(v)))),
     };
     if let Some(k) = OperationKind::from_name(name) {
         return Ok(k);
@@ -144,23 +145,12 @@ fn close(field: &str, key: &str) -> bool {
     long.starts_with(short.as_str()) && long.len() - short.len() <= 2 && short.len() > 3
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// A string field; absent or null is empty.
 fn opt_str(cx: &Cx, map: &Map<String, Value>, key: &str) -> Result<String, PatchError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(v) => Err(cx.err(key, format!("must be a string, got {}", type_name(v)))),
+        Some(v) => Err(cx.err(key, format!("must be a string, got {}", json_kind(v)))),
     }
 }
 
@@ -169,7 +159,7 @@ fn opt_bool(cx: &Cx, map: &Map<String, Value>, key: &str) -> Result<bool, PatchE
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(v) => Err(cx.err(key, format!("must be true or false, got {}", type_name(v)))),
+        Some(v) => Err(cx.err(key, format!("must be true or false, got {}", json_kind(v)))),
     }
 }
 
@@ -195,7 +185,7 @@ fn mapping_or_text(cx: &Cx, key: &str, v: Option<Value>) -> Result<Map<String, V
             key,
             format!(
                 "must be an object or a string holding one, got {}",
-                type_name(&v)
+                json_kind(&v)
             ),
         )),
     }
@@ -284,7 +274,7 @@ fn json_patch(cx: &Cx, map: &Map<String, Value>) -> Result<Value, PatchError> {
     let Value::Array(items) = &ops else {
         let msg = format!(
             "must be an array of operations or a string holding one, got {}",
-            type_name(&ops)
+            json_kind(&ops)
         );
         return Err(cx.err("jsonPatch", msg));
     };
@@ -300,7 +290,7 @@ fn json_patch(cx: &Cx, map: &Map<String, Value>) -> Result<Value, PatchError> {
 fn json_patch_op(cx: &Cx, i: usize, item: &Value) -> Result<(), PatchError> {
     let field = |k: &str| format!("jsonPatch[{i}].{k}");
     let Value::Object(m) = item else {
-        let msg = format!("must be an object, got {}", type_name(item));
+        let msg = format!("must be an object, got {}", json_kind(item));
         return Err(cx.err(&format!("jsonPatch[{i}]"), msg));
     };
     let op = match m.get("op") {

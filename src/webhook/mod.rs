@@ -37,14 +37,13 @@ pub use run::SnapshotSource;
 use crate::executor::Executor;
 use crate::flags::{Config, WebhookFlags};
 use crate::hook::Hook;
-use crate::kube::{Client, KubeSettings};
+use crate::kube::Client;
 use crate::log;
 use crate::metrics::Metrics;
 use base64::Engine;
 use crossbeam_channel::{Sender, bounded};
 use server::{Handler, Limits, Stopper, TlsServer};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What [`start`] needs from the operator.
 pub struct Setup<'a> {
@@ -200,15 +199,7 @@ pub fn bind(s: Setup<'_>) -> Result<Bound, String> {
 
 /// The main client, from the `--kube-*` flags.
 fn kube_client(c: &Config) -> Result<Client, String> {
-    let settings = KubeSettings {
-        server: c.kube.server.clone(),
-        kubeconfig: c.kube.config.clone(),
-        context: c.kube.context.clone(),
-        qps: c.kube.qps,
-        burst: c.kube.burst,
-        timeout: Duration::from_secs(30),
-        component: "main".into(),
-    };
+    let settings = c.kube.main_settings("main");
     Client::from_config(&settings).map_err(|e| format!("kubernetes client for webhooks: {e}"))
 }
 

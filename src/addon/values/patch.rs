@@ -3,6 +3,7 @@
 //! stored patches) application with RFC 6902 `add`/`remove` semantics, and compaction of
 //! stored patches. Only `add` and `remove` exist; every other operation is rejected.
 
+use crate::json_kind::json_kind;
 use serde_json::{Value, json};
 
 /// Most ops one patch file may hold.
@@ -53,7 +54,7 @@ pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, String> {
                 return Err(format!(
                     "values patch: document {doc_index}: expected an array of operations or an \
                      operation object, got {}",
-                    kind_of(&other)
+                    json_kind(&other)
                 ));
             }
         }
@@ -72,7 +73,7 @@ fn push_op(ops: &mut Vec<PatchOp>, raw: &Value) -> Result<(), String> {
 
 fn parse_op(raw: &Value) -> Result<PatchOp, String> {
     let Value::Object(map) = raw else {
-        return Err(format!("expected an object, got {}", kind_of(raw)));
+        return Err(format!("expected an object, got {}", json_kind(raw)));
     };
     let op = map
         .get("op")
@@ -98,17 +99,6 @@ fn parse_op(raw: &Value) -> Result<PatchOp, String> {
         }
         "remove" => Ok(PatchOp::Remove { path }),
         other => Err(format!("unsupported patch operation '{other}'")),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -234,7 +224,7 @@ fn add_at(parent: &mut Value, token: &str, value: Value) -> Result<(), String> {
         }
         other => Err(format!(
             "parent is {}, not an object or array",
-            kind_of(other)
+            json_kind(other)
         )),
     }
 }
@@ -271,7 +261,7 @@ fn remove_at(parent: &mut Value, token: &str) -> Result<(), RemoveError> {
         }
         other => Err(missing(format!(
             "parent is {}, not an object or array",
-            kind_of(other)
+            json_kind(other)
         ))),
     }
 }
