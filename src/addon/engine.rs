@@ -193,7 +193,9 @@ impl AddonHandler {
                 event,
             }));
         }
-        st.enabled = enabled;
+        st.enabled = enabled.clone();
+        drop(st);
+        self.prefetch_releases(&enabled);
         Ok(tasks)
     }
 
@@ -223,6 +225,7 @@ impl AddonHandler {
         let mut st = self.shared.lock();
         st.converge.done_once = true;
         st.converge.active = false;
+        st.releases.clear();
         let changed = hash(&st.global_checksum()) != before;
         if changed || std::mem::take(&mut st.converge.again) {
             let event = if changed {
@@ -239,7 +242,7 @@ impl AddonHandler {
     /// name order (flant v1.0: releases of known but disabled modules are deleted
     /// by ModuleDelete, not purged).
     fn purge_tasks(&self) -> Vec<Task> {
-        let releases = match self.shared.helm.list() {
+        let releases = match self.release_names() {
             Ok(r) => r,
             Err(e) => {
                 log::error(
@@ -504,15 +507,47 @@ impl AddonHandler {
         Ok(None)
     }
 
-    /// The release's latest revision: from helm's storage Secrets with our client
-    /// (no helm process), or `helm history` when `HELM_DRIVER` names other storage.
+    /// The release's latest revision: the converge's list if it has the module's
+    /// entry, else from helm's storage Secrets with our client (no helm process), or
+    /// `helm history` when `HELM_DRIVER` names other storage.
     fn last_release(&self, name: &str) -> Result<Option<helm::Release>, String> {
-        let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
-        if matches!(driver.as_str(), "" | "secret" | "secrets") {
+        if let Some(cached) = self.shared.lock().releases.remove(name) {
+            return Ok(cached);
+        }
+        if secrets_driver() {
             helm::release_from_secrets(&self.shared.client, &self.shared.namespace, name)
         } else {
             self.shared.helm.last_release(name)
         }
+    }
+
+    /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
+    fn release_names(&self) -> Result<Vec<String>, String> {
+        if secrets_driver() {
+            let all = helm::releases_from_secrets(&self.shared.client, &self.shared.namespace, "")?;
+            Ok(all.into_keys().collect())
+        } else {
+            self.shared.helm.list()
+        }
+    }
+
+    /// Reads every module's release in one list for the module runs of this converge.
+    fn prefetch_releases(&self, enabled: &[usize]) {
+        if !secrets_driver() {
+            return;
+        }
+        let all = helm::releases_from_secrets(&self.shared.client, &self.shared.namespace, "");
+        let Ok(mut all) = all else { return };
+        let mut st = self.shared.lock();
+        st.releases = enabled
+            .iter()
+            .filter(|&&m| self.shared.layout.modules[m].has_chart)
+            .map(|&m| {
+                let name = self.shared.layout.modules[m].name.clone();
+                let release = all.remove(&name);
+                (name, release)
+            })
+            .collect();
     }
 
     fn module_delete(&self, m: usize) -> Result<(), String> {
@@ -666,6 +701,12 @@ impl AddonHandler {
         }
         Ok(())
     }
+}
+
+/// Whether helm stores releases in Secrets (its default), which we then read ourselves.
+fn secrets_driver() -> bool {
+    let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
+    matches!(driver.as_str(), "" | "secret" | "secrets")
 }
 
 fn hash(text: &str) -> u64 {

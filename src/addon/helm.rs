@@ -508,6 +508,18 @@ pub fn release_from_secrets(
     namespace: &str,
     release: &str,
 ) -> Result<Option<Release>, String> {
+    let mut all = releases_from_secrets(client, namespace, &format!(",name={release}"))
+        .map_err(|e| format!("helm release {release}: {e}"))?;
+    Ok(all.remove(release))
+}
+
+/// Every release in `namespace` with its latest revision, from one list of helm's
+/// storage Secrets; `selector` narrows the `owner=helm` label selector (`,name=x`).
+pub fn releases_from_secrets(
+    client: &crate::kube::Client,
+    namespace: &str,
+    selector: &str,
+) -> Result<std::collections::BTreeMap<String, Release>, String> {
     let secrets = crate::kube::Resource {
         group: String::new(),
         version: "v1".into(),
@@ -516,34 +528,35 @@ pub fn release_from_secrets(
         namespaced: true,
     };
     let params = crate::kube::ListParams {
-        label_selector: format!("owner=helm,name={release}"),
+        label_selector: format!("owner=helm{selector}"),
         ..Default::default()
     };
     let list = client
         .api(&secrets, Some(namespace))
         .list_all(&params)
-        .map_err(|e| format!("helm release {release}: listing its Secrets: {e}"))?;
-    let latest = list
-        .items
-        .iter()
-        .filter_map(|s| {
-            let labels = s.get("metadata")?.get("labels")?;
-            let revision: u64 = labels.get("version")?.as_str()?.parse().ok()?;
-            Some((revision, labels))
-        })
-        .max_by_key(|(revision, _)| *revision);
-    Ok(latest.map(|(revision, labels)| Release {
-        revision,
-        status: labels
-            .get("status")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string(),
-        checksum: labels
-            .get(CHECKSUM_LABEL)
-            .and_then(|v| v.as_str())
-            .map(String::from),
-    }))
+        .map_err(|e| format!("listing helm's release Secrets: {e}"))?;
+    let mut out: std::collections::BTreeMap<String, Release> = Default::default();
+    for secret in &list.items {
+        let Some(labels) = secret.get("metadata").and_then(|m| m.get("labels")) else {
+            continue;
+        };
+        let label = |k: &str| labels.get(k).and_then(|v| v.as_str());
+        let (Some(name), Some(revision)) =
+            (label("name"), label("version").and_then(|v| v.parse().ok()))
+        else {
+            continue;
+        };
+        if out.get(name).is_some_and(|r| r.revision >= revision) {
+            continue;
+        }
+        let release = Release {
+            revision,
+            status: label("status").unwrap_or("").to_string(),
+            checksum: label(CHECKSUM_LABEL).map(String::from),
+        };
+        out.insert(name.to_string(), release);
+    }
+    Ok(out)
 }
 
 /// A checksum for the upgrade decision: FNV-1a 128 (hex) of the rendered manifest

@@ -209,6 +209,7 @@ impl Bound {
             dynamic: Default::default(),
             enabled: Vec::new(),
             converge: ConvergeState::default(),
+            releases: Default::default(),
         };
         let debug = Arc::clone(&self.debug);
         let shared = Arc::new(Shared {

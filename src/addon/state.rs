@@ -69,6 +69,10 @@ pub struct State {
     /// Enabled modules, in module order.
     pub enabled: Vec<usize>,
     pub converge: ConvergeState,
+    /// Releases read in one list when a converge computed the enabled modules: each
+    /// module run of that converge takes its entry (`None`: no release) instead of
+    /// asking the API server again; a retry asks again.
+    pub releases: std::collections::HashMap<String, Option<super::helm::Release>>,
 }
 
 /// One module's run-time state.

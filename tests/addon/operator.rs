@@ -138,6 +138,19 @@ fn startup_sequence(major: u32) {
         .filter(|t| t.starts_with("helm:") && t.ends_with(":echo"))
         .collect();
     assert_eq!(helm_for_echo, vec!["helm:upgrade:echo"]);
+    // The operator read the releases in one list for the converge and one for the
+    // purge (helm's own reads of its Secrets ask by name).
+    let lists = addon
+        .sim
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.starts_with("GET /api/v1/namespaces/addons/secrets?")
+                && r.contains("owner%3Dhelm")
+                && !r.contains("name%3D")
+        })
+        .count();
+    assert_eq!(lists, 2, "{:#?}", addon.sim.requests());
     assert!(addon.object("v1", "ConfigMap", "scripted").is_none());
 
     // The debug CLI shows the same state.
