@@ -11,7 +11,7 @@
 //!    operator; each round uses fresh namespaces; the median ratio is the figure.
 //!    Target ≤ 1.3. On a fresh namespace the operator reads each release from helm's
 //!    storage Secrets (no helm process) and runs one `helm upgrade --install` per
-//!    module, plus `helm version` and `helm list` once: a second ratio puts the
+//!    module, plus `helm version` once: a second ratio puts the
 //!    operator over exactly those helm commands run directly, which shows what the
 //!    operator adds beyond the helm processes it starts.
 //! 2. Idle RSS (VmRSS of `/proc/<pid>/status`) 2 s after `/ready`, with 20 modules
@@ -116,7 +116,7 @@ fn converge_ratio(s: &Setup, rounds: usize) {
             direct.as_secs_f64() * 1000.0 / MODULES as f64
         );
         println!(
-            "           the operator's own helm commands run directly (version, list, {MODULES} × upgrade) {:>5.2} s: operator/those {:.2}",
+            "           the operator's own helm commands run directly (version, {MODULES} × upgrade) {:>5.2} s: operator/those {:.2}",
             same.as_secs_f64(),
             op.as_secs_f64() / same.as_secs_f64()
         );
@@ -242,19 +242,13 @@ fn create_namespace(s: &Setup, ns: &str) {
 /// Sum of the wall times of the 20 `helm upgrade --install`, one after the other,
 /// into the fresh namespace `ns`, each with the values the operator would give.
 /// With `as_operator`, also the other helm commands the operator runs on a fresh
-/// namespace (`version` and `list` once).
+/// namespace (`version` once).
 fn direct_helm(s: &Setup, layout: &Path, ns: &str, as_operator: bool) -> Duration {
     create_namespace(s, ns);
     let kubeconfig = s.sim.kubeconfig.to_str().expect("UTF-8 kubeconfig path");
     let mut total = Duration::ZERO;
     if as_operator {
         total += helm(s, &["version", "--short"], true);
-        let list = ["list", "--output", "json", "--max", "0", "--namespace", ns];
-        total += helm(
-            s,
-            &[&list[..], &["--kubeconfig", kubeconfig]].concat(),
-            true,
-        );
     }
     for i in 1..=MODULES {
         let (dir, name) = module_name(i);
