@@ -235,3 +235,48 @@ fn a_module_disabled_and_enabled_again_synchronizes_anew() {
     assert_eq!(kw[1][0]["type"], "Synchronization");
     assert_eq!(kw[1][0]["objects"][0]["filterResult"], "while-off");
 }
+
+/// An `enabled` script that writes anything but true/false fails the computation,
+/// naming the module and what it wrote; nothing runs until it is fixed, then the
+/// retry converges.
+#[test]
+fn a_bad_enabled_script_blocks_the_converge_until_fixed() {
+    let mut layout: Vec<(String, String)> = vec![
+        ("modules/values.yaml".into(), "shakyEnabled: true\n".into()),
+        (
+            "modules/001-shaky/enabled".into(),
+            "#!/bin/sh\necho maybe > \"$MODULE_ENABLED_RESULT\"\n".into(),
+        ),
+        (
+            "modules/001-shaky/hooks/h".into(),
+            rec("shaky", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+    ];
+    layout.extend(chart("modules/001-shaky", "shaky", "shaky"));
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let addon = Addon::start(&files, None, 4);
+    let line = addon.wait_log(&["modules discovery failed", "shaky", "maybe"], LONG);
+    assert!(line.contains("true or false"), "{line}");
+    let errors = crate::common::metric(
+        &addon.metrics(),
+        "addon_operator_modules_discover_errors_total",
+    );
+    assert!(errors.is_some_and(|n| n >= 1.0), "{errors:?}");
+    assert_eq!(
+        crate::common::http_get(addon.port(), "/ready").0,
+        503,
+        "not ready while it fails"
+    );
+    assert!(addon.steps().is_empty(), "nothing ran: {:?}", addon.steps());
+    std::fs::write(
+        addon.dir.0.join("modules/001-shaky/enabled"),
+        "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n",
+    )
+    .expect("fix the script");
+    addon.wait_ready();
+    assert_eq!(tagged(&addon, "shaky").len(), 1);
+    assert_eq!(addon.revisions("shaky"), vec![1]);
+}
