@@ -2,12 +2,17 @@
 //! text: self metrics and hook metrics), `/metrics/hooks` (hook metrics only),
 //! `/healthz` and `/ready`. It runs on the shared listener core (`listen/`, thread
 //! `http` and its handlers `http-N`) and reads only shared state: the metrics
-//! registry and a readiness flag.
+//! registry and a readiness flag. addon-operator adds its own routes (`/ready` and
+//! `/readyz` with flant's texts, `/status/converge`) through [`ExtraRoutes`].
 
 use crate::listen::{Limits, Reply, Request, Server, Service};
 use crate::metrics::Metrics;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Routes served before the built-in ones: path and query → status and text body,
+/// `None` for a path it does not serve.
+pub type ExtraRoutes = Arc<dyn Fn(&str, &str) -> Option<(u16, String)> + Send + Sync>;
 
 /// Binds the metrics server on `address:port`; an error names the address.
 pub fn bind(
@@ -15,14 +20,20 @@ pub fn bind(
     port: u16,
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
+    extra: Option<ExtraRoutes>,
 ) -> Result<Server, String> {
-    let service = Arc::new(MetricsService { metrics, ready });
+    let service = Arc::new(MetricsService {
+        metrics,
+        ready,
+        extra,
+    });
     Server::bind_tcp("http", address, port, None, service, Limits::small())
 }
 
 struct MetricsService {
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
+    extra: Option<ExtraRoutes>,
 }
 
 impl Service for MetricsService {
@@ -33,6 +44,9 @@ impl Service for MetricsService {
             content_type,
             body,
         };
+        if let Some((status, text)) = self.extra.as_ref().and_then(|f| f(&req.path, &req.query)) {
+            return reply(status, "text/plain", text.into_bytes());
+        }
         match req.path.as_str() {
             "/metrics" => reply(200, PROMETHEUS, self.metrics.render()),
             "/metrics/hooks" => reply(200, PROMETHEUS, self.metrics.render_hooks()),

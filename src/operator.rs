@@ -136,16 +136,6 @@ impl Bound {
         let hooks = Arc::new(hooks);
         let schedule = schedule_entries(&hooks)?;
         let ready = Arc::new(AtomicBool::new(false));
-        let http = http::bind(
-            &config.listen_address,
-            config.listen_port,
-            Arc::clone(&metrics),
-            Arc::clone(&ready),
-        )?;
-        let port = http.local_addr().map_or(0, |a| a.port());
-        let address = format!("{}:{port}", config.listen_address);
-        log::info("HTTP server listening", &[("address", &address)]);
-        let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let views: BTreeMap<String, SharedView> = queue_names(&hooks)
             .into_iter()
             .map(|name| {
@@ -156,6 +146,20 @@ impl Bound {
                 (name, Arc::new(Mutex::new(view)))
             })
             .collect();
+        let http_routes = addon
+            .as_ref()
+            .map(|a| a.http_routes(views.get(MAIN_QUEUE).cloned().unwrap_or_default()));
+        let http = http::bind(
+            &config.listen_address,
+            config.listen_port,
+            Arc::clone(&metrics),
+            Arc::clone(&ready),
+            http_routes,
+        )?;
+        let port = http.local_addr().map_or(0, |a| a.port());
+        let address = format!("{}:{port}", config.listen_address);
+        log::info("HTTP server listening", &[("address", &address)]);
+        let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let extra = addon.as_ref().map(crate::addon::Bound::debug_routes);
         let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views, extra)?;
         let patcher = patcher_client(&config);

@@ -23,6 +23,7 @@ pub mod helm;
 mod hook_values;
 pub mod modules;
 mod state;
+mod status;
 pub mod values;
 
 use crate::flags::Config;
@@ -164,6 +165,12 @@ impl Bound {
             event: "OperatorStartup".into(),
         }));
         tasks
+    }
+
+    /// `/ready`, `/readyz` and `/status/converge` on the metrics port; `main` is the
+    /// main queue's view.
+    pub fn http_routes(&self, main: crate::queue::worker::SharedView) -> crate::http::ExtraRoutes {
+        status::routes(Arc::clone(&self.debug), main)
     }
 
     /// The debug socket's `/global/...` and `/module/...` routes.

@@ -265,10 +265,16 @@ fn a_bad_enabled_script_blocks_the_converge_until_fixed() {
         "addon_operator_modules_discover_errors_total",
     );
     assert!(errors.is_some_and(|n| n >= 1.0), "{errors:?}");
+    let port = addon.port();
     assert_eq!(
-        crate::common::http_get(addon.port(), "/ready").0,
-        503,
+        crate::common::http_get(port, "/readyz"),
+        (500, "Startup converge in progress\n".to_string()),
         "not ready while it fails"
+    );
+    let status = crate::common::http_get(port, "/status/converge").1;
+    assert!(
+        status.starts_with("STARTUP_CONVERGE_IN_PROGRESS: "),
+        "{status}"
     );
     assert!(addon.steps().is_empty(), "nothing ran: {:?}", addon.steps());
     std::fs::write(
@@ -277,6 +283,14 @@ fn a_bad_enabled_script_blocks_the_converge_until_fixed() {
     )
     .expect("fix the script");
     addon.wait_ready();
+    assert_eq!(
+        crate::common::http_get(port, "/readyz"),
+        (200, "Startup converge done.\n".to_string())
+    );
+    let status = crate::common::http_get(port, "/status/converge?output=json").1;
+    let status: Value = serde_json::from_str(&status).expect("json");
+    assert_eq!(status["STARTUP_CONVERGE_DONE"], true);
+    assert_eq!(status["CONVERGE_WAIT_TASK"], true, "{status}");
     assert_eq!(tagged(&addon, "shaky").len(), 1);
     assert_eq!(addon.revisions("shaky"), vec![1]);
 }
