@@ -223,6 +223,7 @@ impl Bound {
                 main_tx,
                 schedule_tx.clone(),
                 Arc::clone(&self.ready),
+                self.kube.as_ref().map(|k| Arc::clone(&k.store)),
             )?),
             None => None,
         };

@@ -1,9 +1,11 @@
 //! addon-operator's debug endpoints on the debug socket (flant's routes):
-//! `/global/{list,values,config,patches}` and `/module/list`,
-//! `/module/<name>/{values,config,patches}` (`?global=true` wraps a module's section
-//! with the global one). The debug server is bound before the engine's state exists,
+//! `/global/{list,values,config,patches,snapshots}` and `/module/list`,
+//! `/module/<name>/{values,config,patches,snapshots,render}` (`?global=true` wraps a
+//! module's section with the global one; `render` is the manifests helm would
+//! install with the current values). The debug server is bound before the engine's state exists,
 //! so the routes read it through a slot filled at spawn.
 
+use super::modules::Owner;
 use super::state::Shared;
 use super::values::to_json;
 use crate::debug::ExtraRoutes;
@@ -20,7 +22,7 @@ pub fn routes(slot: Slot) -> ExtraRoutes {
         let global = query.split('&').any(|kv| kv == "global=true");
         match stem {
             "/global/list" | "/global/values" | "/global/config" | "/global/patches"
-            | "/module/list" => Some(
+            | "/global/snapshots" | "/module/list" => Some(
                 shared
                     .ok_or("starting up".to_string())
                     .and_then(|s| global_route(s, stem)),
@@ -28,7 +30,10 @@ pub fn routes(slot: Slot) -> ExtraRoutes {
             _ => {
                 let rest = stem.strip_prefix("/module/")?;
                 let (module, what) = rest.rsplit_once('/')?;
-                if !matches!(what, "values" | "config" | "patches") {
+                if !matches!(
+                    what,
+                    "values" | "config" | "patches" | "snapshots" | "render"
+                ) {
                     return None;
                 }
                 let shared = match shared {
@@ -42,11 +47,14 @@ pub fn routes(slot: Slot) -> ExtraRoutes {
 }
 
 fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
+    if stem == "/global/snapshots" {
+        return Ok(snapshots_of(shared, Owner::Global));
+    }
     let st = shared.lock();
     Ok(match stem {
         "/global/list" => {
             let mut names: Vec<&str> = shared
-                .hooks_of(super::modules::Owner::Global)
+                .hooks_of(Owner::Global)
                 .map(|(_, h)| h.name.as_str())
                 .collect();
             names.sort();
@@ -70,6 +78,11 @@ fn module_route(shared: &Shared, module: &str, what: &str, global: bool) -> Resu
         .iter()
         .position(|m| m.name == module)
         .ok_or_else(|| format!("module not found: {module}"))?;
+    match what {
+        "snapshots" => return Ok(snapshots_of(shared, Owner::Module(m))),
+        "render" => return render(shared, m).map(Value::String),
+        _ => {}
+    }
     let st = shared.lock();
     let scope = &st.modules[m].scope;
     let (section, global_section) = match what {
@@ -84,4 +97,53 @@ fn module_route(shared: &Shared, module: &str, what: &str, global: bool) -> Resu
     out.insert("global".into(), global_section);
     out.insert(scope.key.clone(), section);
     Ok(Value::Object(out))
+}
+
+/// `{hook: {binding: {"snapshot": [...]}}}` of every kubernetes binding of `owner`'s hooks.
+fn snapshots_of(shared: &Shared, owner: Owner) -> Value {
+    let mut out = serde_json::Map::new();
+    for (i, hook) in shared.hooks_of(owner) {
+        let mut bindings = serde_json::Map::new();
+        for (bi, b) in hook.config.kubernetes.iter().enumerate() {
+            let items: Vec<Value> = shared
+                .store
+                .as_ref()
+                .map(|s| {
+                    s.snapshot(i, bi)
+                        .iter()
+                        .map(|item| item.to_json())
+                        .collect()
+                })
+                .unwrap_or_default();
+            bindings
+                .entry(b.name.clone())
+                .or_insert_with(|| json!({ "snapshot": items }));
+        }
+        out.insert(hook.name.clone(), Value::Object(bindings));
+    }
+    Value::Object(out)
+}
+
+/// The manifests `helm template` renders with the module's current values; `null`
+/// for a module without a chart.
+fn render(shared: &Shared, m: usize) -> Result<String, String> {
+    let module = &shared.layout.modules[m];
+    if !module.has_chart {
+        return Ok("null\n".into());
+    }
+    let values = {
+        let st = shared.lock();
+        let enabled = st.enabled_names(&shared.layout, None);
+        st.module_files(m, enabled)?.1
+    };
+    let file = shared.tmp_dir.join(format!(
+        "{}.module-render-values.yaml-{}",
+        module.name,
+        std::process::id()
+    ));
+    let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let rendered = shared.helm.render(&module.name, &module.path, &file);
+    let _ = std::fs::remove_file(&file);
+    rendered
 }

@@ -186,6 +186,7 @@ impl Bound {
         main: Sender<Task>,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
+        store: Option<Arc<crate::monitor::store::SnapshotStore>>,
     ) -> Result<Started, String> {
         let schemas = std::mem::replace(&mut self.layout.global_schemas, Schemas::none());
         let mut global = Scope::new("global", self.layout.global_static.clone(), schemas);
@@ -236,6 +237,7 @@ impl Bound {
             ready,
             main,
             scheduler,
+            store,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {

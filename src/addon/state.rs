@@ -54,6 +54,8 @@ pub struct Shared {
     /// The main queue, for tasks queued from other queues (values changes).
     pub main: Sender<Task>,
     pub scheduler: Sender<Control>,
+    /// The kubernetes bindings' snapshots (the debug socket shows them).
+    pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
 }
 
 /// The mutable part.

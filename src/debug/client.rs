@@ -100,8 +100,9 @@ shell-operator queue main [-o text|json|yaml]\n  shell-operator hook list [-o ..
 shell-operator hook snapshot <hook> [-o ...]\n  shell-operator config list [-o ...]\n  \
 shell-operator config set <name> <value> [duration]\n  shell-operator raw <url path>\n\n\
 addon-operator also has (output yaml unless -o json):\n  \
-addon-operator global list|values|config|patches\n  addon-operator module list\n  \
-addon-operator module values|config <module> [-g|--global]\n  addon-operator module patches <module>\n\n\
+addon-operator global list|values|config|patches|snapshots\n  addon-operator module list\n  \
+addon-operator module values|config <module> [-g|--global]\n  \
+addon-operator module patches|snapshots|render <module>\n\n\
 Every command takes --debug-unix-socket <path> (env DEBUG_UNIX_SOCKET, default \
 /var/run/shell-operator/debug.socket).\n";
 
@@ -184,11 +185,17 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         }
         ["raw", path] => get(path.to_string()),
         // addon-operator's (default output yaml; patches always JSON).
-        ["global", what @ ("list" | "values" | "config" | "patches")] => {
-            get(format!("/global/{what}.{}", addon_format(a, what)))
-        }
+        [
+            "global",
+            what @ ("list" | "values" | "config" | "patches" | "snapshots"),
+        ] => get(format!("/global/{what}.{}", addon_format(a, what))),
         ["module", "list"] => get(format!("/module/list.{}", addon_format(a, "list"))),
-        ["module", what @ ("values" | "config" | "patches"), module] => get(format!(
+        ["module", "render", module] => get(format!("/module/{}/render", encode(module))),
+        [
+            "module",
+            what @ ("values" | "config" | "patches" | "snapshots"),
+            module,
+        ] => get(format!(
             "/module/{}/{what}.{}?global={}",
             encode(module),
             addon_format(a, what),

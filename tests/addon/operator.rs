@@ -154,22 +154,7 @@ fn startup_sequence(major: u32) {
     assert!(addon.object("v1", "ConfigMap", "scripted").is_none());
 
     // The debug CLI shows the same state.
-    let cli = |args: &[&str]| -> String {
-        let socket = addon.dir.0.join("debug.socket");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shell-operator"))
-            .arg("addon-operator")
-            .args(args)
-            .arg("--debug-unix-socket")
-            .arg(&socket)
-            .output()
-            .expect("cli");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let cli = |args: &[&str]| addon.cli(args);
     let yaml = |text: String| -> Value { serde_yaml::from_str(&text).expect("yaml") };
     assert_eq!(
         yaml(cli(&["module", "list"])),
@@ -190,6 +175,11 @@ fn startup_sequence(major: u32) {
     assert_eq!(
         yaml(cli(&["global", "list"])),
         json!({"globalHooks": ["a-global", "b-global"]})
+    );
+    let rendered = cli(&["module", "render", "echo"]);
+    assert!(
+        rendered.contains("kind: ConfigMap") && rendered.contains("from-cm"),
+        "{rendered}"
     );
     let missing = std::process::Command::new(env!("CARGO_BIN_EXE_shell-operator"))
         .args([

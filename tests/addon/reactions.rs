@@ -87,6 +87,17 @@ fi"#,
     )
     .expect("json");
     assert_eq!(scripted["global"]["enabledModules"], json!(["mk", "dyn"]));
+    // The debug CLI shows the bindings' snapshots.
+    let module: Value =
+        serde_json::from_str(&addon.cli(&["module", "snapshots", "mk", "-o", "json"]))
+            .expect("json");
+    assert_eq!(
+        module["001-mk/hooks/h"]["pods"]["snapshot"][0]["filterResult"], "p1",
+        "{module}"
+    );
+    let global: Value =
+        serde_json::from_str(&addon.cli(&["global", "snapshots", "-o", "json"])).expect("json");
+    assert_eq!(global["g"]["cms"]["snapshot"], json!([]), "{global}");
 
     // A module hook's event changes its module's values: the module runs again.
     let before_helm = |a: &Addon| {
