@@ -164,7 +164,7 @@ impl Runner {
         // Hook metrics come last, after the object patches (as in flant). The whole
         // file is validated first, so a bad file fails the run and changes nothing.
         let outcome = outcome.and_then(|()| match &result {
-            Ok(run) => self.hook_metrics(hook, run),
+            Ok(run) => self.hook_metrics(hook, module, run),
             Err(_) => Ok(()),
         });
         if let Ok(run) = &result {
@@ -209,9 +209,15 @@ impl Runner {
     }
 
     /// Parses and applies the `$METRICS_PATH` file of a successful run.
-    fn hook_metrics(&self, hook: &Hook, run: &RunResult) -> Result<(), String> {
+    /// A module hook's series also get the `module` label (addon-operator).
+    fn hook_metrics(&self, hook: &Hook, module: &str, run: &RunResult) -> Result<(), String> {
         let bad = |e: String| format!("{} FAILED: bad metrics file: {e}", hook.name);
-        let ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+        let mut ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+        if !module.is_empty() {
+            for op in &mut ops {
+                op.labels.insert("module".into(), module.into());
+            }
+        }
         self.metrics
             .apply_hook_metrics(&hook.name, &ops)
             .map_err(bad)

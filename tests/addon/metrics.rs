@@ -19,7 +19,7 @@ fn layout() -> Vec<(String, String)> {
             rec(
                 "g",
                 r#"{"configVersion":"v1","onStartup":1,"beforeAll":1}"#,
-                "",
+                r#"echo '{"name":"global_custom","action":"set","value":3}' >> "$METRICS_PATH""#,
             ),
         ),
         ("modules/values.yaml".into(), "echoEnabled: true\n".into()),
@@ -29,7 +29,8 @@ fn layout() -> Vec<(String, String)> {
                 "echo",
                 r#"{"configVersion":"v1","beforeHelm":1,"afterHelm":1}"#,
                 r#"n=$(cat "$OUT_DIR/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$OUT_DIR/n"
-if [ $n = 1 ]; then echo "first run fails" >&2; exit 1; fi"#,
+if [ $n = 1 ]; then echo "first run fails" >&2; exit 1; fi
+echo '{"name":"echo_custom","action":"set","value":7,"labels":{"k":"v"}}' >> "$METRICS_PATH""#,
             ),
         ),
     ];
@@ -151,6 +152,15 @@ fn hooks_modules_helm_and_converges_are_measured_under_flants_names() {
         metric(&body, &op("template")),
         None,
         "no render before a first install"
+    );
+    // Hooks' own metrics: `hook` label, and `module` for module hooks.
+    let hooks = crate::common::http_get(addon.port(), "/metrics/hooks").1;
+    let custom = r#"echo_custom{hook="001-echo/hooks/h",k="v",module="echo"} "#;
+    assert_eq!(metric(&hooks, custom), Some(7.0), "{hooks}");
+    assert_eq!(
+        metric(&hooks, r#"global_custom{hook="g"} "#),
+        Some(3.0),
+        "{hooks}"
     );
     let startup = labels(&[("activation", "OperatorStartup")]);
     expect(format!("convergence_total{startup}"), 1.0);
