@@ -122,14 +122,16 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         .map(Into::into);
     helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
     helm.work_dir = Some(config.tmp_dir.clone());
-    let version = helm.major_version()?;
-    log::info(
-        "helm found",
-        &[
-            ("bin", &flags.helm_bin.display().to_string()),
-            ("major", &version.to_string()),
-        ],
-    );
+    // Without a chart module helm is only needed to purge foreign releases.
+    let bin = flags.helm_bin.display().to_string();
+    match helm.major_version() {
+        Ok(major) => log::info(
+            "helm found",
+            &[("bin", &bin), ("major", &major.to_string())],
+        ),
+        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e),
+        Err(e) => log::warn("helm not usable; no module has a chart", &[("error", &e)]),
+    }
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     metrics.count_bindings(&hooks, &owners, &layout);
     let bound = Bound {

@@ -586,3 +586,36 @@ fn a_configmap_failing_its_schema_at_startup_stops_the_operator() {
         .collect();
     assert!(hooks_ran.is_empty(), "no hook ran: {hooks_ran:?}");
 }
+
+/// helm is required only when some module has a chart: without one the operator
+/// runs global hooks and chart-less modules; with one, a missing helm stops startup
+/// naming the binary.
+#[test]
+fn helm_is_needed_only_for_charts() {
+    let no_charts = files(vec![
+        ("modules/values.yaml".into(), "plainEnabled: true\n".into()),
+        (
+            "modules/001-plain/hooks/h".into(),
+            rec("plain", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+        ),
+    ]);
+    let missing = [("HELM_BIN_PATH", "/nonexistent/helm")];
+    let addon = Addon::start_with(&as_refs(&no_charts), None, 4, &missing);
+    addon.wait_ready();
+    assert_eq!(steps_with_bindings(&addon), vec!["plain:beforeHelm"]);
+
+    let mut with_chart = no_charts.clone();
+    with_chart.extend(chart("modules/001-plain", "plain", "plain"));
+    let mut addon = Addon::start_with(&as_refs(&with_chart), None, 4, &missing);
+    let mut child = addon.child.take().expect("child");
+    let deadline = std::time::Instant::now() + LONG;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+    addon.wait_log(&["startup failed", "/nonexistent/helm"], LONG);
+}
