@@ -32,6 +32,8 @@ pub const KUBE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
+/// addon-operator's kube_* metrics carry the hook's module ("" for global hooks).
+const ADDON_KUBE_LABELS: &[&str] = &["module", "hook", "binding", "queue"];
 /// Buckets of the queue action histogram (flant's).
 const QUEUE_ACTION_BUCKETS: &[f64] = &[
     0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
@@ -67,6 +69,9 @@ pub struct Metrics {
     pub binding_monitor_missing_total: CounterVec,
     /// `{gvr,namespace}`.
     pub factory_informer_dead_total: CounterVec,
+    /// addon-operator: each hook's module ("" for global hooks), by hook index; when
+    /// set, the kube_* metrics carry it as their `module` label.
+    hook_modules: std::sync::OnceLock<Vec<String>>,
     /// Metrics written by hooks to `$METRICS_PATH`.
     pub hooks: HookMetrics,
 }
@@ -123,7 +128,12 @@ impl Metrics {
             registry: &registry,
             prefix,
         };
+        let kube_labels = match shell_hook_runs {
+            true => HOOK_LABELS,
+            false => ADDON_KUBE_LABELS,
+        };
         Ok(Metrics {
+            hook_modules: std::sync::OnceLock::new(),
             tasks_queue_compaction_tasks_by_hook: r.reg(GaugeVec::new(
                 Opts::new(
                     format!("d8_telemetry_{prefix}tasks_queue_compaction_tasks_by_hook"),
@@ -203,14 +213,14 @@ impl Metrics {
                     r.name("kube_snapshot_objects"),
                     "Objects in a binding's snapshot.",
                 ),
-                HOOK_LABELS,
+                kube_labels,
             ))?,
             kube_snapshot_bytes: r.reg(GaugeVec::new(
                 Opts::new(
                     r.name("kube_snapshot_bytes"),
                     "Text bytes a binding's snapshot refers to: keys, filter results, object JSON.",
                 ),
-                HOOK_LABELS,
+                kube_labels,
             ))?,
             kube_jq_filter_duration_seconds: r.reg(HistogramVec::new(
                 HistogramOpts::new(
@@ -218,7 +228,7 @@ impl Metrics {
                     "jqFilter run time per object.",
                 )
                 .buckets(KUBE_BUCKETS.to_vec()),
-                HOOK_LABELS,
+                kube_labels,
             ))?,
             kube_event_duration_seconds: r.reg(HistogramVec::new(
                 HistogramOpts::new(
@@ -226,7 +236,7 @@ impl Metrics {
                     "Handling time of one watch event.",
                 )
                 .buckets(KUBE_BUCKETS.to_vec()),
-                HOOK_LABELS,
+                kube_labels,
             ))?,
             kubernetes_client_watch_errors_total: r.reg(CounterVec::new(
                 Opts::new(
@@ -282,6 +292,32 @@ impl Metrics {
     /// Only the hooks' metrics (flant's `/metrics/hooks`).
     pub fn render_hooks(&self) -> Vec<u8> {
         self.hooks.render().into_bytes()
+    }
+
+    /// Sets the module of each hook (addon-operator, once, before any watch starts).
+    pub fn set_hook_modules(&self, modules: Vec<String>) {
+        let _ = self.hook_modules.set(modules);
+    }
+
+    /// The label values of a kubernetes binding's kube_* series: `[hook, binding,
+    /// queue]`, with the hook's module first for addon-operator.
+    pub fn kube_labels(
+        &self,
+        hook: usize,
+        hook_name: &str,
+        binding: &str,
+        queue: &str,
+    ) -> Vec<String> {
+        let mut labels = Vec::with_capacity(4);
+        if let Some(modules) = self.hook_modules.get() {
+            labels.push(modules.get(hook).cloned().unwrap_or_default());
+        }
+        labels.extend([
+            hook_name.to_string(),
+            binding.to_string(),
+            queue.to_string(),
+        ]);
+        labels
     }
 
     /// Records one queue operation's duration, unless switched off.

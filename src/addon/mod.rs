@@ -110,6 +110,16 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
+    // The kube_* metrics' `module` label of every hook ("" for global ones).
+    metrics.set_hook_modules(
+        owners
+            .iter()
+            .map(|o| match o {
+                Owner::Module(m) => layout.modules[*m].name.clone(),
+                _ => String::new(),
+            })
+            .collect(),
+    );
     let client = kube_client(config)?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref())

@@ -26,10 +26,9 @@ impl Monitor {
         let filter_started = Instant::now();
         let item = sub.filter.item(obj);
         if sub.filter.jq.is_some() {
-            let l = sub.labels.each_ref().map(String::as_str);
             self.metrics
                 .kube_jq_filter_duration_seconds
-                .with_label_values(&l)
+                .with_label_values(&sub.label_values())
                 .observe(filter_started.elapsed().as_secs_f64());
         }
         match item {
@@ -67,7 +66,7 @@ impl Monitor {
 
     /// Sets the binding's snapshot size metrics.
     pub(super) fn count_snapshot(&self, sub: &Sub) {
-        let labels = sub.labels.each_ref().map(String::as_str);
+        let labels = sub.label_values();
         let (objects, bytes) = self.store.size(sub.hook, sub.binding);
         let m = &self.metrics;
         m.kube_snapshot_objects
@@ -80,6 +79,18 @@ impl Monitor {
 }
 
 impl Sub {
+    /// The label values as the metric families take them.
+    pub(super) fn label_values(&self) -> Vec<&str> {
+        self.labels.iter().map(String::as_str).collect()
+    }
+
+    /// The hook's and the binding's name (the labels' last three are hook, binding, queue).
+    fn names(&self) -> (&str, &str) {
+        let n = self.labels.len();
+        let get = |i: usize| self.labels.get(i).map_or("", String::as_str);
+        (get(n.saturating_sub(3)), get(n.saturating_sub(2)))
+    }
+
     /// Logs a jqFilter failure on one object; the object is skipped, nothing else.
     pub(super) fn filter_failed(&self, namespace: &str, name: &str, e: &filter::FilterError) {
         let object = if namespace.is_empty() {
@@ -90,8 +101,8 @@ impl Sub {
         log::error(
             "jqFilter failed; object skipped",
             &[
-                ("hook", &self.labels[0]),
-                ("binding", &self.labels[1]),
+                ("hook", self.names().0),
+                ("binding", self.names().1),
                 ("object", &object),
                 ("jqFilter", &self.jq_source),
                 ("error", &e.0),

@@ -70,8 +70,9 @@ struct Sub {
     names: Option<Vec<String>>,
     filter: ItemFilter,
     events: Vec<WatchEventType>,
-    /// Metric labels (hook, binding, queue), made once when the binding is enabled.
-    labels: Arc<[String; 3]>,
+    /// Metric label values (`[module,] hook, binding, queue`), made once when the
+    /// binding is enabled.
+    labels: Arc<[String]>,
     /// The jqFilter's text, for error messages ("" without one).
     jq_source: Arc<str>,
 }
@@ -281,7 +282,10 @@ impl Monitor {
             names,
             filter,
             events: b.execute_hook_on_event.clone(),
-            labels: Arc::new([hook.name.clone(), b.name.clone(), b.queue.clone()]),
+            labels: self
+                .metrics
+                .kube_labels(hi, &hook.name, &b.name, &b.queue)
+                .into(),
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
         };
         let events = sub.events.clone();
@@ -476,10 +480,9 @@ impl Monitor {
         }
         let elapsed = started.elapsed().as_secs_f64();
         for sub in &subs {
-            let labels = &sub.labels;
             self.metrics
                 .kube_event_duration_seconds
-                .with_label_values(&labels.each_ref().map(String::as_str))
+                .with_label_values(&sub.label_values())
                 .observe(elapsed);
         }
     }

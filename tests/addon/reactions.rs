@@ -139,6 +139,22 @@ fi"#,
         LONG,
     );
     addon.wait_steps(LONG, |_| before_all(&addon) == 2);
+
+    // The kube_* metrics carry the module ("" for global hooks).
+    let body = addon.metrics();
+    let series = |labels: &str| {
+        crate::common::metric(
+            &body,
+            &format!("addon_operator_kube_snapshot_objects{{{labels}}} "),
+        )
+    };
+    let mk = r#"binding="pods",hook="001-mk/hooks/h",module="mk",queue="main""#;
+    assert_eq!(series(mk), Some(2.0), "{body}");
+    assert_eq!(
+        series(r#"binding="cms",hook="g",module="",queue="main""#),
+        Some(1.0),
+        "{body}"
+    );
 }
 
 #[test]
