@@ -469,6 +469,13 @@ impl AddonHandler {
         let reason = metrics.helm_op(name, event, "check-upgrade", || {
             Ok::<_, String>(match self.last_release(name)? {
                 None => Some("release absent".to_string()),
+                Some(r) if r.status.starts_with("pending-") => {
+                    self.clear_pending(name, &r)?;
+                    Some(format!(
+                        "status {} (revision {} left by an interrupted helm, removed)",
+                        r.status, r.revision
+                    ))
+                }
                 Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
                 Some(r) => {
                     let render = || helm.render(name, chart, file);
@@ -493,6 +500,44 @@ impl AddonHandler {
                 log::info("helm upgrade not needed", &[("module", name)]);
                 Ok(())
             }
+        }
+    }
+
+    /// A revision left `pending-install`/`-upgrade`/`-rollback` by a helm that was
+    /// killed (the operator restarted mid-upgrade) makes helm refuse every later
+    /// operation ("another operation is in progress"): its storage Secret is deleted,
+    /// so the next upgrade starts from the last finished revision.
+    fn clear_pending(&self, name: &str, release: &helm::Release) -> Result<(), String> {
+        if !secrets_driver() {
+            return Err(format!(
+                "release {name} is {} and HELM_DRIVER is not secrets: recover it by hand",
+                release.status
+            ));
+        }
+        let secret = format!("sh.helm.release.v1.{name}.v{}", release.revision);
+        log::warn(
+            "removing a release revision left pending by an interrupted helm",
+            &[
+                ("module", name),
+                ("secret", &secret),
+                ("status", &release.status),
+            ],
+        );
+        let secrets = crate::kube::Resource {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "secrets".into(),
+            kind: "Secret".into(),
+            namespaced: true,
+        };
+        let api = self
+            .shared
+            .client
+            .api(&secrets, Some(&self.shared.namespace));
+        match api.delete(&secret, None) {
+            Ok(()) => Ok(()),
+            Err(e) if e.status_code() == Some(404) => Ok(()),
+            Err(e) => Err(format!("release {name}: deleting {secret}: {e}")),
         }
     }
 

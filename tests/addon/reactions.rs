@@ -321,3 +321,89 @@ fn a_bad_enabled_script_blocks_the_converge_until_fixed() {
     assert_eq!(tagged(&addon, "shaky").len(), 1);
     assert_eq!(addon.revisions("shaky"), vec![1]);
 }
+
+/// A release left `pending-install` by a helm killed mid-install (the operator
+/// restarted during an upgrade) is recovered: the pending revision is removed and
+/// the module's release is installed, instead of failing forever.
+#[test]
+fn a_release_left_pending_by_a_killed_helm_is_recovered() {
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      containers:\n      - name: c\n        image: example\n";
+    let layout: Vec<(String, String)> = vec![
+        ("modules/values.yaml".into(), "stuckEnabled: true\n".into()),
+        (
+            "modules/001-stuck/Chart.yaml".into(),
+            "apiVersion: v2\nname: stuck\nversion: 0.0.1\n".into(),
+        ),
+        (
+            "modules/001-stuck/templates/deploy.yaml".into(),
+            deployment.into(),
+        ),
+    ];
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let interrupt = |root: &std::path::Path| {
+        // kube-sim never makes the Deployment ready, so `--wait` holds helm after it
+        // stored the pending-install revision; kill it there.
+        let mut helm = std::process::Command::new(helm_bin(4))
+            .args(["upgrade", "--install", "stuck"])
+            .arg(root.join("modules/001-stuck"))
+            .args([
+                "--namespace",
+                NS,
+                "--wait",
+                "--timeout",
+                "120s",
+                "--kubeconfig",
+            ])
+            .arg(root.join("kubeconfig"))
+            .env("HOME", root.join("home"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("helm");
+        let kubeconfig = root.join("kubeconfig");
+        let deadline = std::time::Instant::now() + LONG;
+        loop {
+            let out = std::process::Command::new(repo_root().join(".tools/bin/kubectl"))
+                .args([
+                    "get",
+                    "secrets",
+                    "-n",
+                    NS,
+                    "-l",
+                    "owner=helm,status=pending-install",
+                    "-o",
+                    "name",
+                ])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .output()
+                .expect("kubectl");
+            if String::from_utf8_lossy(&out.stdout).contains("sh.helm.release.v1.stuck.v1") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "helm never stored a pending revision"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = helm.kill();
+        let _ = helm.wait();
+    };
+    let addon = Addon::start_after(&files, None, 4, &[], &interrupt);
+    addon.wait_ready();
+    addon.wait_log(&["left pending by an interrupted helm", "stuck"], LONG);
+    assert_eq!(
+        addon.revisions("stuck"),
+        vec![1],
+        "a fresh install replaced the pending one"
+    );
+    let secret = addon
+        .sim
+        .get("v1", "Secret", NS, "sh.helm.release.v1.stuck.v1")
+        .expect("release");
+    assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
+}
