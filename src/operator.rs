@@ -16,6 +16,8 @@
 //! router              operator.rs             fire, kube event, stop        task[*]
 //! monitor             operator.rs             monitor control, watch events kube event
 //! scheduler           operator.rs             schedule control, stop        fire
+//! addon-resource-     operator.rs             stop (a check every period)   ModuleRun task[main]
+//!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS)            connections → its handlers
 //! webhook-crds        operator.rs             webhook stop                  CRD conversion config
 //! reaper              operator.rs (PID 1)     child exits                   exit per child
@@ -217,7 +219,7 @@ impl Bound {
             .ok_or("main queue missing")?
             .0
             .clone();
-        let addon = match self.addon {
+        let mut addon = match self.addon {
             Some(addon) => Some(addon.start(
                 Arc::clone(&self.hooks),
                 main_tx,
@@ -314,6 +316,12 @@ impl Bound {
             threads.push(threads::spawn("monitor", move || {
                 monitor.run(control, stop)
             })?);
+        }
+        if let Some(body) = addon
+            .as_mut()
+            .and_then(|a| a.resource_monitor(stop_rx.clone()))
+        {
+            threads.push(threads::spawn("addon-resource-monitor", body)?);
         }
         let (entries, stop) = (self.schedule, stop_rx);
         threads.push(threads::spawn("scheduler", move || {

@@ -6,6 +6,7 @@
 //! so the routes read it through a slot filled at spawn.
 
 use super::modules::Owner;
+use super::resources::WatchedModules;
 use super::state::Shared;
 use super::values::to_json;
 use crate::debug::ExtraRoutes;
@@ -15,12 +16,17 @@ use std::sync::{Arc, OnceLock};
 /// The engine's state, once spawned.
 pub type Slot = Arc<OnceLock<Arc<Shared>>>;
 
-/// The routes, reading `slot`.
-pub fn routes(slot: Slot) -> ExtraRoutes {
+/// The routes, reading `slot` (and `watched`, the resource monitor's view).
+pub fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
     Arc::new(move |stem: &str, query: &str| {
         let shared = slot.get();
         let global = query.split('&').any(|kv| kv == "global=true");
         match stem {
+            "/module/resource-monitor" => Some(
+                shared
+                    .ok_or("starting up".to_string())
+                    .map(|s| resource_monitor(s, &watched)),
+            ),
             "/global/list" | "/global/values" | "/global/config" | "/global/patches"
             | "/global/snapshots" | "/module/list" => Some(
                 shared
@@ -146,4 +152,32 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     let rendered = shared.helm.render(&module.name, &module.path, &file);
     let _ = std::fs::remove_file(&file);
     rendered
+}
+
+/// `{module: ["ns/Kind/name", ...]}` of what the resource monitor watches; a module
+/// with a chart it does not watch (yet) says `"No monitor"`.
+fn resource_monitor(shared: &Shared, watched: &WatchedModules) -> Value {
+    let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
+    let mut out = serde_json::Map::new();
+    let st = shared.lock();
+    for &m in &st.enabled {
+        let module = &shared.layout.modules[m];
+        if !module.has_chart {
+            continue;
+        }
+        let view = match watched.get(&module.name) {
+            Some(w) => Value::from(
+                w.objects
+                    .iter()
+                    .map(|o| {
+                        let ns = o.namespace.as_deref().unwrap_or(&shared.namespace);
+                        format!("{ns}/{}/{}", o.kind, o.name)
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            None => Value::from("No monitor"),
+        };
+        out.insert(module.name.clone(), view);
+    }
+    Value::Object(out)
 }

@@ -280,9 +280,22 @@ impl AddonHandler {
 
     // ---- module run and delete --------------------------------------------------
 
+    /// Marks module `m` as running while `f` runs (the resource monitor skips it).
+    fn in_run<T>(&self, m: usize, f: impl FnOnce() -> T) -> T {
+        let mark = |on: bool| {
+            if let Some(state) = self.shared.lock().modules.get_mut(m) {
+                state.in_run = on;
+            }
+        };
+        mark(true);
+        let result = f();
+        mark(false);
+        result
+    }
+
     fn counted_run(&self, m: usize, do_startup: bool, event: &str) -> Result<Vec<Task>, String> {
         let start = Instant::now();
-        let result = self.module_run(m, do_startup, event);
+        let result = self.in_run(m, || self.module_run(m, do_startup, event));
         self.shared
             .metrics
             .module_run_seconds
@@ -303,18 +316,20 @@ impl AddonHandler {
     }
 
     fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
-        self.module_delete(m).map(|()| Vec::new()).inspect_err(|e| {
-            let name = self.module_name(m);
-            self.shared
-                .metrics
-                .module_delete_errors_total
-                .with_label_values(&[&name])
-                .inc();
-            log::error(
-                "module delete failed, will retry",
-                &[("module", &name), ("error", e)],
-            );
-        })
+        self.in_run(m, || self.module_delete(m))
+            .map(|()| Vec::new())
+            .inspect_err(|e| {
+                let name = self.module_name(m);
+                self.shared
+                    .metrics
+                    .module_delete_errors_total
+                    .with_label_values(&[&name])
+                    .inc();
+                log::error(
+                    "module delete failed, will retry",
+                    &[("module", &name), ("error", e)],
+                );
+            })
     }
 
     fn module_name(&self, m: usize) -> String {

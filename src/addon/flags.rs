@@ -76,14 +76,21 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
         "HELM_MONITOR_KUBE_CLIENT_QPS",
         "5",
         Kind::Float,
-        "Accepted for compatibility; there is no resource monitor yet."
+        "Requests per second of the resource monitor's client."
     ),
     flag!(
         "helm-monitor-kube-client-burst",
         "HELM_MONITOR_KUBE_CLIENT_BURST",
         "10",
         Kind::Int,
-        "Accepted for compatibility; there is no resource monitor yet."
+        "Burst of the resource monitor's client."
+    ),
+    flag!(
+        "resources-check-period",
+        "ADDON_OPERATOR_RESOURCES_CHECK_PERIOD",
+        "4m30s",
+        Kind::Duration,
+        "How often the resource monitor checks releases and their objects (plus 0-59 s from 1m up)."
     ),
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/addon-operator/debug.socket", Kind::Str,
         "Path of the debug unix socket."),
@@ -149,8 +156,6 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
 
 /// Flags accepted for compatibility that do nothing here.
 pub const NO_EFFECT: &[&str] = &[
-    "helm-monitor-kube-client-qps",
-    "helm-monitor-kube-client-burst",
     "hook-metrics-listen-port",
     "shell-chroot-dir",
     "applied-module-extenders",
@@ -175,6 +180,9 @@ pub struct AddonFlags {
     pub helm_history_max: u32,
     pub helm_timeout: Duration,
     pub helm_ignore_release: String,
+    pub resources_check_period: Duration,
+    pub monitor_qps: f32,
+    pub monitor_burst: u32,
     /// Compatibility flags set to something other than their default (logged at start).
     pub ignored: Vec<String>,
 }
@@ -196,6 +204,9 @@ pub fn addon_flags(v: &Values) -> AddonFlags {
         helm_history_max: v.num("helm-history-max"),
         helm_timeout: v.duration("helm-timeout"),
         helm_ignore_release: v.str("helm-ignore-release"),
+        resources_check_period: v.duration("resources-check-period"),
+        monitor_qps: v.num("helm-monitor-kube-client-qps"),
+        monitor_burst: v.num("helm-monitor-kube-client-burst"),
         ignored: NO_EFFECT
             .iter()
             .filter(|name| {

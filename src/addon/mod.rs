@@ -22,6 +22,7 @@ pub mod flags;
 pub mod helm;
 mod hook_values;
 pub mod modules;
+mod resources;
 mod state;
 mod status;
 pub mod values;
@@ -67,6 +68,10 @@ pub struct Bound {
     metrics: AddonMetrics,
     /// Filled at spawn: the debug routes read the state through it.
     debug: debug::Slot,
+    /// The resource monitor's own client (`HELM_MONITOR_KUBE_CLIENT_*`).
+    monitor_client: Client,
+    /// What the resource monitor watches (the debug CLI shows it).
+    watched: resources::WatchedModules,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -90,6 +95,12 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         log::warn(
             "setting accepted for compatibility has no effect",
             &[("flag", setting)],
+        );
+    }
+    if flags.resources_check_period.is_zero() {
+        return Err(
+            "--resources-check-period (ADDON_OPERATOR_RESOURCES_CHECK_PERIOD) must be above 0"
+                .into(),
         );
     }
     let layout = modules::discover(&flags)?;
@@ -121,6 +132,11 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
             .collect(),
     );
     let client = kube_client(config)?;
+    let mut monitor_settings = config.kube.main_settings("helm_monitor");
+    monitor_settings.qps = flags.monitor_qps;
+    monitor_settings.burst = flags.monitor_burst;
+    let monitor_client = Client::from_config(&monitor_settings)
+        .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
@@ -157,6 +173,8 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         script_timeout: config.hook_run_timeout,
         metrics,
         debug: Default::default(),
+        monitor_client,
+        watched: Default::default(),
     };
     Ok((bound, hooks))
 }
@@ -165,6 +183,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
 pub struct Started {
     pub values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
+    monitor: Option<resources::ResourceMonitor>,
 }
 
 impl Bound {
@@ -187,7 +206,7 @@ impl Bound {
 
     /// The debug socket's `/global/...` and `/module/...` routes.
     pub fn debug_routes(&self) -> crate::debug::ExtraRoutes {
-        debug::routes(Arc::clone(&self.debug))
+        debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
     /// Step 2: the shared state; checks the ConfigMap's values against the schemas
@@ -219,6 +238,7 @@ impl Bound {
                 started: false,
                 kube_enabled: false,
                 run_pending: false,
+                in_run: false,
                 activation: String::new(),
             });
         }
@@ -255,11 +275,30 @@ impl Bound {
         let values = Arc::new(hook_values::ValuesHook {
             shared: Arc::clone(&shared),
         });
-        Ok(Started { values, shared })
+        let monitor = resources::ResourceMonitor {
+            shared: Arc::clone(&shared),
+            client: self.monitor_client,
+            period: self.flags.resources_check_period,
+            watched: self.watched,
+        };
+        Ok(Started {
+            values,
+            shared,
+            monitor: Some(monitor),
+        })
     }
 }
 
 impl Started {
+    /// The resource monitor's thread body (once): checks until `stop` closes.
+    pub fn resource_monitor(
+        &mut self,
+        stop: crossbeam_channel::Receiver<()>,
+    ) -> Option<impl FnOnce() + Send + 'static> {
+        let monitor = self.monitor.take()?;
+        Some(move || monitor.run(stop))
+    }
+
     /// The handler every queue thread uses.
     pub fn handler(&self, runner: Arc<Runner>) -> Arc<dyn Handler> {
         Arc::new(engine::AddonHandler {

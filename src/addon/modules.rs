@@ -273,6 +273,9 @@ mod tests {
             helm_history_max: 10,
             helm_timeout: Duration::from_secs(300),
             helm_ignore_release: String::new(),
+            resources_check_period: Duration::from_secs(270),
+            monitor_qps: 5.0,
+            monitor_burst: 10,
             ignored: Vec::new(),
         }
     }

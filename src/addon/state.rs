@@ -88,6 +88,8 @@ pub struct ModuleState {
     pub kube_enabled: bool,
     /// A ModuleRun for it waits in the main queue.
     pub run_pending: bool,
+    /// One of its runs (or its delete) is executing; the resource monitor skips it.
+    pub in_run: bool,
     /// The event of its current (or last) run or delete: the `activation` label
     /// of the hooks that run inside it.
     pub activation: String,
@@ -205,6 +207,10 @@ pub struct AddonMetrics {
     /// `{module,activation,operation}`: one helm operation (`template`,
     /// `check-upgrade`, `upgrade`, `uninstall`).
     pub helm_operation_seconds: HistogramVec,
+    /// `{module}`: releases found not `deployed` by the resource monitor.
+    pub modules_helm_release_redeployed_total: IntCounterVec,
+    /// `{module,resource}`: rendered objects found missing by the resource monitor.
+    pub modules_absent_resources_total: IntCounterVec,
 }
 
 /// Registers collectors under one prefix, naming the metric in its errors.
@@ -286,6 +292,21 @@ impl AddonMetrics {
                 "module",
             )?,
             convergence_total: r.int_vec("convergence_total", "Converges started", "activation")?,
+            modules_helm_release_redeployed_total: r.int_vec(
+                "modules_helm_release_redeployed_total",
+                "Releases found not deployed and run again",
+                "module",
+            )?,
+            modules_absent_resources_total: r.add(
+                "modules_absent_resources_total",
+                IntCounterVec::new(
+                    Opts::new(
+                        format!("{prefix}modules_absent_resources_total"),
+                        "Rendered objects found missing, their module run again",
+                    ),
+                    &["module", "resource"],
+                ),
+            )?,
             convergence_seconds: r.add(
                 "convergence_seconds",
                 CounterVec::new(

@@ -102,7 +102,7 @@ shell-operator config set <name> <value> [duration]\n  shell-operator raw <url p
 addon-operator also has (output yaml unless -o json):\n  \
 addon-operator global list|values|config|patches|snapshots\n  addon-operator module list\n  \
 addon-operator module values|config <module> [-g|--global]\n  \
-addon-operator module patches|snapshots|render <module>\n\n\
+addon-operator module patches|snapshots|render <module>\n  addon-operator module resource-monitor\n\n\
 Every command takes --debug-unix-socket <path> (env DEBUG_UNIX_SOCKET, default \
 /var/run/shell-operator/debug.socket).\n";
 
@@ -190,6 +190,10 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
             what @ ("list" | "values" | "config" | "patches" | "snapshots"),
         ] => get(format!("/global/{what}.{}", addon_format(a, what))),
         ["module", "list"] => get(format!("/module/list.{}", addon_format(a, "list"))),
+        ["module", "resource-monitor"] => get(format!(
+            "/module/resource-monitor.{}",
+            addon_format(a, "resource-monitor")
+        )),
         ["module", "render", module] => get(format!("/module/{}/render", encode(module))),
         [
             "module",

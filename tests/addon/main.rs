@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod autoheal;
 mod harness;
 mod helm;
 mod metrics;

@@ -1,0 +1,238 @@
+//! Release auto-healing (the resource monitor): one thread that, every check period,
+//! looks at every running module's release and the objects its chart rendered, and
+//! queues a `ModuleRun` when something is wrong:
+//!
+//! - the release's latest revision is not `deployed` (`HelmReleaseUnexpectedStatus`,
+//!   `modules_helm_release_redeployed_total{module}`);
+//! - a rendered object is gone from the cluster (`AbsentHelmResourcesDetected`,
+//!   `modules_absent_resources_total{module,resource}`).
+//!
+//! A check costs one list of helm's release Secrets, one `helm get manifest` per
+//! release revision it has not seen yet, and one list per kind and namespace of the
+//! rendered objects (never one GET per object), on its own client
+//! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`). Modules that are disabled, not started,
+//! running, or already have a run queued are skipped, so one problem queues one run.
+
+use super::helm::{self, ObjectRef};
+use super::state::Shared;
+use crate::kube::{Client, ListParams, Resource};
+use crate::log;
+use crate::queue::{Step, Task};
+use crossbeam_channel::Receiver;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the monitor knows of one module's release: the revision whose manifest
+/// it read and the namespaced objects that manifest holds.
+#[derive(Debug, Clone, Default)]
+pub struct Watched {
+    pub revision: u64,
+    pub objects: Vec<ObjectRef>,
+}
+
+/// Per module name, what the monitor watches (the debug CLI shows it).
+pub type WatchedModules = Arc<Mutex<BTreeMap<String, Watched>>>;
+
+/// Where objects are listed: apiVersion, kind and namespace.
+type ListKey = (String, String, Option<String>);
+
+/// The monitor thread's state.
+pub struct ResourceMonitor {
+    pub shared: Arc<Shared>,
+    pub client: Client,
+    pub period: Duration,
+    pub watched: WatchedModules,
+}
+
+impl ResourceMonitor {
+    /// The thread body: a check every period until `stop` closes.
+    pub fn run(self, stop: Receiver<()>) {
+        loop {
+            let wait = self.period + jitter(self.period);
+            if !matches!(
+                stop.recv_timeout(wait),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout)
+            ) {
+                return;
+            }
+            if let Err(e) = self.check() {
+                log::error("resource monitor check failed", &[("error", &e)]);
+            }
+        }
+    }
+
+    /// One check of every module that is up and idle.
+    pub fn check(&self) -> Result<(), String> {
+        let modules = self.idle_modules();
+        if modules.is_empty() {
+            return Ok(());
+        }
+        let ns = &self.shared.namespace;
+        let releases = helm::releases_from_secrets(&self.client, ns, "")?;
+        let mut objects: Vec<(usize, ObjectRef)> = Vec::new();
+        for &(m, ref name) in &modules {
+            match releases.get(name) {
+                Some(r) if r.status == "deployed" => {
+                    for obj in self.objects_of(name, r.revision)? {
+                        objects.push((m, obj));
+                    }
+                }
+                other => {
+                    let status = other.map_or("absent", |r| r.status.as_str());
+                    log::warn(
+                        "release is not deployed; module runs again",
+                        &[("module", name), ("status", status)],
+                    );
+                    let metrics = &self.shared.metrics;
+                    metrics
+                        .modules_helm_release_redeployed_total
+                        .with_label_values(&[name])
+                        .inc();
+                    self.queue_run(m, "HelmReleaseUnexpectedStatus");
+                }
+            }
+        }
+        let mut reported: BTreeSet<usize> = BTreeSet::new();
+        for (m, obj) in self.missing(&objects)? {
+            if !reported.insert(m) {
+                continue;
+            }
+            let name = &self.shared.layout.modules[m].name;
+            let resource = format!(
+                "{}/{}/{}",
+                obj.namespace.as_deref().unwrap_or(ns),
+                obj.kind,
+                obj.name
+            );
+            log::warn(
+                "rendered object is missing; module runs again",
+                &[("module", name), ("resource", &resource)],
+            );
+            let metrics = &self.shared.metrics;
+            metrics
+                .modules_absent_resources_total
+                .with_label_values(&[name, &resource])
+                .inc();
+            self.queue_run(m, "AbsentHelmResourcesDetected");
+        }
+        Ok(())
+    }
+
+    /// Enabled, started modules with a chart, not running and with no run queued.
+    fn idle_modules(&self) -> Vec<(usize, String)> {
+        let st = self.shared.lock();
+        let layout = &self.shared.layout;
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        for (m, state) in st.modules.iter().enumerate() {
+            let module = &layout.modules[m];
+            if !(state.enabled && state.started && module.has_chart) {
+                watched.remove(&module.name);
+                continue;
+            }
+            if !(state.in_run || state.run_pending) {
+                out.push((m, module.name.clone()));
+            }
+        }
+        out
+    }
+
+    /// The namespaced objects of a release revision (its manifest read once).
+    fn objects_of(&self, name: &str, revision: u64) -> Result<Vec<ObjectRef>, String> {
+        let known = {
+            let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+            watched
+                .get(name)
+                .filter(|w| w.revision == revision)
+                .map(|w| w.objects.clone())
+        };
+        if let Some(objects) = known {
+            return Ok(objects);
+        }
+        let manifest = self.shared.helm.manifest(name)?;
+        let objects = helm::manifest_objects(&manifest)?;
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        watched.insert(
+            name.to_string(),
+            Watched {
+                revision,
+                objects: objects.clone(),
+            },
+        );
+        Ok(objects)
+    }
+
+    /// The objects not in the cluster: one list per kind and namespace.
+    fn missing(&self, objects: &[(usize, ObjectRef)]) -> Result<Vec<(usize, ObjectRef)>, String> {
+        let mut groups: HashMap<ListKey, Vec<&(usize, ObjectRef)>> = HashMap::new();
+        for entry in objects {
+            let o = &entry.1;
+            let ns = o
+                .namespace
+                .clone()
+                .or_else(|| Some(self.shared.namespace.clone()));
+            groups
+                .entry((o.api_version.clone(), o.kind.clone(), ns))
+                .or_default()
+                .push(entry);
+        }
+        let mut missing = Vec::new();
+        for ((api_version, kind, ns), entries) in groups {
+            let context = format!("resource monitor {api_version} {kind}");
+            let resource: Resource = self
+                .client
+                .resolve(&api_version, &kind, &context)
+                .map_err(|e| e.to_string())?;
+            let ns = ns.filter(|_| resource.namespaced);
+            let list = self
+                .client
+                .api(&resource, ns.as_deref())
+                .list_all(&ListParams::default())
+                .map_err(|e| format!("{context}: {e}"))?;
+            let names: BTreeSet<&str> = list
+                .items
+                .iter()
+                .filter_map(|o| o.get("metadata")?.get("name")?.as_str())
+                .collect();
+            for (m, obj) in entries {
+                if !names.contains(obj.name.as_str()) {
+                    missing.push((*m, obj.clone()));
+                }
+            }
+        }
+        missing.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(missing)
+    }
+
+    /// Queues one ModuleRun for module `m` unless one is queued already.
+    fn queue_run(&self, m: usize, event: &str) {
+        let mut st = self.shared.lock();
+        let Some(state) = st.modules.get_mut(m) else {
+            return;
+        };
+        if state.run_pending || state.in_run {
+            return;
+        }
+        state.run_pending = true;
+        let run = Step::ModuleRun {
+            module: m,
+            name: self.shared.layout.modules[m].name.clone(),
+            do_startup: false,
+            event: event.to_string(),
+        };
+        let _ = self.shared.main.send(Task::step(run));
+    }
+}
+
+/// flant adds 0–59 s to its 4m30s period; periods under a minute get none.
+fn jitter(period: Duration) -> Duration {
+    if period < Duration::from_secs(60) {
+        return Duration::ZERO;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    Duration::from_secs(u64::from(nanos % 60))
+}
