@@ -5,6 +5,7 @@
 mod common;
 
 mod autoheal;
+mod deploy;
 mod harness;
 mod helm;
 mod metrics;
