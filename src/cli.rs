@@ -38,8 +38,13 @@ pub fn main() -> i32 {
     {
         return crate::jq_cli::main(args.get(1..).unwrap_or_default());
     }
-    let (program, _) = program_of(&args);
+    let (program, skip) = program_of(&args);
     let name = program.name();
+    // helm's post-renderer: `post-renderer` (argv[0] or the first word).
+    let invoked = |w: &str| program_of_word(&args, w);
+    if invoked("post-renderer") || args.get(skip).is_some_and(|a| a == "post-renderer") {
+        return crate::addon::post_render::main();
+    }
     match parse(&args, &env) {
         Ok(Command::Debug(words)) => {
             // addon-operator's socket has its own default path.
@@ -81,6 +86,13 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+/// Whether the binary was invoked under the name `word` (a symlink or copy).
+fn program_of_word(args: &[String], word: &str) -> bool {
+    args.first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == word)
 }
 
 /// Which operator argv asks for, and where its own words start: the binary invoked

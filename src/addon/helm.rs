@@ -52,6 +52,9 @@ pub struct Helm {
     pub work_dir: Option<PathBuf>,
     /// The major version, asked once (helm 3 and 4 differ in `list`).
     major: OnceLock<u32>,
+    /// Our own binary as helm's post-renderer (the `heritage` label), and the dir
+    /// holding its helm 4 plugin; `None` runs helm without one.
+    pub post_renderer: Option<(PathBuf, PathBuf)>,
 }
 
 /// The latest revision of a release.
@@ -95,6 +98,7 @@ impl Helm {
             kube_context: None,
             work_dir: None,
             major: OnceLock::new(),
+            post_renderer: None,
         }
     }
 
@@ -118,8 +122,32 @@ impl Helm {
     ) -> Result<String, String> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
-        let args = ["template", release, chart, "--values", values];
+        let mut args = vec!["template", release, chart, "--values", values];
+        let post = self.post_renderer_args()?;
+        args.extend(post.iter().map(String::as_str));
         self.run(&format!("template {release}"), &args, true)
+    }
+
+    /// The post-renderer arguments for this helm's major version: helm 3 runs our
+    /// binary (`--post-renderer <bin> --post-renderer-args post-renderer`), helm 4
+    /// only plugins (`--post-renderer <plugin>`, found through `HELM_PLUGINS`).
+    fn post_renderer_args(&self) -> Result<Vec<String>, String> {
+        let Some((binary, _)) = &self.post_renderer else {
+            return Ok(Vec::new());
+        };
+        let binary = path_arg(binary)?.to_string();
+        Ok(match self.major_version()? {
+            3 => vec![
+                "--post-renderer".into(),
+                binary,
+                "--post-renderer-args".into(),
+                "post-renderer".into(),
+            ],
+            _ => vec![
+                "--post-renderer".into(),
+                crate::addon::post_render::PLUGIN_NAME.into(),
+            ],
+        })
     }
 
     /// `helm get manifest <release>`: the manifest of the deployed revision.
@@ -179,7 +207,7 @@ impl Helm {
         let timeout = go_duration(self.timeout);
         let set = format!("{CHECKSUM_VALUE}={checksum}");
         let label = format!("{CHECKSUM_LABEL}={checksum}");
-        let args = [
+        let mut args = vec![
             "upgrade",
             release,
             chart,
@@ -196,6 +224,8 @@ impl Helm {
             "--labels",
             &label,
         ];
+        let post = self.post_renderer_args()?;
+        args.extend(post.iter().map(String::as_str));
         self.run(&format!("upgrade {release}"), &args, true)
             .map(|_| ())
     }
@@ -234,6 +264,9 @@ impl Helm {
             if let Some(c) = &self.kube_context {
                 cmd.arg("--kube-context").arg(c);
             }
+        }
+        if let Some((_, plugins)) = &self.post_renderer {
+            cmd.env("HELM_PLUGINS", plugins);
         }
         if let Some(dir) = &self.work_dir {
             for (var, sub) in [

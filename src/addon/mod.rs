@@ -22,6 +22,7 @@ pub mod flags;
 pub mod helm;
 mod hook_values;
 pub mod modules;
+pub mod post_render;
 mod resources;
 mod state;
 mod status;
@@ -148,6 +149,11 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         .map(Into::into);
     helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
     helm.work_dir = Some(config.tmp_dir.clone());
+    // Every released object gets `heritage: addon-operator` from our own binary as
+    // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
+    let binary = std::env::current_exe().map_err(|e| format!("the operator's own path: {e}"))?;
+    let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
+    helm.post_renderer = Some((binary, plugins));
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
     match helm.major_version() {

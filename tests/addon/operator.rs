@@ -128,6 +128,10 @@ fn startup_sequence(major: u32) {
         serde_json::from_str(cm["data"]["values"].as_str().expect("values")).expect("json");
     assert_eq!(values, json!({"param": "from-cm", "other": "kept"}));
     assert_eq!(cm["data"]["enabledModules"], "echo");
+    assert_eq!(
+        cm["metadata"]["labels"]["heritage"], "addon-operator",
+        "post-renderer label"
+    );
     assert_eq!(addon.revisions("echo"), vec![1]);
     assert!(addon.revisions("scripted").is_empty() && addon.revisions("cm-off").is_empty());
     // A first install costs one helm process: the release is read from its Secrets.
