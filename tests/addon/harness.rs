@@ -98,6 +98,10 @@ impl Addon {
                 .expect("configmap");
         }
         before(&root);
+        let modules_dir = env
+            .iter()
+            .find(|(k, _)| *k == "MODULES_DIR")
+            .map_or("modules", |(_, v)| *v);
         let wrapper = root.join("helm-wrapper");
         let script = format!(
             "#!/bin/sh\necho \"helm:$1:$2 null\" >> \"$OUT_DIR/runs.log\"\nexec '{}' \"$@\"\n",
@@ -116,12 +120,9 @@ impl Addon {
             .args(["--prometheus-listen-port", "0"])
             // Relative, as in flant's image (WORKDIR /, MODULES_DIR=modules).
             .current_dir(&root)
-            .args([
-                "--modules-dir",
-                "modules",
-                "--global-hooks-dir",
-                "global-hooks",
-            ])
+            // `MODULES_DIR` in `env` (flant's variable) replaces the flag's `modules`.
+            .args(["--modules-dir", modules_dir])
+            .args(["--global-hooks-dir", "global-hooks"])
             .arg("--tmp-dir")
             .arg(root.join("tmp"))
             .arg("--debug-unix-socket")

@@ -11,3 +11,4 @@ mod helm;
 mod metrics;
 mod operator;
 mod reactions;
+mod scenarios;

@@ -1,0 +1,6 @@
+#!/bin/sh
+if [ "$1" = "--config" ]; then
+  echo '{"configVersion":"v1","onStartup":1}'
+  exit 0
+fi
+echo "backend module started"
