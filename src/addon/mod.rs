@@ -151,9 +151,17 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     helm.work_dir = Some(config.tmp_dir.clone());
     // Every released object gets `heritage: addon-operator` from our own binary as
     // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
-    let binary = std::env::current_exe().map_err(|e| format!("the operator's own path: {e}"))?;
-    let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
-    helm.post_renderer = Some((binary, plugins));
+    match own_path() {
+        Some(binary) => {
+            let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
+            helm.post_renderer = Some((binary, plugins));
+        }
+        None => log::warn(
+            "cannot find the operator's own path (no /proc and argv[0] is relative): \
+             releases get no heritage label",
+            &[],
+        ),
+    }
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
     match helm.major_version() {
@@ -312,6 +320,15 @@ impl Started {
             runner,
         })
     }
+}
+
+/// The operator binary's path for helm's post-renderer: `/proc/self/exe`, else an
+/// absolute argv[0] (a scratch image without /proc).
+fn own_path() -> Option<std::path::PathBuf> {
+    std::env::current_exe().ok().or_else(|| {
+        let argv0 = std::path::PathBuf::from(std::env::args_os().next()?);
+        (argv0.is_absolute() && argv0.is_file()).then_some(argv0)
+    })
 }
 
 /// addon-operator's own client (ConfigMap reads and writes, resource checks).

@@ -74,6 +74,25 @@ fn build_root(dir: &Path) -> PathBuf {
 /// runtime, the test provides `/dev/null` (bind-mounted in a private mount
 /// namespace): the operator gives hooks `/dev/null` as stdin.
 fn start_in(root: &Path) -> Child {
+    let args = [
+        "start",
+        "--hooks-dir",
+        "/hooks",
+        "--tmp-dir",
+        "/tmp/shell-operator",
+        "--listen-address",
+        "127.0.0.1",
+        "--listen-port",
+        "0",
+        "--debug-unix-socket",
+        "/tmp/run/debug.socket",
+    ];
+    run_in(root, &args, &[])
+}
+
+/// Runs `/shell-operator <args>` chrooted into `root` as uid 65534, with only
+/// `PATH`, `LOG_TYPE=json` and `env` in its environment.
+fn run_in(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
     // SAFETY: geteuid has no preconditions.
     let as_root = unsafe { libc::geteuid() } == 0;
     let (ns, user): (&[&str], &str) = if as_root {
@@ -88,18 +107,11 @@ fn start_in(root: &Path) -> Child {
     cmd.args(ns)
         .args(["--", "/bin/sh", "-c", &script])
         .arg(root)
-        .args([
-            "start",
-            "--hooks-dir",
-            "/hooks",
-            "--tmp-dir",
-            "/tmp/shell-operator",
-        ])
-        .args(["--listen-address", "127.0.0.1", "--listen-port", "0"])
-        .args(["--debug-unix-socket", "/tmp/run/debug.socket"])
+        .args(args)
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .env("LOG_TYPE", "json")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     cmd.spawn().expect("start unshare")
@@ -174,5 +186,102 @@ fn static_binary_runs_in_an_empty_root() {
     assert!(
         !root.join("tmp/run/debug.socket").exists(),
         "debug socket removed"
+    );
+}
+
+/// addon-operator from the same image: the static binary, the static helm and a
+/// module in a root that holds nothing else, as uid 65534, against kube-sim; the
+/// module's release is installed (through our binary as helm's post-renderer) and
+/// the process stops cleanly.
+#[test]
+fn addon_operator_runs_in_an_empty_root_with_static_helm() {
+    let dir = TempDir::new("empty-root-addon");
+    let root = dir.0.join("root");
+    for d in ["dev", "tmp", "global-hooks", "modules/001-hello/templates"] {
+        std::fs::create_dir_all(root.join(d)).expect("mkdir");
+    }
+    std::fs::write(root.join("dev/null"), "").expect("dev/null mount point");
+    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
+        .expect("chmod tmp");
+    std::fs::copy(static_binary(), root.join("shell-operator")).expect("copy binary");
+    let helm = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/bin/helm");
+    assert!(
+        helm.is_file(),
+        "run scripts/install-k8s-clients.sh: no {}",
+        helm.display()
+    );
+    std::fs::copy(&helm, root.join("helm")).expect("copy helm");
+    std::fs::write(root.join("modules/values.yaml"), "helloEnabled: true\n").expect("values");
+    std::fs::write(
+        root.join("modules/001-hello/Chart.yaml"),
+        "apiVersion: v2\nname: hello\nversion: 0.0.1\n",
+    )
+    .expect("chart");
+    std::fs::write(
+        root.join("modules/001-hello/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  from: scratch\n",
+    )
+    .expect("template");
+    let sim = kube_sim::Sim::start();
+    sim.create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "addons"}}))
+        .expect("namespace");
+    sim.write_kubeconfig(&root.join("kubeconfig"))
+        .expect("kubeconfig");
+    std::fs::set_permissions(
+        root.join("kubeconfig"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .expect("chmod");
+    let args = [
+        "addon-operator",
+        "start",
+        "--namespace",
+        "addons",
+        "--modules-dir",
+        "/modules",
+        "--global-hooks-dir",
+        "/global-hooks",
+        "--tmp-dir",
+        "/tmp/addon-operator",
+        "--debug-unix-socket",
+        "/tmp/run/debug.socket",
+        "--prometheus-listen-address",
+        "127.0.0.1",
+        "--prometheus-listen-port",
+        "0",
+    ];
+    let env = [("KUBECONFIG", "/kubeconfig"), ("HELM_BIN_PATH", "/helm")];
+    let mut child = KillOnDrop(run_in(&root, &args, &env));
+    let child = &mut child.0;
+    let (tx, rx) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut logs = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let cm = loop {
+        logs.extend(rx.try_iter());
+        if let Some(cm) = sim.get("v1", "ConfigMap", "addons", "hello") {
+            break cm;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not installed; logs:\n{}",
+            logs.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(cm["data"]["from"], "scratch");
+    assert_eq!(cm["metadata"]["labels"]["heritage"], "addon-operator");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert!(
+        status.success(),
+        "exit status {status:?}; logs:\n{}",
+        logs.join("\n")
     );
 }
