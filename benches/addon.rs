@@ -37,6 +37,9 @@ const GLOBAL_HOOKS: usize = 10;
 /// Longest wait for the first converge.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// What a measurement samples from the ready operator (its process and port).
+type Sample<'a, T> = &'a dyn Fn(&Child, u16) -> T;
+
 /// Paths the bench runs with.
 struct Setup {
     operator: PathBuf,
@@ -81,6 +84,7 @@ fn main() {
 
     converge_ratio(&setup, rounds);
     idle_rss(&setup);
+    monitor_cost(&setup);
     binary_size(&setup.operator);
     let work = setup.work.clone();
     drop(setup);
@@ -106,7 +110,7 @@ fn converge_ratio(s: &Setup, rounds: usize) {
     let mut ratios = Vec::new();
     for round in 1..=rounds {
         let direct = direct_helm(s, &layout, &format!("direct-{round}"), false);
-        let (op, ()) = run_operator(s, &layout, &format!("addons-{round}"), None);
+        let (op, ()) = run_operator(s, &layout, &format!("addons-{round}"), None, &[]);
         let same = direct_helm(s, &layout, &format!("same-{round}"), true);
         let ratio = op.as_secs_f64() / direct.as_secs_f64();
         println!(
@@ -141,14 +145,14 @@ fn converge_ratio(s: &Setup, rounds: usize) {
 fn idle_rss(s: &Setup) {
     let layout = s.work.join("hooked");
     write_layout(&layout, true);
-    let sample = |child: &Child| {
+    let sample = |child: &Child, _port: u16| {
         std::thread::sleep(Duration::from_secs(2));
         (
             proc_status_kb(child.id(), "VmRSS:"),
             proc_status_kb(child.id(), "VmHWM:"),
         )
     };
-    let (took, (rss, hwm)) = run_operator(s, &layout, "idle", Some(&sample));
+    let (took, (rss, hwm)) = run_operator(s, &layout, "idle", Some(&sample), &[]);
     println!(
         "idle, {MODULES} modules (beforeHelm hook each) + {GLOBAL_HOOKS} global hooks (onStartup, beforeAll, afterAll, schedule):"
     );
@@ -161,6 +165,89 @@ fn idle_rss(s: &Setup) {
         rss as f64 / 1024.0,
         hwm as f64 / 1024.0
     );
+}
+
+/// Objects per module chart in the resource monitor measurement.
+const OBJECTS: usize = 20;
+/// Check periods the resource monitor measurement averages over.
+const PERIODS: u64 = 10;
+
+/// Measurement 4: the resource monitor on 20 modules × 20 objects with a 1 s period:
+/// API requests (its client's `kubernetes_client_request_result_total`) and CPU
+/// (utime + stime of `/proc/<pid>/stat`) per check, and VmRSS while it runs.
+fn monitor_cost(s: &Setup) {
+    let layout = s.work.join("monitored");
+    write_layout(&layout, false);
+    for i in 1..=MODULES {
+        let (dir, name) = module_name(i);
+        let cms = format!(
+            "{{{{- range $i := until {OBJECTS} }}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-{{{{ $i }}}}\ndata:\n  message: {{{{ $.Values.{name}.message | quote }}}}\n{{{{- end }}}}\n"
+        );
+        std::fs::write(
+            layout.join("modules").join(dir).join("templates/cm.yaml"),
+            cms,
+        )
+        .expect("template");
+    }
+    let sample = |child: &Child, port: u16| {
+        // The first checks read each release's manifest once; measure after them.
+        std::thread::sleep(Duration::from_secs(3));
+        let before = (monitor_requests(port), cpu_ticks(child.id()));
+        std::thread::sleep(Duration::from_secs(PERIODS));
+        let after = (monitor_requests(port), cpu_ticks(child.id()));
+        let rss = proc_status_kb(child.id(), "VmRSS:");
+        (after.0 - before.0, after.1 - before.1, rss)
+    };
+    let env = [("ADDON_OPERATOR_RESOURCES_CHECK_PERIOD", "1s")];
+    let (_, (requests, ticks, rss)) = run_operator(s, &layout, "monitored", Some(&sample), &env);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    println!(
+        "resource monitor, {MODULES} modules × {OBJECTS} ConfigMaps, check every 1 s, {PERIODS} checks:"
+    );
+    println!(
+        "  API requests per check     : {:>6.1}  (one list of release Secrets + one ConfigMap list; target: one list per kind and namespace, not {} GETs)",
+        requests / PERIODS as f64,
+        MODULES * OBJECTS
+    );
+    println!(
+        "  CPU per check              : {:>6.1} ms",
+        ticks as f64 / hz * 1000.0 / PERIODS as f64
+    );
+    println!(
+        "  VmRSS with the monitor     : {:>6.2} MiB ({rss} kB)  (target ≤ 12 MB)",
+        rss as f64 / 1024.0
+    );
+}
+
+/// Requests the resource monitor's client made so far (every verb and code).
+fn monitor_requests(port: u16) -> f64 {
+    let body = common::http_get_body(port, "/metrics");
+    body.lines()
+        .filter(|l| {
+            l.starts_with("addon_operator_kubernetes_client_request_result_total{")
+                && l.contains("component=\"helm_monitor\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let get = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    get(11) + get(12)
 }
 
 /// Measurement 3: the binary's size on disk.
@@ -317,7 +404,8 @@ fn run_operator<T: Default>(
     s: &Setup,
     layout: &Path,
     ns: &str,
-    sample: Option<&dyn Fn(&Child) -> T>,
+    sample: Option<Sample<'_, T>>,
+    env: &[(&str, &str)],
 ) -> (Duration, T) {
     create_namespace(s, ns);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -344,6 +432,7 @@ fn run_operator<T: Default>(
         .arg(&s.sim.kubeconfig)
         .env("HELM_BIN_PATH", &s.helm)
         .env("HOME", s.work.join("home"))
+        .envs(env.iter().copied())
         .stdout(log.try_clone().expect("log file"))
         .stderr(log)
         .spawn()
@@ -351,7 +440,7 @@ fn run_operator<T: Default>(
     wait_ready(&mut child, port, &run.join("operator.log"));
     let took = started.elapsed();
     let deployed = deployed_releases(s, ns);
-    let measured = sample.map(|f| f(&child)).unwrap_or_default();
+    let measured = sample.map(|f| f(&child, port)).unwrap_or_default();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(

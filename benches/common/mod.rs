@@ -149,6 +149,20 @@ pub fn start_operator(
 }
 
 /// True once the operator on `port` answers `/ready` with 200.
+/// The body of `GET path` on `127.0.0.1:port` ("" when it cannot be read).
+pub fn http_get_body(port: u16, path: &str) -> String {
+    use std::io::Write;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = write!(s, "GET {path} HTTP/1.0\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
 pub fn ready(port: u16) -> bool {
     use std::io::Write;
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {

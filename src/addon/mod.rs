@@ -136,7 +136,11 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     let mut monitor_settings = config.kube.main_settings("helm_monitor");
     monitor_settings.qps = flags.monitor_qps;
     monitor_settings.burst = flags.monitor_burst;
-    let monitor_client = Client::from_config(&monitor_settings)
+    let monitor_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "helm_monitor");
+    monitor_metrics
+        .register(metrics.registry())
+        .map_err(|e| format!("resource monitor client metrics: {e}"))?;
+    let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref())
