@@ -10,5 +10,6 @@ mod harness;
 mod helm;
 mod metrics;
 mod operator;
+mod production;
 mod reactions;
 mod scenarios;
