@@ -14,13 +14,16 @@
 //! the binding of an internal hook (owner [`Owner::ConfigMap`]) whose runs the
 //! engine handles instead of executing anything.
 
+mod config_changes;
 pub mod configmap;
+mod converge;
 mod debug;
 mod enabled;
 mod engine;
 pub mod flags;
 pub mod helm;
 mod hook_values;
+mod module_run;
 pub mod modules;
 pub mod post_render;
 mod resources;

@@ -69,13 +69,23 @@ fn deleted_objects_come_back_and_unexpected_releases_are_redeployed() {
     assert_eq!(count(&addon.metrics(), series), Some(1.0));
     assert_eq!(addon.revisions("heal"), vec![1, 2], "one run, one upgrade");
 
-    // A release whose latest revision is marked failed is redeployed.
-    let mut secret: Value = addon
-        .sim
-        .get("v1", "Secret", NS, "sh.helm.release.v1.heal.v2")
-        .expect("release");
-    secret["metadata"]["labels"]["status"] = "failed".into();
-    addon.sim.update(secret).expect("mark failed");
+    // A release whose latest revision is marked failed is redeployed. helm writes
+    // revision 2 `deployed` last, after the objects: mark it only after that.
+    let deadline = Instant::now() + LONG;
+    loop {
+        let secret = addon
+            .sim
+            .get("v1", "Secret", NS, "sh.helm.release.v1.heal.v2");
+        if let Some(mut secret) = secret.filter(|s| s["metadata"]["labels"]["status"] == "deployed")
+        {
+            secret["metadata"]["labels"]["status"] = "failed".into();
+            if addon.sim.update(secret).is_ok() {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "revision 2 never deployed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let deadline = Instant::now() + LONG;
     while addon.revisions("heal") != vec![1, 2, 3] {
         assert!(

@@ -1,0 +1,374 @@
+//! A module's run and delete in the addon engine: startup (onStartup hooks, then
+//! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
+//! decision of spec §5.3, a revision left pending by a killed helm), afterHelm hooks;
+//! and ModuleDelete (schedules and watches off, helm uninstall, afterDeleteHelm).
+
+use super::engine::AddonHandler;
+use super::helm::{self, object_exists_in};
+use super::modules::Owner;
+use crate::hook::context::{BindingContext, BindingType};
+use crate::log;
+use crate::queue::{Step, Task, TaskKind};
+use crate::schedule::Control;
+use std::path::Path;
+use std::time::Instant;
+
+impl AddonHandler {
+    /// Marks module `m` as running while `f` runs (the resource monitor skips it).
+    pub(super) fn in_run<T>(&self, m: usize, f: impl FnOnce() -> T) -> T {
+        let mark = |on: bool| {
+            if let Some(state) = self.shared.lock().modules.get_mut(m) {
+                state.in_run = on;
+            }
+        };
+        mark(true);
+        let result = f();
+        mark(false);
+        result
+    }
+
+    pub(super) fn counted_run(
+        &self,
+        m: usize,
+        do_startup: bool,
+        event: &str,
+    ) -> Result<Vec<Task>, String> {
+        let start = Instant::now();
+        let result = self.in_run(m, || self.module_run(m, do_startup, event));
+        self.shared
+            .metrics
+            .module_run_seconds
+            .with_label_values(&[&self.module_name(m), event])
+            .observe(start.elapsed().as_secs_f64());
+        result.inspect_err(|e| {
+            let name = self.module_name(m);
+            self.shared
+                .metrics
+                .module_run_errors_total
+                .with_label_values(&[&name])
+                .inc();
+            log::error(
+                "module run failed, will retry",
+                &[("module", &name), ("error", e)],
+            );
+        })
+    }
+
+    pub(super) fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
+        self.in_run(m, || self.module_delete(m))
+            .map(|()| Vec::new())
+            .inspect_err(|e| {
+                let name = self.module_name(m);
+                self.shared
+                    .metrics
+                    .module_delete_errors_total
+                    .with_label_values(&[&name])
+                    .inc();
+                log::error(
+                    "module delete failed, will retry",
+                    &[("module", &name), ("error", e)],
+                );
+            })
+    }
+
+    pub(super) fn module_name(&self, m: usize) -> String {
+        self.shared
+            .layout
+            .modules
+            .get(m)
+            .map(|m| m.name.clone())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn module_run(
+        &self,
+        m: usize,
+        do_startup: bool,
+        event: &str,
+    ) -> Result<Vec<Task>, String> {
+        let (enabled, started) = {
+            let mut st = self.shared.lock();
+            let state = st.modules.get_mut(m).ok_or("no such module")?;
+            state.run_pending = false;
+            state.activation = event.to_string();
+            (state.enabled, state.started)
+        };
+        if !enabled {
+            return Ok(Vec::new());
+        }
+        let name = self.module_name(m);
+        if !started {
+            return self.module_startup(m, &name, event);
+        }
+        log::info(
+            "module run",
+            &[
+                ("module", &name),
+                ("event", event),
+                ("startup", &do_startup.to_string()),
+            ],
+        );
+        self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
+        if self.shared.layout.modules[m].has_chart {
+            self.helm_phase(m, event)?;
+        }
+        let before = self.shared.lock().module_checksum(m);
+        self.run_lifecycle(Owner::Module(m), BindingType::AfterHelm)?;
+        if self.shared.lock().module_checksum(m) != before {
+            let again = Step::ModuleRun {
+                module: m,
+                name,
+                do_startup: false,
+                event: "AfterHelm-Hooks-Change-Values".into(),
+            };
+            return Ok(vec![Task::step(again)]);
+        }
+        Ok(Vec::new())
+    }
+
+    /// onStartup hooks, then Enable tasks for the module's bindings (their
+    /// Synchronization runs next), then the module run proper.
+    pub(super) fn module_startup(
+        &self,
+        m: usize,
+        name: &str,
+        event: &str,
+    ) -> Result<Vec<Task>, String> {
+        log::info("module startup", &[("module", name), ("event", event)]);
+        let mut on_startup: Vec<(f64, usize)> = self
+            .shared
+            .hooks_of(Owner::Module(m))
+            .filter_map(|(i, h)| h.config.on_startup.map(|o| (o, i)))
+            .collect();
+        on_startup.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (_, i) in on_startup {
+            let hook = &self.shared.hooks[i];
+            let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
+            self.runner.run_hook(&task, "main")?;
+        }
+        let kube_enabled = {
+            let mut st = self.shared.lock();
+            st.modules[m].started = true;
+            std::mem::replace(&mut st.modules[m].kube_enabled, true)
+        };
+        let mut tasks = Vec::new();
+        for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
+            if hook.has_kube_bindings() && !kube_enabled {
+                tasks.push(Task::enable(
+                    TaskKind::EnableKubernetesBindings,
+                    i,
+                    &hook.name,
+                ));
+            }
+            if !hook.config.schedule.is_empty() {
+                tasks.push(Task::enable(
+                    TaskKind::EnableScheduleBindings,
+                    i,
+                    &hook.name,
+                ));
+            }
+        }
+        tasks.push(Task::step(Step::ModuleRun {
+            module: m,
+            name: name.to_string(),
+            do_startup: false,
+            event: event.to_string(),
+        }));
+        Ok(tasks)
+    }
+
+    /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
+    pub(super) fn helm_phase(&self, m: usize, event: &str) -> Result<(), String> {
+        let start = Instant::now();
+        let result = self.helm_phase_untimed(m, event);
+        self.shared
+            .metrics
+            .module_helm_seconds
+            .with_label_values(&[&self.module_name(m), event])
+            .observe(start.elapsed().as_secs_f64());
+        result
+    }
+
+    pub(super) fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), String> {
+        let module = &self.shared.layout.modules[m];
+        let values = {
+            let st = self.shared.lock();
+            let enabled = st.enabled_names(&self.shared.layout, None);
+            let (_, values) = st.module_files(m, enabled)?;
+            let section = values.get(&module.key).cloned().unwrap_or_default();
+            st.modules[m]
+                .scope
+                .check_helm(&section)
+                .map_err(|e| format!("check helm values: {e}"))?;
+            values
+        };
+        let file = self.shared.tmp_dir.join(format!(
+            "{}.module-values.yaml-{}",
+            module.name,
+            std::process::id()
+        ));
+        let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text, event);
+        let _ = std::fs::remove_file(&file);
+        result
+    }
+
+    /// Upgrades when the release is absent or not deployed, or when the rendered
+    /// objects differ from the release's or one of them is missing from the cluster.
+    /// The release is read from its storage Secrets, so a first install costs one helm
+    /// process; a release whose values and chart files have the checksum stored with it
+    /// skips comparing manifests (only the missing-object check renders the chart).
+    pub(super) fn upgrade_if_needed(
+        &self,
+        name: &str,
+        chart: &Path,
+        file: &Path,
+        values: &[u8],
+        event: &str,
+    ) -> Result<(), String> {
+        let helm = &self.shared.helm;
+        let metrics = &self.shared.metrics;
+        let checksum = helm::checksum(&String::from_utf8_lossy(values), chart)?;
+        let reason = metrics.helm_op(name, event, "check-upgrade", || {
+            Ok::<_, String>(match self.last_release(name)? {
+                None => Some("release absent".to_string()),
+                Some(r) if r.status.starts_with("pending-") => {
+                    self.clear_pending(name, &r)?;
+                    Some(format!(
+                        "status {} (revision {} left by an interrupted helm, removed)",
+                        r.status, r.revision
+                    ))
+                }
+                Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
+                Some(r) => {
+                    let render = || helm.render(name, chart, file);
+                    let manifest = metrics.helm_op(name, event, "template", render)?;
+                    let changed = r.checksum.as_deref() != Some(checksum.as_str())
+                        && !helm::same_objects(&manifest, &helm.manifest(name)?)?;
+                    if changed {
+                        Some("rendered objects changed".to_string())
+                    } else {
+                        self.missing_object(&manifest)?
+                    }
+                }
+            })
+        })?;
+        match reason {
+            Some(reason) => {
+                log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
+                let upgrade = || helm.upgrade(name, chart, file, &checksum);
+                metrics.helm_op(name, event, "upgrade", upgrade)
+            }
+            None => {
+                log::info("helm upgrade not needed", &[("module", name)]);
+                Ok(())
+            }
+        }
+    }
+
+    /// A revision left `pending-install`/`-upgrade`/`-rollback` by a helm that was
+    /// killed (the operator restarted mid-upgrade) makes helm refuse every later
+    /// operation ("another operation is in progress"): its storage Secret is deleted,
+    /// so the next upgrade starts from the last finished revision.
+    pub(super) fn clear_pending(&self, name: &str, release: &helm::Release) -> Result<(), String> {
+        if !secrets_driver() {
+            return Err(format!(
+                "release {name} is {} and HELM_DRIVER is not secrets: recover it by hand",
+                release.status
+            ));
+        }
+        let secret = format!("sh.helm.release.v1.{name}.v{}", release.revision);
+        log::warn(
+            "removing a release revision left pending by an interrupted helm",
+            &[
+                ("module", name),
+                ("secret", &secret),
+                ("status", &release.status),
+            ],
+        );
+        let secrets = crate::kube::Resource {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "secrets".into(),
+            kind: "Secret".into(),
+            namespaced: true,
+        };
+        let api = self
+            .shared
+            .client
+            .api(&secrets, Some(&self.shared.namespace));
+        match api.delete(&secret, None) {
+            Ok(()) => Ok(()),
+            Err(e) if e.status_code() == Some(404) => Ok(()),
+            Err(e) => Err(format!("release {name}: deleting {secret}: {e}")),
+        }
+    }
+
+    /// `Some("resource … absent")` for the first rendered object not in the cluster.
+    pub(super) fn missing_object(&self, manifest: &str) -> Result<Option<String>, String> {
+        let (client, ns) = (&self.shared.client, &self.shared.namespace);
+        for obj in helm::manifest_objects(manifest)? {
+            if !object_exists_in(client, &obj, ns)? {
+                return Ok(Some(format!("resource {obj} absent")));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The release's latest revision: the converge's list if it has the module's
+    /// entry, else from helm's storage Secrets with our client (no helm process), or
+    /// `helm history` when `HELM_DRIVER` names other storage.
+    pub(super) fn last_release(&self, name: &str) -> Result<Option<helm::Release>, String> {
+        if let Some(cached) = self.shared.lock().releases.remove(name) {
+            return Ok(cached);
+        }
+        if secrets_driver() {
+            helm::release_from_secrets(&self.shared.client, &self.shared.namespace, name)
+        } else {
+            self.shared.helm.last_release(name)
+        }
+    }
+
+    /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
+    pub(super) fn module_delete(&self, m: usize) -> Result<(), String> {
+        let name = self.module_name(m);
+        let event = {
+            let mut st = self.shared.lock();
+            let event = st.converge.event.clone();
+            if let Some(state) = st.modules.get_mut(m) {
+                state.activation = event.clone();
+            }
+            event
+        };
+        log::info("module delete", &[("module", &name)]);
+        for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
+            if !hook.config.schedule.is_empty() {
+                let _ = self.shared.scheduler.send(Control::Disable(i));
+            }
+            if hook.has_kube_bindings()
+                && let Some(kube) = &self.runner.kube
+            {
+                kube.disable(i)?;
+            }
+        }
+        self.shared.lock().modules[m].kube_enabled = false;
+        if self.shared.layout.modules[m].has_chart
+            && self.shared.helm.last_release(&name)?.is_some()
+        {
+            let uninstall = || self.shared.helm.uninstall(&name);
+            self.shared
+                .metrics
+                .helm_op(&name, &event, "uninstall", uninstall)?;
+        }
+        self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)?;
+        self.shared.lock().modules[m].started = false;
+        Ok(())
+    }
+}
+
+/// Whether helm stores releases in Secrets (its default), which we then read ourselves.
+pub(super) fn secrets_driver() -> bool {
+    let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
+    matches!(driver.as_str(), "" | "secret" | "secrets")
+}
