@@ -11,7 +11,8 @@
 //! release revision it has not seen yet, and one list per kind and namespace of the
 //! rendered objects (never one GET per object), on its own client
 //! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`). Modules that are disabled, not started,
-//! running, or already have a run queued are skipped, so one problem queues one run.
+//! running, or already have a run queued are skipped, and so is every module while a
+//! converge is on, so one problem queues one run.
 
 use super::helm::{self, ObjectRef};
 use super::state::Shared;
@@ -122,6 +123,10 @@ impl ResourceMonitor {
     /// Enabled, started modules with a chart, not running and with no run queued.
     fn idle_modules(&self) -> Vec<(usize, String)> {
         let st = self.shared.lock();
+        // A converge runs every module anyway; its queued runs are not marked pending.
+        if st.converge.active {
+            return Vec::new();
+        }
         let layout = &self.shared.layout;
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
