@@ -533,6 +533,17 @@ pub fn release_reason(last: Option<&Release>, checksum: &str) -> Option<String> 
 /// The release label that carries the checksum (flant's newer name).
 pub const CHECKSUM_LABEL: &str = "moduleChecksum";
 
+/// Secrets, where helm stores releases (`sh.helm.release.v1.<name>.v<N>`).
+pub fn secrets_resource() -> crate::kube::Resource {
+    crate::kube::Resource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "secrets".into(),
+        kind: "Secret".into(),
+        namespaced: true,
+    }
+}
+
 /// The latest revision of `release` read from helm's storage Secrets
 /// (`owner=helm,name=<release>` labels: `version`, `status`, `moduleChecksum`) with
 /// our kube client: no helm process. `None` when there is no revision.
@@ -553,13 +564,7 @@ pub fn releases_from_secrets(
     namespace: &str,
     selector: &str,
 ) -> Result<std::collections::BTreeMap<String, Release>, String> {
-    let secrets = crate::kube::Resource {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "secrets".into(),
-        kind: "Secret".into(),
-        namespaced: true,
-    };
+    let secrets = secrets_resource();
     let params = crate::kube::ListParams {
         label_selector: format!("owner=helm{selector}"),
         ..Default::default()

@@ -287,13 +287,7 @@ impl AddonHandler {
                 ("status", &release.status),
             ],
         );
-        let secrets = crate::kube::Resource {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "secrets".into(),
-            kind: "Secret".into(),
-            namespaced: true,
-        };
+        let secrets = helm::secrets_resource();
         let api = self
             .shared
             .client
