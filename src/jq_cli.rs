@@ -2,9 +2,11 @@
 //! the binary is invoked as `jq` (a symlink or copy named `jq`), so shell hooks in
 //! a scratch image need no separate jq. Filters run through [`crate::jq`] (jaq).
 //!
-//! Flags: `-r` raw strings, `-c` compact, `-e` exit status from the last output,
-//! `-n` null input, `-s`/`--slurp` all inputs as one array, `--arg name value`,
-//! `--argjson name json`; short flags combine (`-rc`). `$ENV` is defined.
+//! Flags: `-r` raw strings, `-j` raw without newlines, `-c` compact, `--tab`,
+//! `--indent n`, `-S` (keys are always sorted here), `-e` exit status from the last
+//! output, `-n` null input, `-s`/`--slurp` all inputs as one array, `--arg name value`,
+//! `--argjson name json`, `--slurpfile name file`, `--rawfile name file`,
+//! `--version`; short flags combine (`-rc`). `$ENV` is defined.
 //! Exit codes follow jq: 0 ok; with `-e` 1 if the last output was false or null,
 //! 4 if there was none; 2 usage or input errors; 3 compile errors; 5 runtime errors.
 
@@ -15,7 +17,12 @@ use std::io::{Read, Write};
 #[derive(Debug, Default)]
 struct Opts {
     raw: bool,
+    /// `-j`: raw strings and no newline after each output.
+    join: bool,
     compact: bool,
+    /// Pretty-printing indent (`--tab`, `--indent n`); `None` is jq's two spaces.
+    indent: Option<Vec<u8>>,
+    version: bool,
     exit_status: bool,
     null_input: bool,
     slurp: bool,
@@ -30,14 +37,18 @@ pub fn main(args: &[String]) -> i32 {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
-                "jq: error: {e}\nUse jq [-r] [-c] [-e] [-n] [-s] [--arg n v] [--argjson n json] <filter> [files...]"
+                "jq: error: {e}\nUse jq [-r] [-j] [-c] [-e] [-n] [-s] [-S] [--tab] [--indent n] [--arg n v] [--argjson n json] [--slurpfile n f] [--rawfile n f] <filter> [files...]"
             );
             return 2;
         }
     };
+    if opts.version {
+        println!("jq-1.6");
+        return 0;
+    }
     let Some(code) = opts.filter.clone() else {
         eprintln!(
-            "Usage: jq [-r] [-c] [-e] [-n] [-s] [--arg n v] [--argjson n json] <filter> [files...]"
+            "Usage: jq [-r] [-j] [-c] [-e] [-n] [-s] [-S] [--tab] [--indent n] [--arg n v] [--argjson n json] [--slurpfile n f] [--rawfile n f] <filter> [files...]"
         );
         return 2;
     };
@@ -92,6 +103,34 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 };
                 o.vars.push((name, value));
             }
+            "--slurpfile" | "--rawfile" => {
+                let name = take("a name and a file")?;
+                let file = take("a file")?;
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|e| format!("{a} {name}: could not open {file}: {e}"))?;
+                let value = if a == "--rawfile" {
+                    Value::String(text)
+                } else {
+                    let values: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(&text)
+                        .into_iter::<Value>()
+                        .collect();
+                    Value::Array(values.map_err(|e| format!("{a} {name}: {file}: {e}"))?)
+                };
+                o.vars.push((name, value));
+            }
+            "--indent" => {
+                let n: usize = take("a number")?
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= 7)
+                    .ok_or("--indent takes a number from 0 to 7")?;
+                o.indent = Some(vec![b' '; n]);
+                o.compact = n == 0;
+            }
+            "--tab" => o.indent = Some(b"\t".to_vec()),
+            "--version" => o.version = true,
+            "--join-output" => (o.raw, o.join) = (true, true),
+            "--sort-keys" => {}
             "--raw-output" => o.raw = true,
             "--compact-output" => o.compact = true,
             "--exit-status" => o.exit_status = true,
@@ -109,6 +148,8 @@ fn short_flags(o: &mut Opts, letters: &str) -> Result<(), String> {
     for c in letters.chars() {
         match c {
             'r' => o.raw = true,
+            'j' => (o.raw, o.join) = (true, true),
+            'S' => {} // keys are always sorted (serde_json's maps)
             'c' => o.compact = true,
             'e' => o.exit_status = true,
             'n' => o.null_input = true,
@@ -195,10 +236,25 @@ fn write_value(out: &mut impl Write, o: &Opts, v: &Value) -> std::io::Result<()>
     let text = match v {
         Value::String(s) if o.raw => s.clone(),
         _ if o.compact => v.to_string(),
-        _ => serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
+        _ => pretty(v, o.indent.as_deref().unwrap_or(b"  ")),
     };
     out.write_all(text.as_bytes())?;
+    if o.join {
+        return Ok(());
+    }
     out.write_all(b"\n")
+}
+
+/// `v` pretty-printed with `indent` per level.
+fn pretty(v: &Value, indent: &[u8]) -> String {
+    use serde::Serialize;
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent);
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    match v.serialize(&mut ser) {
+        Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| v.to_string()),
+        Err(_) => v.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +289,15 @@ mod tests {
         );
         assert_eq!((o.filter.as_deref(), o.files.len()), (Some(".a"), 2));
         assert!(parse(&["-z".to_string()]).is_err());
+        let more: Vec<String> = ["-jS", "--tab", "--version", "."]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse(&more).expect("parse");
+        assert!(o.raw && o.join && o.version);
+        assert_eq!(o.indent.as_deref(), Some(&b"\t"[..]));
+        let bad = ["--indent".to_string(), "9".to_string()];
+        assert!(parse(&bad).is_err());
         assert!(parse(&["--argjson".into(), "n".into(), "{".into()]).is_err());
     }
 }

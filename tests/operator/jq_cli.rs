@@ -112,3 +112,41 @@ fn files_and_argv0_jq() {
     );
     assert_eq!((code, out.as_str()), (0, "a\nb\n"));
 }
+
+/// jq 1.6's other command-line options hooks use: `--version`, `-j`, `--tab`,
+/// `--indent`, `-S`, `--slurpfile`, `--rawfile`.
+#[test]
+fn jq_16_options() {
+    let (code, out, _) = jq(&["--version"], "");
+    assert_eq!((code, out.as_str()), (0, "jq-1.6\n"));
+    assert_eq!(jq(&["-j", ".a"], "{\"a\":\"x\"} {\"a\":\"y\"}").1, "xy");
+    assert_eq!(jq(&["--tab", "."], "{\"a\":1}").1, "{\n\t\"a\": 1\n}\n");
+    assert_eq!(
+        jq(&["--indent", "1", "."], "{\"a\":1}").1,
+        "{\n \"a\": 1\n}\n"
+    );
+    assert_eq!(
+        jq(&["-S", "-c", "."], "{\"b\":1,\"a\":2}").1,
+        "{\"a\":2,\"b\":1}\n"
+    );
+    let dir = TempDir::new("jq-files");
+    std::fs::write(dir.0.join("v.json"), "1 2").expect("file");
+    std::fs::write(dir.0.join("t.txt"), "text\n").expect("file");
+    let slurp = dir.0.join("v.json").display().to_string();
+    let raw = dir.0.join("t.txt").display().to_string();
+    let out = jq(
+        &[
+            "-n",
+            "-c",
+            "--slurpfile",
+            "v",
+            &slurp,
+            "--rawfile",
+            "t",
+            &raw,
+            "[$v, $t]",
+        ],
+        "",
+    );
+    assert_eq!(out.1, "[[1,2],\"text\\n\"]\n", "{}", out.2);
+}
