@@ -148,9 +148,9 @@ pub fn start_operator(
     Ok((child, port))
 }
 
-/// True once the operator on `port` answers `/ready` with 200.
-/// The body of `GET path` on `127.0.0.1:port` ("" when it cannot be read).
-pub fn http_get_body(port: u16, path: &str) -> String {
+/// `GET path` on `127.0.0.1:port`: the whole answer, head and body ("" when it
+/// cannot be read).
+fn http_get(port: u16, path: &str) -> String {
     use std::io::Write;
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
         return String::new();
@@ -158,18 +158,18 @@ pub fn http_get_body(port: u16, path: &str) -> String {
     let _ = write!(s, "GET {path} HTTP/1.0\r\n\r\n");
     let mut text = String::new();
     let _ = s.read_to_string(&mut text);
+    text
+}
+
+/// The body of `GET path` on `127.0.0.1:port` ("" when it cannot be read).
+pub fn http_get_body(port: u16, path: &str) -> String {
+    let text = http_get(port, path);
     text.split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
         .unwrap_or_default()
 }
 
+/// True once the operator on `port` answers `/ready` with 200.
 pub fn ready(port: u16) -> bool {
-    use std::io::Write;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(s, "GET /ready HTTP/1.0\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.split_whitespace().nth(1) == Some("200")
+    http_get(port, "/ready").split_whitespace().nth(1) == Some("200")
 }

@@ -102,9 +102,8 @@ fn run_script(
         let stderr = String::from_utf8_lossy(&run.stderr);
         return Err(fail(format!("{}: {}", run.status, stderr.trim())));
     }
-    let mut result =
+    let result =
         read_bounded(&files.0[2]).map_err(|e| fail(format!("$MODULE_ENABLED_RESULT: {e}")))?;
-    result.truncate(result.trim_end().len());
     match result.trim() {
         "true" => Ok(true),
         "false" => Ok(false),
