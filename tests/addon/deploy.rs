@@ -65,23 +65,10 @@ fn addon_deployment_is_locked_down_and_probed() {
 fn every_addon_rbac_rule_has_a_comment() {
     let text =
         std::fs::read_to_string(repo_root().join("deploy/addon-operator/rbac.yaml")).expect("rbac");
-    let lines: Vec<&str> = text.lines().collect();
-    let rules: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].starts_with("- apiGroups:"))
-        .collect();
-    assert_eq!(
-        rules.len(),
-        find("rbac.yaml", "Role")["rules"]
-            .as_array()
-            .map_or(0, Vec::len)
-    );
-    for i in rules {
-        assert!(
-            lines[i - 1].starts_with('#'),
-            "rule at line {} has no comment",
-            i + 1
-        );
-    }
+    let rules = find("rbac.yaml", "Role")["rules"]
+        .as_array()
+        .map_or(0, Vec::len);
+    crate::common::assert_rules_commented(&text, rules);
 }
 
 #[test]

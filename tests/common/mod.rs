@@ -277,3 +277,32 @@ pub fn processes_mentioning(path: &Path) -> usize {
         .filter(|cmd| String::from_utf8_lossy(cmd).contains(&needle))
         .count()
 }
+
+/// Asserts that the RBAC manifest `text` has `rules` rules (`- apiGroups:` lines)
+/// and a comment line right above each of them.
+pub fn assert_rules_commented(text: &str, rules: usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("- apiGroups:"))
+        .collect();
+    assert_eq!(starts.len(), rules, "rules in the manifest");
+    for i in starts {
+        assert!(
+            i > 0 && lines[i - 1].starts_with('#'),
+            "rule at line {} has no comment",
+            i + 1
+        );
+    }
+}
+
+/// The lines a child writes to stdout, as they come (its stdout is taken).
+pub fn stdout_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}

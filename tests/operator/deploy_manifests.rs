@@ -87,23 +87,10 @@ fn deployment_is_locked_down_and_probed() {
 fn every_rbac_rule_has_a_comment() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
     let text = std::fs::read_to_string(path).expect("rbac.yaml");
-    let lines: Vec<&str> = text.lines().collect();
-    let rules: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].starts_with("- apiGroups:"))
-        .collect();
-    assert_eq!(
-        rules.len(),
-        find("rbac.yaml", "ClusterRole")["rules"]
-            .as_array()
-            .map_or(0, Vec::len)
-    );
-    for i in rules {
-        assert!(
-            lines[i - 1].starts_with('#'),
-            "rule at line {} has no comment",
-            i + 1
-        );
-    }
+    let rules = find("rbac.yaml", "ClusterRole")["rules"]
+        .as_array()
+        .map_or(0, Vec::len);
+    common::assert_rules_commented(&text, rules);
 }
 
 #[test]

@@ -11,11 +11,9 @@
 use crate::common;
 
 use common::{TempDir, http_get, metric};
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const MUSL: &str = "x86_64-unknown-linux-musl";
@@ -133,13 +131,7 @@ fn static_binary_runs_in_an_empty_root() {
     let root = build_root(&dir.0);
     let mut child = KillOnDrop(start_in(&root));
     let child = &mut child.0;
-    let (tx, rx) = mpsc::channel::<String>();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = common::stdout_lines(child);
     let mut logs = Vec::new();
     let mut port = None;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -253,13 +245,7 @@ fn addon_operator_runs_in_an_empty_root_with_static_helm() {
     let env = [("KUBECONFIG", "/kubeconfig"), ("HELM_BIN_PATH", "/helm")];
     let mut child = KillOnDrop(run_in(&root, &args, &env));
     let child = &mut child.0;
-    let (tx, rx) = mpsc::channel::<String>();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = common::stdout_lines(child);
     let mut logs = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     let cm = loop {
