@@ -64,7 +64,8 @@ pub struct Bound {
     cm_hook: usize,
     helm: Helm,
     client: Client,
-    config: KubeConfig,
+    /// Values of every scope with the ConfigMap applied (its schemas checked).
+    state: State,
     flags: AddonFlags,
     namespace: String,
     tmp_dir: std::path::PathBuf,
@@ -181,13 +182,16 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     }
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     metrics.count_bindings(&hooks, &owners, &layout);
+    let mut layout = layout;
+    let state = initial_state(&mut layout, kube_config)
+        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let bound = Bound {
         layout,
         owners,
         cm_hook,
         helm,
         client,
-        config: kube_config,
+        state,
         flags,
         namespace,
         tmp_dir: config.tmp_dir.clone(),
@@ -230,48 +234,16 @@ impl Bound {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
-    /// Step 2: the shared state; checks the ConfigMap's values against the schemas
-    /// (a bad one stops startup, as in flant).
+    /// Step 2: the shared state the engine, the values hook and the routes use.
     pub fn start(
-        mut self,
+        self,
         hooks: Arc<Vec<Hook>>,
         main: Sender<Task>,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
     ) -> Result<Started, String> {
-        let schemas = std::mem::replace(&mut self.layout.global_schemas, Schemas::none());
-        let mut global = Scope::new("global", self.layout.global_static.clone(), schemas);
-        global.check_config(&self.config.global)?;
-        global.config = self.config.global.clone();
-        let mut modules = Vec::new();
-        for m in &mut self.layout.modules {
-            let schemas = std::mem::replace(&mut m.schemas, Schemas::none());
-            let mut scope = Scope::new(&m.key, m.static_values.clone(), schemas);
-            let section = self.config.section(&m.key);
-            if self.config.modules.contains_key(&m.key) {
-                scope.check_config(&section)?;
-            }
-            scope.config = section;
-            modules.push(ModuleState {
-                scope,
-                enabled: false,
-                started: false,
-                kube_enabled: false,
-                run_pending: false,
-                in_run: false,
-                activation: String::new(),
-            });
-        }
-        let state = State {
-            global,
-            modules,
-            config: self.config,
-            dynamic: Default::default(),
-            enabled: Vec::new(),
-            converge: ConvergeState::default(),
-            releases: Default::default(),
-        };
+        let state = self.state;
         let debug = Arc::clone(&self.debug);
         let shared = Arc::new(Shared {
             layout: self.layout,
@@ -327,6 +299,44 @@ impl Started {
             runner,
         })
     }
+}
+
+/// The engine's first state: every scope with its static values, schemas and the
+/// ConfigMap's section, each section checked against its config schema (a bad one
+/// stops startup in the bind step, as in flant).
+fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, String> {
+    let schemas = std::mem::replace(&mut layout.global_schemas, Schemas::none());
+    let mut global = Scope::new("global", layout.global_static.clone(), schemas);
+    global.check_config(&config.global)?;
+    global.config = config.global.clone();
+    let mut modules = Vec::new();
+    for m in &mut layout.modules {
+        let schemas = std::mem::replace(&mut m.schemas, Schemas::none());
+        let mut scope = Scope::new(&m.key, m.static_values.clone(), schemas);
+        let section = config.section(&m.key);
+        if config.modules.contains_key(&m.key) {
+            scope.check_config(&section)?;
+        }
+        scope.config = section;
+        modules.push(ModuleState {
+            scope,
+            enabled: false,
+            started: false,
+            kube_enabled: false,
+            run_pending: false,
+            in_run: false,
+            activation: String::new(),
+        });
+    }
+    Ok(State {
+        global,
+        modules,
+        config,
+        dynamic: Default::default(),
+        enabled: Vec::new(),
+        converge: ConvergeState::default(),
+        releases: Default::default(),
+    })
 }
 
 /// The operator binary's path for helm's post-renderer: `/proc/self/exe`, else an
