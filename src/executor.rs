@@ -13,7 +13,7 @@ use crate::pipes::{self, ReadFd, Stream};
 use crate::process::{self, ExitStatus, Usage};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,6 +73,11 @@ impl RunResult {
 
 const STDERR_KEPT: usize = 64 * 1024;
 
+/// Most an output file (`$METRICS_PATH`, `$KUBERNETES_PATCH_PATH`, the webhook
+/// responses, addon-operator's values patches) may hold: 64 MiB. A bigger one fails
+/// the run unread (a symlink to a huge file must not fill the operator's memory).
+pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
+
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 /// The temp files of one run; removed on drop unless kept for debugging.
@@ -101,10 +106,10 @@ impl Drop for TempFiles {
 }
 
 impl Executor {
-    /// Creates the tmp dir (mode 0700) if needed.
-    pub fn prepare_tmp_dir(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.tmp_dir)?;
-        std::fs::set_permissions(&self.tmp_dir, std::fs::Permissions::from_mode(0o700))
+    /// Creates the tmp dir (mode 0700) if needed and checks it is ours and no
+    /// symlink (see `tmp_dir.rs`).
+    pub fn prepare_tmp_dir(&self) -> Result<(), String> {
+        crate::tmp_dir::prepare(&self.tmp_dir)
     }
 
     /// Runs `path` with the binding context that `context` writes (streamed into
@@ -259,7 +264,7 @@ fn read_output(path: &Path, var: &str) -> std::io::Result<Vec<u8>> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path);
-    let mut file = match opened {
+    let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(bad(e)),
@@ -268,8 +273,21 @@ fn read_output(path: &Path, var: &str) -> std::io::Result<Vec<u8>> {
         let kind = std::io::ErrorKind::InvalidInput;
         return Err(bad(std::io::Error::new(kind, "not a regular file")));
     }
+    let too_big = || {
+        let text = format!("larger than {MAX_OUTPUT_FILE} bytes; nothing of it is used");
+        bad(std::io::Error::new(std::io::ErrorKind::InvalidData, text))
+    };
+    if file.metadata().map_err(bad)?.len() > MAX_OUTPUT_FILE {
+        return Err(too_big());
+    }
+    // Still capped while reading: the hook's group may go on writing.
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(bad)?;
+    file.take(MAX_OUTPUT_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(bad)?;
+    if bytes.len() as u64 > MAX_OUTPUT_FILE {
+        return Err(too_big());
+    }
     Ok(bytes)
 }
 
@@ -285,6 +303,7 @@ fn keep_tail(kept: &mut Vec<u8>, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn script(dir: &Path, body: &str) -> PathBuf {
         std::fs::create_dir_all(dir).expect("mkdir");
@@ -396,6 +415,25 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         assert!(
             err.starts_with("$METRICS_PATH file ") && err.ends_with(": not a regular file"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn an_output_file_above_the_cap_fails_the_run_unread() {
+        let e = executor("huge");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        // Sparse: 200 MiB long, nothing on disk; reading it whole was the bug.
+        let hook = script(&dir, r#"truncate -s 200M "$KUBERNETES_PATCH_PATH""#);
+        let err = e
+            .run(&hook, &|w| w.write_all(b"[]"), &RunLabels::default())
+            .expect_err("too big");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("$KUBERNETES_PATCH_PATH file ")
+                && text.ends_with(
+                    ": cannot read it: larger than 67108864 bytes; nothing of it is used"
+                ),
+            "{text}"
         );
     }
 

@@ -35,4 +35,6 @@ pub mod runner;
 pub(crate) mod schedule;
 pub(crate) mod startup;
 pub(crate) mod threads;
+pub(crate) mod tmp_dir;
 pub mod webhook;
+pub(crate) mod yaml_depth;

@@ -74,6 +74,10 @@ pub fn run(config: Config) -> i32 {
             running.run();
             0
         }
+        Err(e) if process::shutdown_requested() => {
+            log::info("stopped during startup", &[("reason", &e)]);
+            0
+        }
         Err(e) => {
             log::error(&format!("startup failed: {e}"), &[]);
             1
@@ -103,9 +107,16 @@ struct Bound {
 impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
     fn bind(mut config: Config) -> Result<Bound, String> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        // Signals first, so a SIGTERM during a slow startup is not lost.
-        let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        // Signals first, so a SIGTERM during a slow startup is not lost: the flag
+        // stops a hook's `--config` still running (process/capture.rs), the
+        // iterator reaches the main loop once it runs.
+        for sig in STOP_SIGNALS {
+            signal_hook::flag::register(sig, process::shutdown_flag())
+                .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
+        }
+        process::set_shutdown_grace(config.shutdown_grace);
+        let handled = STOP_SIGNALS.iter().chain(IGNORED_SIGNALS.iter());
+        let signals = signal_hook::iterator::Signals::new(handled)
             .map_err(|e| format!("cannot handle signals: {e}"))?;
         config.hooks_dir = std::fs::canonicalize(&config.hooks_dir)
             .map_err(|e| format!("hooks dir '{}': {e}", config.hooks_dir.display()))?;
@@ -426,7 +437,20 @@ fn bind_debug_server(
     Ok(server)
 }
 
-/// The main thread's loop until a signal: every second `expire` (the debug
+/// Signals that stop the operator as SIGTERM does (hooks get SIGTERM, then SIGKILL
+/// after the grace period; exit 0). SIGHUP and SIGQUIT would otherwise kill it with
+/// their default action and orphan every running hook's process group.
+const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+/// Signals that are logged and otherwise ignored (their default action kills).
+const IGNORED_SIGNALS: [i32; 2] = [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGUSR2];
+
+/// The main thread's loop until a stop signal: every second `expire` (the debug
 /// socket's temporary parameters), queue lengths every 5 s, live ticks every 10 s.
 fn tick_until_signal(
     metrics: &Metrics,
@@ -440,7 +464,12 @@ fn tick_until_signal(
     update_queue_lengths(metrics, views);
     loop {
         select! {
-            recv(signals) -> sig => return sig.unwrap_or(0),
+            recv(signals) -> sig => match sig {
+                Ok(s) if IGNORED_SIGNALS.contains(&s) => {
+                    log::info("signal ignored", &[("signal", &s.to_string())]);
+                }
+                s => return s.unwrap_or(0),
+            },
             recv(ticker) -> _ => {
                 ticks += 1;
                 expire();

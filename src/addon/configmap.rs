@@ -102,6 +102,7 @@ fn check_key(key: &str, module_key: &str) -> Result<(), String> {
 
 /// A section's YAML: a map (empty text is an empty map).
 fn section(key: &str, text: &str) -> Result<Value, String> {
+    crate::yaml_depth::check(text).map_err(|e| format!("key '{key}': {e}"))?;
     match serde_yaml::from_str::<Value>(text) {
         Ok(Value::Null) => Ok(json!({})),
         Ok(v @ Value::Object(_)) => Ok(v),

@@ -55,6 +55,9 @@ pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
 
 static SCRIPT_RUNS: AtomicU64 = AtomicU64::new(0);
 
+/// Most an `enabled` script may print (it is only logged).
+const MAX_SCRIPT_STDOUT: usize = 1 << 20;
+
 /// Runs a module's `enabled` script; `Ok(false)` when it says the module is off.
 fn run_script(
     shared: &Shared,
@@ -93,7 +96,7 @@ fn run_script(
         .env("CONFIG_VALUES_PATH", &files.0[0])
         .env("VALUES_PATH", &files.0[1])
         .env("MODULE_ENABLED_RESULT", &files.0[2]);
-    let run = process::run_captured(&mut cmd, shared.script_timeout)
+    let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT)
         .map_err(|e| fail(format!("cannot run {}: {e}", script.display())))?;
     for line in String::from_utf8_lossy(&run.stdout).lines() {
         log::info(line, &[("module", &module.name), ("output", "enabled")]);

@@ -291,20 +291,14 @@ impl Helm {
         let mut cmd = self.command(args, namespaced);
         let limit = self.timeout.saturating_add(PROCESS_GRACE);
         let bin = self.bin.display();
-        let out = run_captured(&mut cmd, Some(limit))
-            .map_err(|e| format!("helm {what}: cannot run {bin}: {e}"))?;
+        let out = run_captured(&mut cmd, Some(limit), MAX_OUTPUT)
+            .map_err(|e| format!("helm {what} ({bin}): {e}"))?;
         if out.status != ExitStatus::Code(0) {
             let stderr = bounded_text(&out.stderr, MAX_STDERR);
             return Err(format!(
                 "helm {what} ({bin}) failed: {}: {}",
                 out.status,
                 stderr.trim_end()
-            ));
-        }
-        if out.stdout.len() > MAX_OUTPUT {
-            return Err(format!(
-                "helm {what} ({bin}): output of {} bytes is above the {MAX_OUTPUT}-byte limit",
-                out.stdout.len()
             ));
         }
         String::from_utf8(out.stdout)

@@ -144,7 +144,7 @@ pub fn load_as(
     let output = run_config(path, timeout)
         .map_err(|e| LoadError(format!("cannot get config for hook '{name}': {e}")))?;
     let config = config::parse_as(&name, &output, kind)
-        .map_err(|e| LoadError(format!("{e}\nhook --config output: {}", output.trim_end())))?;
+        .map_err(|e| LoadError(format!("{e}\n{}", quote_config(&output))))?;
     let mut jq_filters = Vec::with_capacity(config.kubernetes.len());
     for (i, b) in config.kubernetes.iter().enumerate() {
         let Some(code) = &b.jq_filter else {
@@ -169,13 +169,27 @@ pub fn load_as(
     })
 }
 
+/// Most a hook's `--config` may print (16 MiB; configs are a few KiB).
+pub const MAX_CONFIG_OUTPUT: usize = 16 << 20;
+
+/// How much of a bad `--config` output an error quotes.
+const CONFIG_QUOTED: usize = 4096;
+
 fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
     let mut cmd = std::process::Command::new(path);
     cmd.arg("--config");
     if let Some(dir) = path.parent() {
         cmd.current_dir(dir);
     }
-    let run = process::run_captured(&mut cmd, timeout).map_err(|e| format!("cannot start: {e}"))?;
+    let run = process::run_captured(&mut cmd, timeout, MAX_CONFIG_OUTPUT).map_err(|e| {
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => format!(
+                "--config output is larger than {MAX_CONFIG_OUTPUT} bytes; the hook was killed"
+            ),
+            std::io::ErrorKind::Interrupted => e.to_string(),
+            _ => format!("cannot start: {e}"),
+        }
+    })?;
     match run.status {
         ExitStatus::Code(0) => {
             String::from_utf8(run.stdout).map_err(|_| "--config output is not UTF-8".to_string())
@@ -190,6 +204,24 @@ fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> 
             })
         }
     }
+}
+
+/// The `--config` output for an error message: whole if short, else its first
+/// [`CONFIG_QUOTED`] bytes (a 100 MB output must not become a 100 MB log line).
+fn quote_config(output: &str) -> String {
+    let output = output.trim_end();
+    if output.len() <= CONFIG_QUOTED {
+        return format!("hook --config output: {output}");
+    }
+    let mut cut = CONFIG_QUOTED;
+    while !output.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "hook --config output (first {cut} of {} bytes): {}",
+        output.len(),
+        &output[..cut]
+    )
 }
 
 /// Discovers and loads every hook, stopping at the first that fails.

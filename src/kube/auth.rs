@@ -19,6 +19,9 @@ use vendor_k8s_types::{ExecCluster, ExecConfig, ExecCredential, ExecCredentialSp
 /// An exec plugin that has not answered by then is killed.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Most an exec plugin may print (an ExecCredential is a few KiB).
+const MAX_PLUGIN_OUTPUT: usize = 1 << 20;
+
 /// Credentials are refreshed this long before they expire.
 const EXPIRY_SKEW: Duration = Duration::from_secs(10);
 
@@ -241,7 +244,7 @@ impl ExecPlugin {
 fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<Captured> {
     let mut tries = 0;
     let run = loop {
-        match crate::process::run_captured(cmd, Some(timeout)) {
+        match crate::process::run_captured(cmd, Some(timeout), MAX_PLUGIN_OUTPUT) {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 5 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(20));

@@ -65,6 +65,7 @@ fn json_stream(text: &str) -> Result<Vec<Value>, PatchError> {
 
 /// Multi-document YAML.
 fn yaml_stream(text: &str) -> Result<Vec<Value>, PatchError> {
+    crate::yaml_depth::check(text).map_err(PatchError::syntax)?;
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         match Value::deserialize(doc) {

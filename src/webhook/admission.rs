@@ -101,6 +101,10 @@ impl Admission {
             let reply = Reply::text(400, "Missing parameters: request");
             return (reply, String::new(), "bad_request");
         }
+        if !super::names::has_uid(&review["request"]) {
+            let reply = Reply::text(400, "Missing parameters: request.uid");
+            return (reply, String::new(), "bad_request");
+        }
         let (conf, id) = split_path(path);
         let found = (conf == CONFIGURATION_ID)
             .then(|| self.routes.get(&id))

@@ -72,6 +72,12 @@ impl Conversion {
                 "bad_request",
             );
         };
+        if !super::names::has_uid(request) {
+            return (
+                Reply::text(400, "Missing parameters: request.uid"),
+                "bad_request",
+            );
+        }
         let Some(rules) = self.crds.get(crd) else {
             let msg = format!("no conversion hook for CRD '{crd}'");
             return (Reply::text(404, &msg), "not_found");

@@ -1,7 +1,7 @@
 //! Webhook names and paths: flant's `SafeURLString` (binding name → URL path
 //! segment) and the split of a request path into (configuration id, webhook id).
 //! Pure functions, used at startup (routing table, registration) and by the
-//! admission handler threads.
+//! admission handler threads; also the check that a review carries its uid.
 
 /// The configuration id of every admission webhook path: `/hooks/<webhook id>`.
 /// It is also the suffix of the configuration objects' names (`<name>-hooks`).
@@ -42,6 +42,16 @@ pub fn split_path(path: &str) -> (String, String) {
 /// The admission path of a binding: `/hooks/<SafeURLString(name)>`.
 pub fn admission_path(binding: &str) -> String {
     format!("/{CONFIGURATION_ID}/{}", safe_url_string(binding))
+}
+
+/// Whether a review's `request` has the non-empty string `uid` its answer must
+/// carry: the API server matches the response by it, so a review without one is
+/// refused (400) rather than answered with an empty uid.
+pub fn has_uid(request: &serde_json::Value) -> bool {
+    request
+        .get("uid")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|uid| !uid.is_empty())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod common;
 mod debug_cli;
 mod deploy_manifests;
 mod empty_root;
+mod hardening;
 mod hook_metrics;
 mod jq_cli;
 mod operator_cli;

@@ -152,6 +152,19 @@ fn bad_requests_and_healthz() {
         (a.status, a.body.as_str()),
         (400, "Missing parameters: request")
     );
+    // A review without request.uid cannot be answered (the API server matches by uid).
+    for body in [
+        r#"{"kind":"AdmissionReview","request":{"operation":"CREATE"}}"#,
+        r#"{"kind":"AdmissionReview","request":{"uid":""}}"#,
+        r#"{"kind":"AdmissionReview","request":{"uid":7}}"#,
+    ] {
+        let a = curl(port, "/hooks/allow-example-com", body, &ca, &[]);
+        assert_eq!(
+            (a.status, a.body.as_str()),
+            (400, "Missing parameters: request.uid"),
+            "{body}"
+        );
+    }
     let a = curl(port, "/hooks/unknown", &review("x"), &ca, &[]);
     assert_eq!(
         (a.status, a.body.as_str()),

@@ -202,6 +202,18 @@ fn conversion_chain_and_crd_patch() {
         )
     );
 
+    // A review without request.uid is refused before any hook runs.
+    let no_uid = review(
+        "",
+        "stable.example.com/v1",
+        &[object("g", "stable.example.com/v1beta2")],
+    );
+    let a = curl(port, &format!("/{CRD}"), &no_uid, &pki.path("ca.crt"), &[]);
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (400, "Missing parameters: request.uid")
+    );
+
     // A hook that exits non-zero.
     let mut crash = object("f", "stable.example.com/v1beta2");
     crash["spec"]["crash"] = true.into();

@@ -96,6 +96,7 @@ pub fn parse_as(hook_name: &str, text: &str, kind: HookKind) -> Result<HookConfi
 /// The first document of a YAML stream (JSON is YAML too). Text that looks like
 /// a JSON object is read as JSON first, so JSON with tab indentation works.
 fn load_document(text: &str) -> Result<Value, String> {
+    crate::yaml_depth::check(text)?;
     if text.trim_start().starts_with('{') {
         if let Ok(v) = serde_json::from_str(text) {
             return Ok(v);
@@ -103,7 +104,14 @@ fn load_document(text: &str) -> Result<Value, String> {
     }
     match serde_yaml::Deserializer::from_str(text).next() {
         None => Ok(Value::Null),
-        Some(doc) => Value::deserialize(doc).map_err(|e| e.to_string()),
+        Some(doc) => Value::deserialize(doc).map_err(|e| {
+            let text = e.to_string();
+            if text.starts_with("recursion limit exceeded") {
+                crate::yaml_depth::too_deep()
+            } else {
+                text
+            }
+        }),
     }
 }
 

@@ -13,12 +13,16 @@
 //! hook's status before the hook is registered (flant's bug #886 was a reaper that
 //! stole statuses). Every child of the operator is therefore started here.
 
+mod capture;
+
+pub use capture::{Captured, run_captured};
+
 use crossbeam_channel::{Receiver, Sender, bounded};
 use std::collections::HashMap;
-use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How a child ended.
@@ -228,6 +232,32 @@ pub fn kill_group(pgid: i32, signal: i32) {
     }
 }
 
+static SHUTDOWN: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+static GRACE_MS: AtomicU64 = AtomicU64::new(30_000);
+
+/// The process-wide "shutting down" flag. The operator registers it for its stop
+/// signals at the very start, so a child run before the signal thread exists (a
+/// hook's `--config` at startup) is stopped too: see [`run_captured`].
+pub fn shutdown_flag() -> Arc<AtomicBool> {
+    Arc::clone(SHUTDOWN.get_or_init(|| Arc::new(AtomicBool::new(false))))
+}
+
+/// True once a stop signal arrived.
+pub fn shutdown_requested() -> bool {
+    SHUTDOWN.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// How long a child gets between SIGTERM and SIGKILL at shutdown
+/// (`--shutdown-grace-period`; 30 s until set).
+pub fn set_shutdown_grace(grace: Duration) {
+    let ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+    GRACE_MS.store(ms, Ordering::SeqCst);
+}
+
+fn shutdown_grace() -> Duration {
+    Duration::from_millis(GRACE_MS.load(Ordering::SeqCst))
+}
+
 /// Shutdown: SIGTERM to every running child's group, SIGKILL to those still alive
 /// after `grace`. Returns once all have exited or been killed.
 pub fn terminate_all(grace: Duration) {
@@ -316,86 +346,5 @@ fn decode_usage(u: &libc::rusage) -> Usage {
         user_cpu: tv(u.ru_utime),
         sys_cpu: tv(u.ru_stime),
         max_rss_bytes: (u.ru_maxrss.max(0) as u64) * 1024,
-    }
-}
-
-/// Output and end of a child run with captured stdout and stderr.
-pub struct Captured {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub status: ExitStatus,
-}
-
-/// Runs `cmd` to completion with stdin closed and both outputs captured. After a
-/// timeout the group is killed; output still held open by a stray grandchild is
-/// given up on after a short drain.
-pub fn run_captured(cmd: &mut Command, timeout: Option<Duration>) -> std::io::Result<Captured> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (running, mut child) = spawn(cmd)?;
-    let stdout = child.stdout.take().map(read_in_thread);
-    let stderr = child.stderr.take().map(read_in_thread);
-    let exit = running.wait(timeout);
-    let collect = |rx: Option<Receiver<Vec<u8>>>| {
-        rx.and_then(|rx| rx.recv_timeout(Duration::from_secs(2)).ok())
-            .unwrap_or_default()
-    };
-    Ok(Captured {
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-        status: exit.status,
-    })
-}
-
-fn read_in_thread(mut pipe: impl Read + Send + 'static) -> Receiver<Vec<u8>> {
-    let (tx, rx) = bounded(1);
-    let name = "hook-output";
-    let spawned = crate::threads::spawn(name, move || {
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        let _ = tx.send(buf);
-    });
-    if let Err(e) = spawned {
-        crate::log::error("cannot read a child's output", &[("error", &e)]);
-    }
-    rx
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_and_usage_reach_the_spawner() {
-        let mut c = Command::new("/bin/sh");
-        c.args(["-c", "echo out; echo err >&2; exit 3"]);
-        let run = run_captured(&mut c, None).expect("spawn");
-        assert_eq!(run.status, ExitStatus::Code(3));
-        assert_eq!(run.stdout, b"out\n");
-        assert_eq!(run.stderr, b"err\n");
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_group() {
-        let started = Instant::now();
-        let mut c = Command::new("/bin/sh");
-        c.args(["-c", "sleep 30 & sleep 30; echo never"]);
-        let run = run_captured(&mut c, Some(Duration::from_millis(300))).expect("spawn");
-        assert_eq!(run.status, ExitStatus::TimedOut(Duration::from_millis(300)));
-        // The background sleep was in the same group; had it survived, stdout would stay open for 30 s.
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            started.elapsed()
-        );
-    }
-
-    #[test]
-    fn failed_exec_is_an_error_not_a_panic() {
-        let err = run_captured(&mut Command::new("/nonexistent/hook"), None)
-            .err()
-            .expect("spawn fails");
-        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -1,0 +1,160 @@
+//! The tmp dir, where each hook run's binding context and output files live.
+//!
+//! Whoever can write to that directory can swap a binding context between our
+//! write and the hook's read, or plant a `$KUBERNETES_PATCH_PATH` file the operator
+//! then applies with its service account. So, as ssh-agent and tmux do with their
+//! socket directories, the operator only uses a directory that is its own:
+//! - it is created 0700 if missing (parents as needed);
+//! - it is opened with `O_NOFOLLOW | O_DIRECTORY`: a symlink is refused, never
+//!   followed (and its target never chmodded);
+//! - the opened directory must belong to our effective uid, and its parent must not
+//!   let others rename it away (writable by others only with the sticky bit, as
+//!   `/tmp`);
+//! - it is then set to 0700 through the open descriptor.
+//!
+//! Files inside are created with `O_CREAT | O_EXCL` (executor.rs), which never
+//! follows a planted symlink.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Creates or checks `dir` as described above. The error says what is wrong
+/// (the caller adds the path).
+pub fn prepare(dir: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    prepare_as(dir, unsafe { libc::geteuid() })
+}
+
+/// [`prepare`] for the user `uid` (tests check the ownership rule with it).
+fn prepare_as(dir: &Path, uid: u32) -> Result<(), String> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create its parent: {e}"))?;
+        check_parent(parent, uid)?;
+    }
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create it: {e}")),
+    }
+    let opened = open_no_follow(dir)?;
+    let meta = opened
+        .metadata()
+        .map_err(|e| format!("cannot stat it: {e}"))?;
+    if meta.uid() != uid {
+        return Err(format!(
+            "owned by uid {}, not by us (uid {uid})",
+            meta.uid()
+        ));
+    }
+    opened
+        .set_permissions(std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("cannot set mode 0700: {e}"))
+}
+
+/// Opens the directory itself, refusing a symlink or a non-directory.
+fn open_no_follow(dir: &Path) -> Result<File, String> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir);
+    // With O_DIRECTORY, Linux reports a symlink as ENOTDIR; lstat tells them apart.
+    let is_link = || std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    opened.map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP | libc::ENOTDIR) if is_link() => {
+            "is a symbolic link; give the real directory".to_string()
+        }
+        Some(libc::ENOTDIR) => "is not a directory".to_string(),
+        _ => format!("cannot open it: {e}"),
+    })
+}
+
+/// A parent that others may write to lets them rename our directory and put
+/// theirs in its place, unless it has the sticky bit (as `/tmp` has).
+fn check_parent(parent: &Path, uid: u32) -> Result<(), String> {
+    let meta = std::fs::metadata(parent).map_err(|e| format!("cannot stat its parent: {e}"))?;
+    let others_write = meta.mode() & 0o022 != 0;
+    let sticky = meta.mode() & 0o1000 != 0;
+    let trusted_owner = meta.uid() == uid || meta.uid() == 0;
+    if others_write && !sticky || !trusted_owner {
+        return Err(format!(
+            "its parent {} (owner uid {}, mode {:o}) lets other users replace it",
+            parent.display(),
+            meta.uid(),
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("so-tmpdir-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        d
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).expect("stat").mode() & 0o7777
+    }
+
+    #[test]
+    fn a_missing_dir_is_created_0700_and_an_existing_one_set_to_0700() {
+        let base = scratch("create");
+        let dir = base.join("a/b");
+        prepare(&dir).expect("created");
+        assert_eq!(mode(&dir), 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        prepare(&dir).expect("checked");
+        assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_dir_of_another_user_is_refused_untouched() {
+        let base = scratch("owner");
+        let dir = base.join("t");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let mine = std::fs::metadata(&dir).expect("stat").uid();
+        let err = prepare_as(&dir, mine + 1).expect_err("not ours");
+        assert_eq!(
+            err,
+            format!("owned by uid {mine}, not by us (uid {})", mine + 1)
+        );
+        assert_eq!(mode(&dir), 0o777);
+    }
+
+    #[test]
+    fn a_symlink_and_a_file_are_refused() {
+        let base = scratch("link");
+        let target = base.join("target");
+        std::fs::create_dir(&target).expect("mkdir");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let err = prepare(&link).expect_err("a link");
+        assert_eq!(err, "is a symbolic link; give the real directory");
+        assert_eq!(mode(&target), 0o755);
+        std::fs::write(base.join("file"), "").expect("write");
+        assert_eq!(
+            prepare(&base.join("file")).expect_err("a file"),
+            "is not a directory"
+        );
+    }
+
+    #[test]
+    fn a_parent_others_may_write_without_sticky_bit_is_refused() {
+        let base = scratch("parent");
+        let open = base.join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = prepare(&open.join("t")).expect_err("open parent");
+        assert!(err.contains("lets other users replace it"), "{err}");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        prepare(&open.join("t")).expect("sticky parent is fine");
+    }
+}
