@@ -20,9 +20,6 @@ impl Monitor {
         if !sub.wants(name) {
             return;
         }
-        if kind == WatchEventType::Deleted {
-            return self.delete(sub, &item_key(ns, name));
-        }
         let filter_started = Instant::now();
         let item = sub.filter.item(obj);
         if sub.filter.jq.is_some() {
@@ -32,7 +29,10 @@ impl Monitor {
                 .observe(filter_started.elapsed().as_secs_f64());
         }
         match item {
+            Ok(item) if kind == WatchEventType::Deleted => self.step(sub, Input::Deleted(item)),
             Ok(item) => self.step(sub, Input::Upsert(item)),
+            // A deleted object leaves the snapshot even if its last state does not filter.
+            Err(_) if kind == WatchEventType::Deleted => self.delete(sub, &item_key(ns, name)),
             Err(e) => sub.filter_failed(ns, name, &e),
         }
     }

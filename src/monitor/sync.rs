@@ -44,8 +44,13 @@ pub enum Input<'a> {
     },
     /// An object was added or changed (Added or Modified follows the snapshot).
     Upsert(Item),
-    /// The object under this key is gone.
+    /// The object under this key is gone (a relist no longer has it): its Deleted
+    /// event carries the last state the binding saw.
     Delete(&'a str),
+    /// A DELETED watch event: the object under the item's key is gone, and its
+    /// Deleted event carries the item made from the event's object (its final
+    /// resourceVersion), as client-go and flant pass it.
+    Deleted(Item),
     /// A Synchronization run starts: it reads the snapshot.
     ReadForSync,
     /// The Synchronization run succeeded.
@@ -104,6 +109,10 @@ impl BindingSync {
             Input::Upsert(item) => self.upsert(item),
             Input::Delete(key) => match self.items.remove(key) {
                 Some(old) => self.emit(WatchEventType::Deleted, old),
+                None => Vec::new(),
+            },
+            Input::Deleted(item) => match self.items.remove(item.key()) {
+                Some(_) => self.emit(WatchEventType::Deleted, item),
                 None => Vec::new(),
             },
             Input::ReadForSync => {
@@ -363,6 +372,21 @@ mod tests {
         );
         assert!(s.step(Input::Delete("ns\0a")).is_empty(), "already gone");
         assert_eq!(s.size().0, 1);
+    }
+
+    #[test]
+    fn a_deleted_event_delivers_the_events_object_not_the_stored_one() {
+        let mut s = BindingSync::default();
+        s.step(begin(false));
+        assert_eq!(
+            delivered(s.step(Input::Deleted(item("a", 9)))),
+            [(Deleted, "a".into(), 9)]
+        );
+        assert!(
+            s.step(Input::Deleted(item("a", 9))).is_empty(),
+            "already gone"
+        );
+        assert_eq!(s.size().0, 0);
     }
 
     #[test]

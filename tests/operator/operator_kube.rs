@@ -139,6 +139,30 @@ fn synchronization_then_added_modified_deleted_with_jq_suppression() {
     assert_eq!(all.len(), 5, "the annotation change ran nothing: {all:#?}");
 }
 
+/// A Deleted context carries the object of the DELETED event (its final
+/// resourceVersion, as flant and client-go pass it), not the binding's last copy.
+#[test]
+fn deleted_context_carries_the_delete_events_object() {
+    let sim = Sim::start();
+    sim.create(cm("default", "gone", json!({"k": "v"})))
+        .expect("seed");
+    let config = "configVersion: v1\nkubernetes:\n- name: cms\n  apiVersion: v1\n  kind: ConfigMap\n  jqFilter: .data";
+    let op = start(&sim, &[("h.sh", hook("h", config, ""))]);
+    wait_contexts(&op, 1);
+    let seen_rv = live(&sim, "default", "gone")["metadata"]["resourceVersion"].clone();
+    sim.delete("v1", "ConfigMap", "default", "gone")
+        .expect("delete");
+    let deleted_rv = sim.resource_version();
+    assert_ne!(seen_rv, json!(deleted_rv), "the delete has its own version");
+    let ctx = wait_contexts(&op, 2);
+    assert_eq!(ctx[1]["watchEvent"], "Deleted", "{ctx:#?}");
+    assert_eq!(
+        ctx[1]["object"]["metadata"]["resourceVersion"],
+        json!(deleted_rv)
+    );
+    assert_eq!(ctx[1]["filterResult"], json!({"k": "v"}));
+}
+
 #[test]
 fn keep_full_objects_false_keeps_only_filter_results() {
     let sim = Sim::start();
