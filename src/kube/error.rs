@@ -38,6 +38,8 @@ pub enum KubeError {
         code: u16,
         reason: String,
         message: String,
+        /// The server's `Retry-After` (429 and 503 answers may carry one).
+        retry_after: Option<std::time::Duration>,
     },
     /// The server's answer could not be decoded.
     Decode { what: String, message: String },
@@ -54,6 +56,14 @@ pub enum KubeError {
 }
 
 impl KubeError {
+    /// How long the server asked us to wait before trying again, if it did.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            KubeError::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// The HTTP status code of an API error, if this is one.
     pub fn status_code(&self) -> Option<u16> {
         match self {
@@ -126,6 +136,7 @@ impl fmt::Display for KubeError {
                 code,
                 reason,
                 message,
+                ..
             } => {
                 write!(f, "{verb} {path}: {code}")?;
                 if !reason.is_empty() {

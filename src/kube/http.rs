@@ -170,12 +170,7 @@ impl Transport {
             }
         };
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(&resp);
         let body = resp
             .body_mut()
             .with_config()
@@ -214,13 +209,18 @@ impl Transport {
             self.auth.invalidate();
         }
         if status != 200 {
+            let wait = retry_after(&resp);
             let body = resp
                 .body_mut()
                 .with_config()
                 .limit(1 << 20)
                 .read_to_vec()
                 .unwrap_or_default();
-            return Err(api_error("WATCH", path, status, &body));
+            let mut err = api_error("WATCH", path, status, &body);
+            if let KubeError::Api { retry_after, .. } = &mut err {
+                *retry_after = wait;
+            }
+            return Err(err);
         }
         Ok(BufReader::with_capacity(
             64 << 10,
@@ -370,6 +370,15 @@ pub(crate) fn strip_query(path: &str) -> &str {
 }
 
 /// Turns an error answer into [`KubeError::Api`], using the Status body when there is one.
+/// The `Retry-After` header in seconds (the form the API server sends).
+fn retry_after(resp: &http::Response<ureq::Body>) -> Option<Duration> {
+    resp.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
 pub(crate) fn api_error(verb: &'static str, path: &str, status: u16, body: &[u8]) -> KubeError {
     let st: vendor_k8s_types::Status = serde_json::from_slice(body).unwrap_or_default();
     let message = if st.message.is_empty() {
@@ -388,6 +397,7 @@ pub(crate) fn api_error(verb: &'static str, path: &str, status: u16, body: &[u8]
         code: status,
         reason: st.reason,
         message,
+        retry_after: None,
     }
 }
 

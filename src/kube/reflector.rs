@@ -424,9 +424,16 @@ impl Reflector {
         // Silence longer than the server's own timeout means a dead connection.
         let read_timeout = Duration::from_secs(secs + 30);
         match self.client.transport().stream(&path, read_timeout) {
-            Ok(stream) => State::Watching { rv, stream },
+            Ok(stream) => {
+                // The server answers again: a later fault starts from the base delay.
+                self.backoff.reset();
+                State::Watching { rv, stream }
+            }
             Err(e) if e.is_gone() => self.desync(&e.to_string()),
-            Err(e) => self.fail(WatchErrorKind::Fail, &e.to_string(), State::Listed { rv }),
+            Err(e) => {
+                let next = self.fail(WatchErrorKind::Fail, &e.to_string(), State::Listed { rv });
+                self.wait_as_asked(next, e.retry_after())
+            }
         }
     }
 
@@ -494,6 +501,18 @@ impl Reflector {
         State::Backoff {
             next: Box::new(next),
             delay: self.backoff.next_delay(),
+        }
+    }
+
+    /// A backoff that waits what the server asked for (`Retry-After`, at most the
+    /// backoff's cap) instead of the computed delay.
+    fn wait_as_asked(&self, state: State, asked: Option<Duration>) -> State {
+        match (state, asked) {
+            (State::Backoff { next, .. }, Some(asked)) => State::Backoff {
+                next,
+                delay: asked.min(self.params.backoff_max.max(Duration::from_secs(1))),
+            },
+            (state, _) => state,
         }
     }
 

@@ -395,3 +395,61 @@ fn sink_consumer_gets_the_same_events() {
     assert_eq!(show(&take(&rx, 2, T)), ["+b", "-a"]);
     h.join();
 }
+
+/// How many watch requests kube-sim has seen.
+fn watch_requests(sim: &Sim) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|r| r.contains("watch=1"))
+        .count()
+}
+
+/// Issue 11, item 11: a burst of failed watch opens grows the backoff to its cap;
+/// once a watch opens again the backoff starts over, so a later short burst costs
+/// milliseconds, not a capped delay per failure. A 429's `Retry-After` is waited
+/// for instead of the (short) backoff.
+#[test]
+fn backoff_starts_over_after_a_watch_opens_and_honours_retry_after() {
+    let sim = Sim::start();
+    sim.create(cm("bo", "a", "1", &[])).unwrap();
+    let c = client_for(&sim);
+    let r = c.resolve("", "ConfigMap", "test").unwrap();
+    let mut p = fast_params("bo");
+    p.backoff_max = Duration::from_secs(2);
+    let (h, rx) = c.watch(&r, p);
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[a]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+
+    // Eight failed opens: 20 ms doubling up to the 2 s cap.
+    let before = watch_requests(&sim);
+    sim.fail_matching("watch=1", 8, 500);
+    sim.drop_watches();
+    eventually(T, "watch reopened", || {
+        sim.watch_count() == 1 && watch_requests(&sim) >= before + 9
+    });
+
+    // A short burst now: three failures at 20, 40, 80 ms.
+    sim.fail_matching("watch=1", 3, 500);
+    sim.drop_watches();
+    let t0 = std::time::Instant::now();
+    sim.create(cm("bo", "after-burst", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+after-burst"]);
+    assert!(
+        t0.elapsed() < Duration::from_millis(900),
+        "recovered after {:?}",
+        t0.elapsed()
+    );
+
+    // A 429 with Retry-After: 1 is waited out, although the backoff is at 20 ms.
+    sim.fail_matching("watch=1", 1, 429);
+    sim.drop_watches();
+    let t0 = std::time::Instant::now();
+    sim.create(cm("bo", "after-429", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+after-429"]);
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(950) && waited < Duration::from_secs(3),
+        "waited {waited:?}"
+    );
+    h.join();
+}
