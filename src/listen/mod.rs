@@ -1,24 +1,29 @@
 //! The one way this process serves HTTP: the metrics/health port, the debug socket
 //! (and its optional TCP address) and the admission and conversion webhooks all
 //! run on [`Server`]. Binding is separate from serving, so the operator binds every
-//! listener before anything runs. A server's accept thread keeps new connections
-//! (polled, outside the pool) until their first bytes arrive, then hands them to a
-//! fixed pool of handler threads over a bounded channel; when every handler is busy
-//! and the backlog is full, the connection is closed at once instead of piling up.
-//! Every connection has a deadline for reading a whole request (slow or silent
-//! clients are cut off), a write timeout and a body size limit: one [`Limits`].
-//! The stream is plain TCP, a unix socket, or TLS over TCP (the webhooks).
+//! listener before anything runs. A server's accept thread polls every connection
+//! that is idle or still sending its request (`gather.rs`: TLS handshakes happen
+//! there too) and hands only complete requests to a fixed pool of handler threads
+//! over a bounded channel; handlers give keep-alive connections back. So an idle,
+//! slow or keep-alive client costs a file descriptor, never a thread. When every
+//! handler is busy and the backlog is full, the connection is closed at once
+//! instead of piling up. Every request has a deadline (first byte + `io_timeout`;
+//! slow or silent clients are cut off), a write timeout and a body size limit: one
+//! [`Limits`]. The stream is plain TCP, a unix socket, or TLS over TCP (the
+//! webhooks).
 //!
 //! Threads: `<server>` accepts (spawned by `operator.rs` from [`Server::serve`]);
 //! `<server>-N` handle requests (spawned by the accept thread when it starts).
 
+mod gather;
 pub mod http1;
 
 use crate::threads;
-use crossbeam_channel::{Receiver, bounded};
+use crossbeam_channel::{Receiver, bounded, unbounded};
+use gather::{Pending, Progress};
 use http1::ReadError;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Cursor, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -247,16 +252,22 @@ impl Server {
         })
     }
 
-    /// The accept thread's body: starts the handler threads, then hands them
-    /// connections until stopped. A connection waits here, outside the handler
-    /// pool, until its first bytes arrive (or its deadline passes, and it is
-    /// closed), so clients that connect and say nothing never hold a handler.
+    /// The accept thread's body: starts the handler threads, then runs the poll
+    /// loop (`gather.rs`) until stopped: connections wait there, costing a file
+    /// descriptor, until a whole request has arrived; only then does a handler
+    /// take one. Handlers give keep-alive connections back between requests.
     pub fn serve(self) {
-        let (tx, rx) = bounded::<Conn>(self.limits.backlog);
+        let (tx, rx) = bounded::<Pending>(self.limits.backlog);
+        let (back_tx, back_rx) = unbounded::<Pending>();
+        let (mut wake_rx, wake_tx) = match UnixStream::pair() {
+            Ok(pair) => pair,
+            Err(e) => return self.cannot_serve(&e),
+        };
         for i in 0..self.limits.workers.max(1) {
             let worker = Worker {
                 rx: rx.clone(),
-                tls: self.tls.clone(),
+                back: back_tx.clone(),
+                wake: wake_tx.try_clone(),
                 service: Arc::clone(&self.service),
                 limits: self.limits,
             };
@@ -265,28 +276,79 @@ impl Server {
                 crate::log::error("cannot start a handler thread", &[("error", &e)]);
             }
         }
-        if let Err(e) = self.set_listener_nonblocking() {
-            crate::log::error(
-                "cannot serve",
-                &[("server", &self.name), ("error", &e.to_string())],
-            );
-            return;
+        let nonblocking = self
+            .set_listener_nonblocking()
+            .and_then(|()| wake_rx.set_nonblocking(true))
+            .and_then(|()| wake_tx.set_nonblocking(true));
+        if let Err(e) = nonblocking {
+            return self.cannot_serve(&e);
         }
-        let mut waiting: Vec<Waiting> = Vec::new();
+        let mut waiting: Vec<Pending> = Vec::new();
         while !self.stop.load(Ordering::SeqCst) {
-            let listener_ready = wait_readable(self.listener_fd(), &mut waiting, self.limits);
+            let ready = poll_ready(self.listener_fd(), wake_rx.as_raw_fd(), &waiting);
             if self.stop.load(Ordering::SeqCst) {
                 break;
             }
-            for conn in take_ready(&mut waiting, self.limits.io_timeout) {
-                if tx.try_send(conn).is_err() {
-                    crate::log::warn("server busy: connection closed", &[("server", &self.name)]);
+            let mut fresh = Vec::new();
+            if ready.wake {
+                gather::drain(&mut wake_rx);
+                fresh.extend(back_rx.try_iter());
+            }
+            if ready.listener {
+                fresh.extend(self.accept_all());
+            }
+            self.advance(&mut waiting, &ready.conns, fresh, &tx);
+        }
+    }
+
+    fn cannot_serve(&self, e: &io::Error) {
+        let error = e.to_string();
+        crate::log::error("cannot serve", &[("server", &self.name), ("error", &error)]);
+    }
+
+    /// Reads the connections poll marked (and the new or returned ones), hands
+    /// complete requests to the handlers, closes the closed and the expired.
+    fn advance(
+        &self,
+        waiting: &mut Vec<Pending>,
+        marked: &[bool],
+        fresh: Vec<Pending>,
+        tx: &crossbeam_channel::Sender<Pending>,
+    ) {
+        let io = self.limits.io_timeout;
+        let tls = self.tls.as_ref();
+        let mut held: usize = waiting.iter().map(|p| p.buf.len()).sum();
+        let now = Instant::now();
+        let mut kept = Vec::with_capacity(waiting.len() + fresh.len());
+        let polled = waiting.drain(..).zip(marked.iter().copied());
+        for (mut p, readable) in polled.chain(fresh.into_iter().map(|p| (p, true))) {
+            let before = p.buf.len();
+            let progress = match readable {
+                true => p.pull(tls, io, held),
+                false if now >= p.deadline => Progress::Closed,
+                false => Progress::Waiting,
+            };
+            held = (held + p.buf.len()).saturating_sub(before);
+            match progress {
+                Progress::Waiting if now < p.deadline => kept.push(p),
+                Progress::Waiting | Progress::Closed => held = held.saturating_sub(p.buf.len()),
+                Progress::Complete => {
+                    held = held.saturating_sub(p.buf.len());
+                    if tx.try_send(p).is_err() {
+                        crate::log::warn(
+                            "server busy: connection closed",
+                            &[("server", &self.name)],
+                        );
+                    }
                 }
             }
-            if listener_ready {
-                self.accept_all(&mut waiting);
-            }
         }
+        if kept.len() > MAX_WAITING {
+            // Too many waiting: the oldest go first.
+            kept.sort_by_key(|p| p.deadline);
+            kept.drain(..kept.len() - MAX_WAITING);
+        }
+        *waiting = kept;
     }
 
     fn set_listener_nonblocking(&self) -> io::Result<()> {
@@ -303,9 +365,9 @@ impl Server {
         }
     }
 
-    /// Accepts every pending connection into `waiting` (the oldest waiting one is
-    /// closed when there are too many).
-    fn accept_all(&self, waiting: &mut Vec<Waiting>) {
+    /// Accepts every pending connection, non-blocking, as new waiting ones.
+    fn accept_all(&self) -> Vec<Pending> {
+        let mut accepted = Vec::new();
         loop {
             let conn = match &self.socket {
                 Socket::Tcp(l) => l.accept().map(|(s, _)| Conn::Tcp(s)),
@@ -313,83 +375,63 @@ impl Server {
             };
             match conn {
                 Ok(conn) => {
-                    if waiting.len() >= MAX_WAITING {
-                        waiting.remove(0);
+                    if gather::set_nonblocking(&conn, true).is_ok() {
+                        let p = Pending::new(conn, None, Vec::new(), self.limits.io_timeout);
+                        accepted.push(p);
                     }
-                    waiting.push(Waiting {
-                        conn,
-                        since: Instant::now(),
-                        ready: false,
-                    });
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return accepted,
                 Err(_) => {
                     // E.g. out of file descriptors: do not spin.
                     std::thread::sleep(Duration::from_millis(50));
-                    return;
+                    return accepted;
                 }
             }
         }
     }
 }
 
-/// Connections accepted and waiting for their first bytes, at most.
-const MAX_WAITING: usize = 1024;
+/// Connections waiting in the poll loop, at most.
+const MAX_WAITING: usize = 4096;
 
-/// An accepted connection that has not sent anything yet.
-struct Waiting {
-    conn: Conn,
-    since: Instant,
-    /// Readable (or closed): a handler takes it now.
-    ready: bool,
+/// What one poll found ready.
+struct PollReady {
+    listener: bool,
+    wake: bool,
+    /// Per waiting connection: readable, writable (TLS), closed, or failed.
+    conns: Vec<bool>,
 }
 
-/// Polls the listener and the waiting connections until one of them is readable
-/// or the oldest waiting connection's deadline passes. Marks the readable waiting
-/// ones; true if the listener is readable.
-fn wait_readable(listener: RawFd, waiting: &mut [Waiting], limits: Limits) -> bool {
-    let mut fds: Vec<libc::pollfd> = std::iter::once(listener)
-        .chain(waiting.iter().map(|w| w.conn.fd()))
-        .map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+/// Polls the listener, the wake-up socket and every waiting connection until one
+/// is ready or the nearest deadline passes.
+fn poll_ready(listener: RawFd, wake: RawFd, waiting: &[Pending]) -> PollReady {
+    let entry = |fd, events| libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    let mut fds = vec![entry(listener, libc::POLLIN), entry(wake, libc::POLLIN)];
+    fds.extend(waiting.iter().map(|p| {
+        let out = if p.want_write { libc::POLLOUT } else { 0 };
+        entry(p.conn.fd(), libc::POLLIN | out)
+    }));
+    let now = Instant::now();
     let timeout_ms = waiting
         .iter()
-        .map(|w| {
-            let left = (w.since + limits.io_timeout).saturating_duration_since(Instant::now());
+        .map(|p| {
+            let left = p.deadline.saturating_duration_since(now);
             i32::try_from(left.as_millis()).unwrap_or(i32::MAX).max(1)
         })
         .min()
         .unwrap_or(-1);
     // SAFETY: `fds` is a valid, initialised array of `fds.len()` pollfd entries.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if n <= 0 {
-        return false;
+    let ready = |fd: &libc::pollfd| n > 0 && fd.revents != 0;
+    PollReady {
+        listener: ready(&fds[0]),
+        wake: ready(&fds[1]),
+        conns: fds[2..].iter().map(ready).collect(),
     }
-    for (w, fd) in waiting.iter_mut().zip(&fds[1..]) {
-        w.ready = fd.revents != 0;
-    }
-    fds[0].revents != 0
-}
-
-/// Removes the ready connections (returned, for the handlers) and the ones whose
-/// deadline passed (closed).
-fn take_ready(waiting: &mut Vec<Waiting>, deadline: Duration) -> Vec<Conn> {
-    let now = Instant::now();
-    let mut ready = Vec::new();
-    let mut kept = Vec::with_capacity(waiting.len());
-    for w in waiting.drain(..) {
-        if w.ready {
-            ready.push(w.conn);
-        } else if now.duration_since(w.since) < deadline {
-            kept.push(w);
-        }
-    }
-    *waiting = kept;
-    ready
 }
 
 /// An accepted connection.
@@ -405,93 +447,143 @@ impl Conn {
             Conn::Unix(s) => s.as_raw_fd(),
         }
     }
+
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => {
+                let _ = s.set_nodelay(true);
+                s.set_write_timeout(t)
+            }
+            Conn::Unix(s) => s.set_write_timeout(t),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.read(buf),
+            Conn::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.write(buf),
+            Conn::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.flush(),
+            Conn::Unix(s) => s.flush(),
+        }
+    }
+}
+
+impl ReadTimeout for Conn {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.set_read_timeout(t),
+            Conn::Unix(s) => s.set_read_timeout(t),
+        }
+    }
 }
 
 /// One handler thread.
 struct Worker {
-    rx: Receiver<Conn>,
-    tls: Option<Arc<ServerConfig>>,
+    rx: Receiver<Pending>,
+    /// Keep-alive connections go back to the poll loop, which `wake` wakes.
+    back: crossbeam_channel::Sender<Pending>,
+    wake: io::Result<UnixStream>,
     service: Arc<dyn Service>,
     limits: Limits,
 }
 
+/// The stream a handler reads a request from: what the poll loop gathered, then
+/// the socket (for the rest of a request the loop handed over early).
+type Reader<S> = BufReader<io::Chain<Cursor<Vec<u8>>, S>>;
+
 impl Worker {
     fn run(self) {
-        for conn in self.rx.iter() {
-            let _ = self.connection(conn);
+        for pending in self.rx.iter() {
+            let _ = self.connection(pending);
         }
     }
 
-    /// Serves one connection: requests in a row while the client keeps it alive.
-    fn connection(&self, conn: Conn) -> io::Result<()> {
-        let deadline = Instant::now() + self.limits.io_timeout;
-        match (conn, &self.tls) {
-            (Conn::Tcp(tcp), Some(tls)) => {
-                tcp.set_write_timeout(Some(self.limits.io_timeout))?;
-                let _ = tcp.set_nodelay(true);
-                let tls = ServerConnection::new(Arc::clone(tls)).map_err(io::Error::other)?;
-                let stream = StreamOwned::new(
-                    tls,
-                    Timed {
-                        sock: tcp,
-                        deadline,
-                    },
-                );
-                let mut stream = self.requests(BufReader::new(stream));
-                let s = stream.get_mut();
-                s.conn.send_close_notify();
-                s.flush()
-            }
-            (Conn::Tcp(tcp), None) => {
-                tcp.set_write_timeout(Some(self.limits.io_timeout))?;
-                let _ = tcp.set_nodelay(true);
-                let stream = Timed {
-                    sock: tcp,
-                    deadline,
-                };
-                self.requests(BufReader::new(stream)).get_mut().flush()
-            }
-            (Conn::Unix(unix), _) => {
-                unix.set_write_timeout(Some(self.limits.io_timeout))?;
-                let stream = Timed {
-                    sock: unix,
-                    deadline,
-                };
-                self.requests(BufReader::new(stream)).get_mut().flush()
-            }
-        }
-    }
-
-    /// Answers requests until the client stops keeping the connection alive.
-    fn requests<S: Read + Write + Deadline>(&self, mut stream: BufReader<S>) -> BufReader<S> {
-        loop {
-            stream
-                .get_mut()
-                .set_deadline(Instant::now() + self.limits.io_timeout);
-            let keep_alive = match self.exchange(&mut stream) {
-                Ok(keep_alive) => keep_alive,
-                Err(ReadError::Reject(status, msg)) => {
-                    let _ = send(stream.get_mut(), &Reply::text(status, msg), false);
-                    false
+    /// Answers the request the poll loop gathered; a keep-alive connection goes
+    /// back to the loop, anything else is closed.
+    fn connection(&self, p: Pending) -> io::Result<()> {
+        gather::set_nonblocking(&p.conn, false)?;
+        p.conn.set_write_timeout(Some(self.limits.io_timeout))?;
+        let timed = Timed {
+            sock: p.conn,
+            deadline: p.deadline,
+        };
+        match p.tls {
+            Some(tls) => {
+                let (mut stream, kept) = self.request(StreamOwned::new(tls, timed), p.buf);
+                match kept {
+                    Some(buf) => self.give_back(stream.sock.sock, Some(stream.conn), buf),
+                    None => {
+                        stream.conn.send_close_notify();
+                        stream.flush()
+                    }
                 }
-                Err(ReadError::Closed | ReadError::Io) => false,
-            };
-            if !keep_alive {
-                return stream;
+            }
+            None => match self.request(timed, p.buf) {
+                (timed, Some(buf)) => self.give_back(timed.sock, None, buf),
+                (mut timed, None) => timed.flush(),
+            },
+        }
+    }
+
+    /// Answers one request; the stream, and the bytes already read past the
+    /// request when the connection is kept alive.
+    fn request<S: Read + Write>(&self, stream: S, gathered: Vec<u8>) -> (S, Option<Vec<u8>>) {
+        let mut reader: Reader<S> = BufReader::new(Cursor::new(gathered).chain(stream));
+        let keep_alive = match self.exchange(&mut reader) {
+            Ok(keep_alive) => keep_alive,
+            Err(ReadError::Reject(status, msg)) => {
+                let _ = send(
+                    reader.get_mut().get_mut().1,
+                    &Reply::text(status, msg),
+                    false,
+                );
+                false
+            }
+            Err(ReadError::Closed | ReadError::Io) => false,
+        };
+        let mut left = reader.buffer().to_vec();
+        let (cursor, stream) = reader.into_inner().into_inner();
+        let unread = usize::try_from(cursor.position()).unwrap_or(usize::MAX);
+        left.extend_from_slice(cursor.get_ref().get(unread..).unwrap_or_default());
+        (stream, keep_alive.then_some(left))
+    }
+
+    /// Returns a keep-alive connection to the poll loop.
+    fn give_back(&self, conn: Conn, tls: Option<ServerConnection>, buf: Vec<u8>) -> io::Result<()> {
+        gather::set_nonblocking(&conn, true)?;
+        let pending = Pending::new(conn, tls, buf, self.limits.io_timeout);
+        if self.back.send(pending).is_ok() {
+            if let Ok(wake) = &self.wake {
+                gather::wake(wake);
             }
         }
+        Ok(())
     }
 
     /// Reads one request, answers it; returns whether to keep the connection.
-    fn exchange<S: Read + Write>(&self, stream: &mut BufReader<S>) -> Result<bool, ReadError> {
-        let head = http1::read_head(stream)?;
+    fn exchange<S: Read + Write>(&self, reader: &mut Reader<S>) -> Result<bool, ReadError> {
+        let head = http1::read_head(reader)?;
         if head.expect_continue {
-            stream
-                .get_mut()
-                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-            stream.get_mut().flush()?;
+            let stream = reader.get_mut().get_mut().1;
+            stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+            stream.flush()?;
         }
-        let body = http1::read_body(stream, &head, self.limits.max_body)?;
+        let body = http1::read_body(reader, &head, self.limits.max_body)?;
         let request = Request {
             method: head.method,
             path: head.path,
@@ -501,7 +593,7 @@ impl Worker {
         };
         let reply = self.service.serve(&request);
         let keep_alive = head.keep_alive && self.limits.keep_alive;
-        send(stream.get_mut(), &reply, keep_alive)?;
+        send(reader.get_mut().get_mut().1, &reply, keep_alive)?;
         Ok(keep_alive)
     }
 }
@@ -510,44 +602,15 @@ fn send(w: &mut impl Write, reply: &Reply, keep_alive: bool) -> io::Result<()> {
     http1::write_response(w, reply.status, reply.content_type, &reply.body, keep_alive)
 }
 
-/// A stream whose request deadline can be moved (the TLS wrapper passes it on).
-trait Deadline {
-    fn set_deadline(&mut self, deadline: Instant);
-}
-
-impl<S: Deadline + Read + Write> Deadline for StreamOwned<ServerConnection, S> {
-    fn set_deadline(&mut self, deadline: Instant) {
-        self.sock.set_deadline(deadline);
-    }
-}
-
 /// A socket that can time out reads.
 trait ReadTimeout: Read + Write {
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-}
-
-impl ReadTimeout for TcpStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        TcpStream::set_read_timeout(self, t)
-    }
-}
-
-impl ReadTimeout for UnixStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        UnixStream::set_read_timeout(self, t)
-    }
 }
 
 /// A socket whose reads fail once `deadline` passes.
 struct Timed<S> {
     sock: S,
     deadline: Instant,
-}
-
-impl<S: ReadTimeout> Deadline for Timed<S> {
-    fn set_deadline(&mut self, deadline: Instant) {
-        self.deadline = deadline;
-    }
 }
 
 impl<S: ReadTimeout> Read for Timed<S> {
@@ -685,6 +748,57 @@ mod tests {
         let took = started.elapsed();
         assert!(took < Duration::from_secs(1), "answered after {took:?}");
         drop(silent);
+        stop.stop();
+    }
+
+    /// Slowloris clients (a head trickled byte by byte) and idle keep-alive
+    /// connections wait in the accept thread's poll loop, not on handlers: with
+    /// two handlers and sixty such connections, a real request is answered at
+    /// once, and the server still has its fixed threads.
+    #[test]
+    fn slow_and_idle_keep_alive_connections_hold_no_handler() {
+        let limits = Limits {
+            workers: 2,
+            io_timeout: Duration::from_secs(5),
+            ..Limits::default()
+        };
+        let (addr, stop) = start("lt-loris", limits);
+        let mut idle = Vec::new();
+        for i in 0..30 {
+            let mut s = TcpStream::connect(addr).expect("connect");
+            write!(s, "GET /idle{i} HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+            let mut answer = [0u8; 64];
+            let n = s.read(&mut answer).expect("answer");
+            assert!(
+                answer[..n].starts_with(b"HTTP/1.1 200"),
+                "keep-alive answer"
+            );
+            idle.push(s);
+        }
+        let mut loris: Vec<TcpStream> = (0..30)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        for byte in b"GET /slow HTTP/1.1\r\n".iter().take(4) {
+            for s in &mut loris {
+                s.write_all(&[*byte]).expect("trickle");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let started = Instant::now();
+        assert!(get(addr, "/real").ends_with("GET /real "));
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(500), "answered after {took:?}");
+        assert_eq!(threads_named("lt-loris"), 3, "accept thread and 2 handlers");
+        // The idle keep-alive connections still work.
+        write!(
+            idle[0],
+            "GET /again HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut text = String::new();
+        idle[0].read_to_string(&mut text).expect("read");
+        assert!(text.ends_with("GET /again "), "{text}");
+        drop((idle, loris));
         stop.stop();
     }
 

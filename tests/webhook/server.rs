@@ -92,3 +92,30 @@ fn body_limit_chunked_bodies_and_keep_alive() {
         a.stderr
     );
 }
+
+/// Issue 11 item 3: 150 slowloris clients (a TLS ClientHello trickled a byte at a
+/// time) and 1,000 silent connections against the default limits (16 handlers):
+/// a legitimate review is still answered at once, because connections wait in
+/// the accept thread's poll loop until their request is whole.
+#[test]
+fn slowloris_and_idle_connections_do_not_delay_a_review() {
+    use std::io::Write;
+    let pki = Pki::make();
+    let port = serve(&pki, Limits::default());
+    let connect = || std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let idle: Vec<_> = (0..1000).map(|_| connect()).collect();
+    let mut loris: Vec<_> = (0..150).map(|_| connect()).collect();
+    // The first bytes of a TLS record header, one per round.
+    for byte in [0x16u8, 0x03, 0x01] {
+        for s in &mut loris {
+            s.write_all(&[byte]).expect("trickle");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t0 = Instant::now();
+    let a = curl(port, "/review", "{}", &pki.path("ca.crt"), &[]);
+    let took = t0.elapsed();
+    assert_eq!(a.status, 200, "{}", a.stderr);
+    assert!(took < Duration::from_secs(1), "answered after {took:?}");
+    drop((idle, loris));
+}
