@@ -80,7 +80,80 @@ fn main() {
         let rps = throughput(&work.join("ca.crt"), &url, clients);
         println!("  {clients:>2} concurrent clients  : {rps:>7.0} requests/s");
     }
+    under_siege(port, &agent, &url, &work.join("ca.crt"));
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Issue 11's figure: a legitimate review's latency while 1,000 idle and 100
+/// slowloris connections (a TLS record header trickled a byte every 100 ms) are
+/// held, against the same requests with none held, measured back to back; plus the
+/// process's threads and RSS while they are held.
+fn under_siege(port: u16, agent: &ureq::Agent, url: &str, ca: &Path) {
+    use std::io::Write;
+    const N: usize = 200;
+    let fresh = |n| -> Vec<Duration> {
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                request(&self::agent(ca), url);
+                t.elapsed()
+            })
+            .collect()
+    };
+    let (mut calm, mut calm_new) = (webhook_latencies(agent, url, N), fresh(N / 2));
+    let threads_before = proc_status("Threads:");
+    let connect = || std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let idle: Vec<_> = (0..1000).map(|_| connect()).collect();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trickler = {
+        let stop = Arc::clone(&stop);
+        let mut loris: Vec<_> = (0..100).map(|_| connect()).collect();
+        std::thread::spawn(move || {
+            let record = [0x16u8, 0x03, 0x01, 0x02, 0x00];
+            for byte in record.iter().cycle() {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                loris.iter_mut().for_each(|s| drop(s.write_all(&[*byte])));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let (mut siege, mut siege_new) = (webhook_latencies(agent, url, N), fresh(N / 2));
+    let (threads, rss) = (proc_status("Threads:"), proc_status("VmRSS:"));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = trickler.join();
+    drop(idle);
+    println!("legitimate reviews while 1,000 idle + 100 slowloris connections are held:");
+    for (what, calm, siege) in [
+        ("keep-alive connection", &mut calm, &mut siege),
+        ("new TLS connection each", &mut calm_new, &mut siege_new),
+    ] {
+        let (c99, s99) = (percentile(calm, 0.99), percentile(siege, 0.99));
+        println!(
+            "  {what:<24}: p50 {:>6.2} → {:>6.2} ms   p99 {:>6.2} → {:>6.2} ms   p99 added {:>6.2} ms (target ≤ 50)",
+            ms(percentile(calm, 0.5)),
+            ms(percentile(siege, 0.5)),
+            ms(c99),
+            ms(s99),
+            ms(s99) - ms(c99)
+        );
+    }
+    println!(
+        "  process threads {threads_before} before, {threads} held (1,100 connections); VmRSS {rss} kB held"
+    );
+}
+
+/// A field of /proc/self/status (its first number).
+fn proc_status(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 fn ms(d: Duration) -> f64 {
