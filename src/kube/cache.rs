@@ -72,6 +72,7 @@ impl Entry {
 }
 
 /// An object of a fresh list, ready to be diffed or stored.
+#[derive(Debug)]
 pub(crate) struct Item {
     pub key: String,
     pub rv: String,

@@ -73,7 +73,12 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
 /// Only the metadata is decoded here: a list is held as JSON text while paging (far
 /// smaller than `Value` trees) and parsed into values when delivered.
 pub(crate) fn item_of(raw: &RawValue) -> Result<Item, String> {
-    let json: Arc<str> = Arc::from(raw.get());
+    item_of_text(raw.get())
+}
+
+/// [`item_of`] for an object's JSON text.
+fn item_of_text(text: &str) -> Result<Item, String> {
+    let json: Arc<str> = Arc::from(text);
     #[derive(serde::Deserialize)]
     struct Obj {
         #[serde(default)]
@@ -124,6 +129,62 @@ fn decode_event(line: &[u8]) -> Result<(EventType, &str), String> {
     Ok((raw.t, raw.object.get()))
 }
 
+/// One line of a watch-list stream before its initial-events-end bookmark.
+#[derive(Debug)]
+pub(crate) enum Initial {
+    /// An object of the initial state.
+    Item(Item),
+    /// The bookmark that ends the initial state, with its resourceVersion.
+    End(String),
+    /// A keep-alive line or an ordinary bookmark.
+    Skip,
+    /// ERROR 410: start over.
+    Expired(String),
+    Failed(String),
+}
+
+/// Decodes one line of the initial part of a watch-list stream (`sendInitialEvents`):
+/// ADDED events up to the BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
+pub(crate) fn initial_line(line: &[u8]) -> Initial {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Initial::Skip;
+    }
+    let (t, json) = match decode_event(line) {
+        Ok(d) => d,
+        Err(m) => return Initial::Failed(m),
+    };
+    match t {
+        EventType::Added => item_of_text(json).map_or_else(Initial::Failed, Initial::Item),
+        EventType::Bookmark => match initial_end(json) {
+            Some(rv) => Initial::End(rv),
+            None => Initial::Skip,
+        },
+        EventType::Error => {
+            let st: Status = serde_json::from_str(json).unwrap_or_default();
+            if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
+                return Initial::Expired(st.message);
+            }
+            Initial::Failed(format!(
+                "watch ERROR {} {}: {}",
+                st.code, st.reason, st.message
+            ))
+        }
+        other => Initial::Failed(format!(
+            "{other:?} event before the initial-events-end bookmark"
+        )),
+    }
+}
+
+/// The resourceVersion of a bookmark annotated as the end of the initial events.
+fn initial_end(json: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(json).ok()?;
+    let meta = &v["metadata"];
+    if meta["annotations"]["k8s.io/initial-events-end"].as_str() != Some("true") {
+        return None;
+    }
+    meta["resourceVersion"].as_str().map(String::from)
+}
+
 fn resource_version(json: &str) -> Option<String> {
     let v: Value = serde_json::from_str(json).ok()?;
     v["metadata"]["resourceVersion"]
@@ -135,6 +196,23 @@ fn resource_version(json: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn initial_events_end_at_the_annotated_bookmark() {
+        let added = br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"5"}}}"#;
+        match initial_line(added) {
+            Initial::Item(i) => assert_eq!((i.key.as_str(), i.rv.as_str()), ("n/a", "5")),
+            other => panic!("{other:?}"),
+        }
+        let plain = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}}"#;
+        assert!(matches!(initial_line(plain), Initial::Skip));
+        let end = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+        assert!(matches!(initial_line(end), Initial::End(rv) if rv == "7"));
+        let gone = br#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}"#;
+        assert!(matches!(initial_line(gone), Initial::Expired(_)));
+        let early = br#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}"#;
+        assert!(matches!(initial_line(early), Initial::Failed(_)));
+    }
 
     #[test]
     fn decode_fast_and_general_paths_agree() {

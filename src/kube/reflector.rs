@@ -17,6 +17,8 @@
 //! consumer to diff against its own state. Bookmarks advance
 //! the resume version; errors back off exponentially with jitter.
 
+mod watch_list;
+
 use super::Client;
 use super::backoff::Backoff;
 use super::cache::{Cache, Change, Item, Store};
@@ -126,6 +128,9 @@ pub struct WatchParams {
     pub start_resource_version: Option<String>,
     /// What the cache keeps per object.
     pub cache: Cache,
+    /// Get the initial list as one streaming watch (`sendInitialEvents`), falling
+    /// back to paged LISTs when the server refuses; false: always page.
+    pub watch_list: bool,
 }
 
 impl Default for WatchParams {
@@ -140,6 +145,7 @@ impl Default for WatchParams {
             backoff_max: Duration::from_secs(30),
             start_resource_version: None,
             cache: Cache::Objects,
+            watch_list: true,
         }
     }
 }
@@ -184,6 +190,11 @@ enum State {
         items: Vec<Item>,
         rv: String,
     },
+    /// Reading the initial events of a watch-list stream (`watch_list.rs`).
+    InitialEvents {
+        stream: Stream,
+        items: Vec<Item>,
+    },
     /// Listed or resumed at `rv`: open a watch from it.
     Listed {
         rv: String,
@@ -214,6 +225,8 @@ struct Reflector {
     synced: bool,
     backoff: Backoff,
     line: Vec<u8>,
+    /// Whether to try the streaming initial list (cleared when the server refuses).
+    watch_list: bool,
 }
 
 /// Where a reflector delivers events, called on the reflector's thread; returning
@@ -249,6 +262,7 @@ pub fn spawn_with_sink(
         Some(rv) => State::Listed { rv: rv.clone() },
         None => State::Empty,
     };
+    let watch_list = params.watch_list;
     let mut r = Reflector {
         backoff: Backoff::new(params.backoff_base, params.backoff_max),
         synced: params.start_resource_version.is_some(),
@@ -259,6 +273,7 @@ pub fn spawn_with_sink(
         stop: stop_rx,
         store: store.clone(),
         line: Vec::with_capacity(16 << 10),
+        watch_list,
     };
     let name = format!("watch-{}", r.resource.resource);
     // A thread that cannot start delivers nothing; the consumer's wait for the
@@ -292,11 +307,13 @@ impl Reflector {
     /// One transition.
     fn step(&mut self, state: State) -> State {
         match state {
+            State::Empty | State::Desynced if self.watch_list => self.open_watch_list(),
             State::Empty | State::Desynced => State::Listing {
                 continue_token: String::new(),
                 items: Vec::new(),
                 rv: String::new(),
             },
+            State::InitialEvents { stream, items } => self.read_initial(stream, items),
             State::Listing {
                 continue_token,
                 items,
@@ -411,10 +428,15 @@ impl Reflector {
         true
     }
 
-    fn open_watch(&mut self, rv: String) -> State {
-        // Up to 20% jitter so many reflectors do not reconnect in lockstep.
+    /// The server-side timeout of a watch request: the configured one plus up to
+    /// 20% jitter, so many reflectors do not reconnect in lockstep.
+    fn watch_timeout_secs(&self) -> u64 {
         let base = self.params.watch_timeout.as_secs().max(1);
-        let secs = base + (base as f64 * 0.2 * super::backoff::random_unit()) as u64;
+        base + (base as f64 * 0.2 * super::backoff::random_unit()) as u64
+    }
+
+    fn open_watch(&mut self, rv: String) -> State {
+        let secs = self.watch_timeout_secs();
         let path = format!(
             "{}?watch=1&resourceVersion={}&allowWatchBookmarks=true&timeoutSeconds={secs}{}",
             self.path(),

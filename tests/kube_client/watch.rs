@@ -11,7 +11,8 @@ use std::time::Duration;
 const T: Duration = Duration::from_secs(10);
 
 /// 25 objects listed 10 at a time: three LIST pages with continue tokens, one
-/// Synced event with all 25, then a watch from the list's resourceVersion.
+/// Synced event with all 25, then a watch from the list's resourceVersion: the
+/// path taken when the server refuses the streaming initial list.
 #[test]
 fn initial_list_is_paged() {
     let sim = Sim::start();
@@ -24,6 +25,7 @@ fn initial_list_is_paged() {
     let r = c.resolve("v1", "ConfigMap", "test").unwrap();
     let mut p = fast_params("paged");
     p.page_size = 10;
+    p.watch_list = false;
     let (h, rx) = c.watch(&r, p);
     let ev = take(&rx, 1, T);
     let Event::Synced(objs) = &ev[0] else {
@@ -105,7 +107,7 @@ fn watch_resumes_after_drop_without_loss_or_duplicates() {
     }
     sim.delete("v1", "ConfigMap", "w", "b").unwrap();
     assert_eq!(show(&take(&rx, 1, T)), ["-b"]);
-    // Nothing else: no doubled event, and a single LIST in total.
+    // Nothing else: no doubled event, one streamed initial list and no LIST.
     assert_eq!(
         show(&drain(&rx, Duration::from_millis(500))),
         Vec::<String>::new()
@@ -115,7 +117,13 @@ fn watch_resumes_after_drop_without_loss_or_duplicates() {
         .iter()
         .filter(|r| r.contains("/configmaps?") && !r.contains("watch="))
         .count();
-    assert_eq!(lists, 1, "{:#?}", sim.requests());
+    assert_eq!(lists, 0, "{:#?}", sim.requests());
+    let initial = sim
+        .requests()
+        .iter()
+        .filter(|r| r.contains("sendInitialEvents=true"))
+        .count();
+    assert_eq!(initial, 1, "{:#?}", sim.requests());
     let resumed = sim
         .requests()
         .iter()
@@ -331,6 +339,7 @@ fn http_410_on_watch_open_and_on_continue_token() {
     sim.fail_matching("continue=", 1, 410);
     let mut p = fast_params("g");
     p.page_size = 4;
+    p.watch_list = false;
     let (h, rx) = c.watch(&r, p);
     assert_eq!(show(&take(&rx, 1, T)), ["sync[o0,o1,o2,o3,o4,o5]"]);
     let first_pages = sim
@@ -451,5 +460,76 @@ fn backoff_starts_over_after_a_watch_opens_and_honours_retry_after() {
         waited >= Duration::from_millis(950) && waited < Duration::from_secs(3),
         "waited {waited:?}"
     );
+    h.join();
+}
+
+/// Issue 12: the initial state of 1,200 objects arrives in one request (a watch
+/// with `sendInitialEvents`, ended by the `k8s.io/initial-events-end` bookmark),
+/// not in three pages each waiting on the client's rate limiter; the same stream
+/// then carries the changes.
+#[test]
+fn initial_list_streams_in_one_request() {
+    let sim = Sim::start();
+    for i in 0..1200 {
+        sim.create(cm("wl", &format!("o{i:04}"), "1", &[])).unwrap();
+    }
+    let c = client_for(&sim);
+    let r = c.resolve("v1", "ConfigMap", "test").unwrap();
+    let (h, rx) = c.watch(&r, fast_params("wl"));
+    let ev = take(&rx, 1, T);
+    let Event::Synced(objs) = &ev[0] else {
+        panic!("{:?}", show(&ev))
+    };
+    assert_eq!(objs.len(), 1200);
+    let to_wl: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/namespaces/wl/"))
+        .collect();
+    assert_eq!(to_wl.len(), 1, "{to_wl:#?}");
+    assert!(
+        to_wl[0].contains("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+        "{to_wl:#?}"
+    );
+    sim.create(cm("wl", "later", "1", &[])).unwrap();
+    assert_eq!(show(&take(&rx, 1, T)), ["+later"]);
+    assert_eq!(h.store().lock().unwrap().len(), 1201);
+    h.join();
+}
+
+/// A server that refuses `sendInitialEvents` (422, WatchList off) gets paged LISTs,
+/// and is not asked again after a relist.
+#[test]
+fn a_server_without_watch_list_gets_paged_lists() {
+    let sim = Sim::start();
+    sim.set_watch_list(false);
+    for i in 0..5 {
+        sim.create(cm("old", &format!("o{i}"), "1", &[])).unwrap();
+    }
+    let c = client_for(&sim);
+    let r = c.resolve("v1", "ConfigMap", "test").unwrap();
+    let mut p = fast_params("old");
+    p.page_size = 2;
+    let (h, rx) = c.watch(&r, p);
+    assert_eq!(show(&take(&rx, 1, T)), ["sync[o0,o1,o2,o3,o4]"]);
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    // Cut off while o5 is created and history is forgotten: 410, relist.
+    sim.fail_next(1_000_000, 500);
+    sim.drop_watches();
+    sim.create(cm("old", "o5", "1", &[])).unwrap();
+    sim.compact();
+    sim.fail_next(0, 500);
+    assert_eq!(show(&take(&rx, 1, T)), ["+o5"]);
+    let reqs = sim.requests();
+    let streamed = reqs
+        .iter()
+        .filter(|r| r.contains("sendInitialEvents"))
+        .count();
+    let pages = reqs
+        .iter()
+        .filter(|r| r.contains("/namespaces/old/configmaps?limit=2"))
+        .count();
+    assert_eq!(streamed, 1, "asked once: {reqs:#?}");
+    assert!(pages >= 4, "three pages, then a relist: {reqs:#?}");
     h.join();
 }

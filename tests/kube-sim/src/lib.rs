@@ -125,6 +125,7 @@ impl Sim {
             next_conn: AtomicU64::new(1),
             require_token: opts.require_token.clone(),
             bookmark_ms: AtomicU64::new(1000),
+            no_watch_list: AtomicBool::new(false),
             trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
             url: format!("{scheme}://{addr}"),
         });
@@ -288,6 +289,13 @@ impl Sim {
     /// default, so tests may use any namespace without creating it.
     pub fn set_strict_namespaces(&self, on: bool) {
         self.shared.store().strict_namespaces = on;
+    }
+
+    /// Off: watches with `sendInitialEvents` are refused with 422, as by a server
+    /// whose WatchList feature is off (1.33's default, or older than 1.27), so
+    /// clients must fall back to paged LISTs. On (the default): 1.35's behaviour.
+    pub fn set_watch_list(&self, on: bool) {
+        self.shared.no_watch_list.store(!on, Ordering::SeqCst);
     }
 
     /// Ends every open watch stream now.

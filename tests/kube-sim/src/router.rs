@@ -10,6 +10,7 @@ use crate::openapi;
 use crate::server::Shared;
 use crate::status::ApiError;
 use crate::watch::WatchPlan;
+use std::sync::atomic::Ordering;
 
 /// What the connection loop should do with a request.
 pub enum Reply {
@@ -160,6 +161,15 @@ fn resource(shared: &Shared, req: &Request, group: &str, version: &str, rest: &[
         Err(e) => return error(e),
     };
     let watching = legacy_watch || req.flag("watch");
+    if watching
+        && shared.no_watch_list.load(Ordering::SeqCst)
+        && req.param("sendInitialEvents").is_some()
+    {
+        // A server with its WatchList feature off (1.33's default, or before 1.27).
+        return error(ApiError::invalid(
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".to_string(),
+        ));
+    }
     if !verb_allowed(&t, &req.method, watching) {
         return error(ApiError::new(
             405,

@@ -52,6 +52,8 @@ pub struct Shared {
     pub require_token: Option<String>,
     /// Interval between BOOKMARKs on idle watches, in milliseconds.
     pub bookmark_ms: AtomicU64,
+    /// Refuse `sendInitialEvents` (a server without watch-list streaming).
+    pub no_watch_list: AtomicBool,
     /// Log every request to stderr (env `KUBE_SIM_TRACE`).
     pub trace: bool,
     /// Base URL, e.g. `http://127.0.0.1:4321`.
