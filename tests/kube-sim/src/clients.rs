@@ -2,7 +2,8 @@
 //! with [`crate::Sim::write_kubeconfig_for`] to give each process its own), and one
 //! client can be paused (its requests hang until resumed) or cut (its connections
 //! are closed and every new request of it closes the connection unanswered, until
-//! restored) while every other client is served normally. `server` asks
+//! restored) while every other client is served normally; each client's requests
+//! are counted. `server` asks
 //! [`ClientFaults::admit`] before each request.
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +32,8 @@ struct State {
     cut: HashSet<String>,
     /// Connection id → client id, with a clone of the socket to close it.
     conns: HashMap<u64, (String, TcpStream)>,
+    /// Requests admitted so far, per client.
+    served: HashMap<String, usize>,
 }
 
 impl ClientFaults {
@@ -59,6 +62,7 @@ impl ClientFaults {
                 return Admission::Drop;
             }
             if !st.paused.contains(client) {
+                *st.served.entry(client.to_string()).or_default() += 1;
                 return Admission::Serve;
             }
             st = match self.changed.wait_timeout(st, Duration::from_millis(250)) {
@@ -71,6 +75,11 @@ impl ClientFaults {
     /// Forgets a closed connection.
     pub fn closed(&self, conn: u64) {
         self.state().conns.remove(&conn);
+    }
+
+    /// Requests of `client` served so far.
+    pub fn served(&self, client: &str) -> usize {
+        self.state().served.get(client).copied().unwrap_or(0)
     }
 
     pub fn pause(&self, client: &str) {

@@ -364,6 +364,11 @@ impl Sim {
         self.shared.clients.restore(client);
     }
 
+    /// Requests of `client` (its bearer token; "" for none) served so far.
+    pub fn client_requests(&self, client: &str) -> usize {
+        self.shared.clients.served(client)
+    }
+
     /// Requests served so far.
     pub fn request_count(&self) -> usize {
         self.shared.count.load(Ordering::SeqCst)

@@ -67,6 +67,9 @@ fn cut_client_fails_until_restored() {
     assert_eq!(get_as(&sim, "b", "/api/v1/namespaces"), Ok(200));
     sim.restore_client("a");
     assert_eq!(get_as(&sim, "a", "/api/v1/namespaces"), Ok(200));
+    // Served requests only: the two answered GETs of a, the one of b.
+    assert_eq!(sim.client_requests("a"), 2);
+    assert_eq!(sim.client_requests("b"), 1);
 }
 
 /// PUT with a stale resourceVersion: 409 for a Lease and a ConfigMap; with the
