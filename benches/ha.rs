@@ -5,7 +5,8 @@
 //! 1. Takeover after SIGKILL and after SIGTERM of the leader: from the signal to
 //!    the standby's first onStartup hook line, median (and min/max) of `--rounds`
 //!    (10), with lease 3 s / renew deadline 2 s / retry 0.5 s (a fresh Lease name
-//!    per round).
+//!    per round). The signal comes 1.5 s after the standby started, plus 0-450 ms
+//!    spread over the rounds, so it falls anywhere in the standby's read cycle.
 //! 2. API requests per minute of an idle leader and an idle standby with the
 //!    default settings (35 s / 30 s / 10 s), counted by kube-sim over `--idle-secs`
 //!    (60). Nothing else in these replicas talks to the API.
@@ -114,6 +115,9 @@ impl Bench {
         a.wait_line("leadership acquired");
         let b = self.replica("b", &lease, &SHORT);
         b.wait_line("waiting for leadership");
+        // The standby has watched a few renews; the offsets spread the signal over
+        // one retry period of the standby's reads.
+        std::thread::sleep(Duration::from_millis(1500 + 50 * (round as u64 % 10)));
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(a.child.id() as i32, signal) };
         let sent = Instant::now();

@@ -3,8 +3,8 @@
 //! Hooks append `<replica> <event> <unix ns>` to one shared file, so tests see who
 //! ran what and when: only the leader runs hooks, a takeover (SIGKILL, API cut,
 //! SIGTERM) starts the new leader's hooks, and every line of the old leader comes
-//! before the first line of the new one (no overlap). Lease 3 s, renew deadline
-//! 2 s, retry 0.5 s.
+//! before the first line of the new one (no overlap); a leader whose requests hang
+//! gives up by its own clock. Lease 3 s, renew deadline 2 s, retry 0.5 s.
 
 use crate::common::{self, Operator, TempDir, hook, metric, processes_mentioning};
 use kube_sim::Sim;
@@ -247,6 +247,26 @@ fn api_cut_leader_exits_before_standby_takes_over() {
         .expect("b line");
     assert!(first_b > exited_ns, "b ran a hook before a had exited");
     assert_no_overlap(&c.lines(), "a", "b");
+}
+
+/// The leader's requests hang (kube-sim pauses its client): its renew never
+/// returns, yet it gives up at the renew deadline by its own clock and exits 0,
+/// and the standby then takes over; no overlap.
+#[test]
+fn hanging_api_leader_gives_up_at_the_renew_deadline() {
+    let c = Cluster::new();
+    let (mut a, b) = leader_and_standby(&c);
+    c.sim.pause_client("a");
+    let paused = Instant::now();
+    assert_eq!(a.wait_exit(WAIT), Some(0), "logs:\n{}", a.logs());
+    let took = paused.elapsed();
+    // Renew deadline (2 s) from the last renew, which came at most a retry before.
+    assert!(took <= Duration::from_millis(2800), "gave up after {took:?}");
+    assert!(a.logs().contains("no renew succeeded within 2s"), "{}", a.logs());
+    b.wait_log("leadership acquired", WAIT);
+    c.wait_lines("b starts", |l| count(l, "b", "startup") == 1);
+    assert_no_overlap(&c.lines(), "a", "b");
+    c.sim.resume_client("a");
 }
 
 /// SIGTERM: the leader releases the lease (holder cleared) and the standby takes
