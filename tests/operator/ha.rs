@@ -261,12 +261,78 @@ fn hanging_api_leader_gives_up_at_the_renew_deadline() {
     assert_eq!(a.wait_exit(WAIT), Some(0), "logs:\n{}", a.logs());
     let took = paused.elapsed();
     // Renew deadline (2 s) from the last renew, which came at most a retry before.
-    assert!(took <= Duration::from_millis(2800), "gave up after {took:?}");
-    assert!(a.logs().contains("no renew succeeded within 2s"), "{}", a.logs());
+    assert!(
+        took <= Duration::from_millis(2800),
+        "gave up after {took:?}"
+    );
+    assert!(
+        a.logs().contains("no renew succeeded within 2s"),
+        "{}",
+        a.logs()
+    );
     b.wait_log("leadership acquired", WAIT);
     c.wait_lines("b starts", |l| count(l, "b", "startup") == 1);
     assert_no_overlap(&c.lines(), "a", "b");
     c.sim.resume_client("a");
+}
+
+/// Clock skew: a holder whose clock is decades behind (its `renewTime` in 2000)
+/// keeps the lease as long as it renews, because the standby times changes with
+/// its own clock; once it stops, the standby takes over one lease duration after
+/// the last change it saw.
+#[test]
+fn skewed_holder_keeps_the_lease_while_it_renews() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let c = Cluster::new();
+    let stamp = |n: usize| format!("2000-01-01T00:{:02}:{:02}.000000Z", n / 60, n % 60);
+    c.sim
+        .create(serde_json::json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "shell-operator-leader-election", "namespace": "default"},
+            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 3,
+                     "acquireTime": stamp(0), "renewTime": stamp(0), "leaseTransitions": 0}
+        }))
+        .expect("lease");
+    let (stop, renews) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let a = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(300));
+                let n = renews.fetch_add(1, Ordering::SeqCst) + 1;
+                let mut lease = c
+                    .sim
+                    .get(
+                        "coordination.k8s.io/v1",
+                        "Lease",
+                        "default",
+                        "shell-operator-leader-election",
+                    )
+                    .expect("lease");
+                lease["spec"]["renewTime"] = serde_json::json!(stamp(n));
+                c.sim.update(lease).expect("ghost renews");
+            }
+        });
+        let a = c.replica("a");
+        a.wait_log("waiting for leadership", WAIT);
+        // Renewed over more than one lease duration (12 × 0.3 s = 3.6 s > 3 s).
+        let from = renews.load(Ordering::SeqCst);
+        while renews.load(Ordering::SeqCst) < from + 12 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(c.holder(), "ghost");
+        assert!(!a.logs().contains("leadership acquired"), "{}", a.logs());
+        stop.store(true, Ordering::SeqCst);
+        a
+    });
+    let stopped = Instant::now();
+    a.wait_log("leadership acquired", WAIT);
+    let took = stopped.elapsed();
+    assert!(
+        took >= LEASE - RETRY && took <= LEASE + RETRY * 2,
+        "took over {took:?} after the holder stopped"
+    );
+    c.wait_lines("a starts", |l| count(l, "a", "startup") == 1);
+    assert_eq!(c.lease_spec()["leaseTransitions"], 1);
 }
 
 /// SIGTERM: the leader releases the lease (holder cleared) and the standby takes
