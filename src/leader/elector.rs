@@ -153,6 +153,12 @@ impl Elector {
     }
 }
 
+/// A duration in whole seconds for `leaseDurationSeconds`, rounded up (at least 1).
+fn whole_seconds(d: Duration) -> i64 {
+    let secs = d.as_millis().div_ceil(1000).max(1);
+    i64::try_from(secs).unwrap_or(i64::MAX)
+}
+
 /// Waits `d` for the stop channel; true when stopped.
 fn stopped(stop: &Receiver<()>, d: Duration) -> bool {
     !matches!(stop.recv_timeout(d), Err(RecvTimeoutError::Timeout))
@@ -319,7 +325,7 @@ impl Machine {
         let mine = old.holder == self.elector.identity && !old.acquire_time.is_empty();
         Record {
             holder: self.elector.identity.clone(),
-            lease_duration_secs: t.lease_duration.as_secs().max(1) as i64,
+            lease_duration_secs: whole_seconds(t.lease_duration),
             acquire_time: if mine {
                 old.acquire_time.clone()
             } else {
@@ -359,5 +365,94 @@ impl Machine {
             ),
         }
         self.leading = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::{Client, KubeSettings};
+
+    fn machine(identity: &str) -> Machine {
+        let settings = KubeSettings {
+            server: "http://127.0.0.1:1".into(),
+            ..KubeSettings::default()
+        };
+        let client = Client::from_config(&settings).unwrap();
+        Machine {
+            elector: Elector {
+                lease: LeaseClient::new(client, "ns", "l"),
+                identity: identity.into(),
+                timings: Timings {
+                    lease_duration: Duration::from_millis(2500),
+                    renew_deadline: Duration::from_secs(2),
+                    retry_period: Duration::from_millis(500),
+                },
+                gauge: prometheus::IntGauge::new("g", "g").unwrap(),
+            },
+            observed: None,
+            last: None,
+            leading: false,
+            status: Arc::default(),
+        }
+    }
+
+    fn record(holder: &str, acquired: &str, transitions: i64) -> Record {
+        Record {
+            holder: holder.into(),
+            lease_duration_secs: 35,
+            acquire_time: acquired.into(),
+            renew_time: acquired.into(),
+            transitions,
+        }
+    }
+
+    #[test]
+    fn transitions_count_changes_of_holder_only() {
+        let m = machine("me");
+        // A new Lease: no transition yet; lease 2.5 s is written as 3.
+        let fresh = m.next_record(&Record::default());
+        assert_eq!((fresh.transitions, fresh.lease_duration_secs), (0, 3));
+        assert_eq!(fresh.holder, "me");
+        // Renewing our own: same acquire time and count.
+        let own = m.next_record(&record("me", "T0", 4));
+        assert_eq!((own.acquire_time.as_str(), own.transitions), ("T0", 4));
+        // Taking another's or a released one: a transition, a new acquire time.
+        for holder in ["other", ""] {
+            let taken = m.next_record(&record(holder, "T0", 4));
+            assert_eq!(taken.transitions, 5, "from {holder:?}");
+            assert_ne!(taken.acquire_time, "T0");
+        }
+    }
+
+    #[test]
+    fn a_standby_looks_again_when_the_observed_lease_expires() {
+        let mut m = machine("me");
+        assert_eq!(m.next_look(), Duration::from_millis(500));
+        m.observed = Some(Observed {
+            record: Record {
+                lease_duration_secs: 1,
+                ..record("other", "T0", 0)
+            },
+            since: Instant::now() - Duration::from_millis(900),
+        });
+        assert!(
+            m.next_look() <= Duration::from_millis(100),
+            "{:?}",
+            m.next_look()
+        );
+    }
+
+    #[test]
+    fn timings_must_be_ordered() {
+        let t = |l, r, p| Timings {
+            lease_duration: Duration::from_millis(l),
+            renew_deadline: Duration::from_millis(r),
+            retry_period: Duration::from_millis(p),
+        };
+        assert!(t(3000, 2000, 500).check("x").is_ok());
+        for bad in [t(2000, 2000, 500), t(3000, 500, 500), t(3000, 2000, 0)] {
+            assert!(bad.check("x").is_err(), "{bad:?}");
+        }
     }
 }

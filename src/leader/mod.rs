@@ -154,3 +154,66 @@ pub fn elector(
         gauge: gauge(&config.metrics_prefix, metrics)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flags::Values;
+
+    fn config(program: Program, env: &[(&str, &str)]) -> Config {
+        let lookup = |k: &str| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        Values::resolve(program, &lookup, &[])
+            .unwrap()
+            .into_config_for(program)
+    }
+
+    fn env_of<'a>(env: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k: &str| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn addon_identity_is_flants() {
+        let env = [
+            ("ADDON_OPERATOR_HA", "true"),
+            ("ADDON_OPERATOR_POD", "addon-0"),
+            ("ADDON_OPERATOR_LISTEN_ADDRESS", "10.1.2.3"),
+            ("ADDON_OPERATOR_NAMESPACE", "d8"),
+        ];
+        let s = settings(&config(Program::Addon, &env), &env_of(&env))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.identity, "addon-0.10-1-2-3.d8.pod");
+        assert_eq!(s.lease_name, "addon-operator-leader-election");
+        assert_eq!(s.timings.lease_duration, Duration::from_secs(35));
+        assert_eq!(s.timings.renew_deadline, Duration::from_secs(30));
+        assert_eq!(s.timings.retry_period, Duration::from_secs(10));
+        let no_pod = &env[..1];
+        let err = settings(&config(Program::Addon, &env), &env_of(no_pod)).unwrap_err();
+        assert!(err.contains("ADDON_OPERATOR_POD"), "{err}");
+    }
+
+    #[test]
+    fn shell_identity_is_the_pod_name_and_ha_is_off_by_default() {
+        let env = [
+            ("SHELL_OPERATOR_HA", "true"),
+            ("SHELL_OPERATOR_POD", "so-1"),
+        ];
+        let s = settings(&config(Program::Shell, &env), &env_of(&env))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.identity, "so-1");
+        assert_eq!(s.lease_name, "shell-operator-leader-election");
+        assert_eq!(
+            settings(&config(Program::Shell, &[]), &env_of(&[])),
+            Ok(None)
+        );
+    }
+}
