@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! thread              spawned by              reads                         writes
-//! main                -                       signal                        (ticks metrics, expiry), shutdown
+//! main                -                       signal, election notes        (ticks metrics, expiry), shutdown
 //! signals             operator.rs             SIGTERM/SIGINT                signal
 //! http                operator.rs             metrics port (accepts)        connections → http-N
 //! debug, debug-http   operator.rs             debug socket / HTTP (accept)  connections → debug-N …
