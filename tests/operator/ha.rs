@@ -355,6 +355,26 @@ fn sigterm_releases_for_a_fast_takeover() {
     assert_eq!(spec["leaseTransitions"], 1, "{spec}");
 }
 
+/// SIGTERM to a standby: it exits 0 at once, having run no hook, and leaves the
+/// holder's Lease alone.
+#[test]
+fn sigterm_while_waiting_exits_0_without_acting() {
+    let c = Cluster::new();
+    let (a, mut b) = leader_and_standby(&c);
+    b.signal(libc::SIGTERM);
+    let sent = Instant::now();
+    assert_eq!(b.wait_exit(WAIT), Some(0), "{}", b.logs());
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(c.lines().iter().all(|l| l.0 == "a"), "{:#?}", c.lines());
+    assert_eq!(c.holder(), "a");
+    assert!(!b.logs().contains("leadership released"), "{}", b.logs());
+    drop(a);
+}
+
 /// Timings out of order (renew deadline above lease duration) stop startup with
 /// exit 1 and a message naming them.
 #[test]
