@@ -29,6 +29,7 @@ bench: build static
 	$(CARGO) bench --bench snapshot_heap -- --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench webhook
 	$(CARGO) bench --bench addon -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
+	$(CARGO) bench --bench ha -- --operator $(STATIC_BIN)
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:

@@ -383,6 +383,41 @@ pub const START_FLAGS: &[FlagSpec] = &[
         Kind::Str,
         "Address of the conversion webhook server."
     ),
+    flag!(
+        "ha",
+        "SHELL_OPERATOR_HA",
+        "false",
+        Kind::Bool,
+        "Leader election on a Lease: only the holder runs hooks (not in flant)."
+    ),
+    flag!(
+        "ha-lease-name",
+        "SHELL_OPERATOR_HA_LEASE_NAME",
+        "shell-operator-leader-election",
+        Kind::Str,
+        "Name of the Lease in --namespace (else the client's namespace)."
+    ),
+    flag!(
+        "ha-lease-duration",
+        "SHELL_OPERATOR_HA_LEASE_DURATION",
+        "35s",
+        Kind::Duration,
+        "How long a standby waits on an unchanged Lease before taking it."
+    ),
+    flag!(
+        "ha-renew-deadline",
+        "SHELL_OPERATOR_HA_RENEW_DEADLINE",
+        "30s",
+        Kind::Duration,
+        "The leader stops (exit 0) when no renew succeeded for this long."
+    ),
+    flag!(
+        "ha-retry-period",
+        "SHELL_OPERATOR_HA_RETRY_PERIOD",
+        "10s",
+        Kind::Duration,
+        "How often the Lease is renewed or, by a standby, read."
+    ),
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/shell-operator/debug.socket", Kind::Str, "Path of the debug unix socket."),
     flag!(hidden "debug-http-addr", "DEBUG_HTTP_SERVER_ADDR", "", Kind::Str, "Also serve the debug endpoints on this plain HTTP address."),
     flag!(hidden "debug-keep-tmp-files", "DEBUG_KEEP_TMP_FILES", "false", Kind::Bool, "Keep hooks' temporary files after runs."),
@@ -418,6 +453,8 @@ pub struct Config {
     pub validating: WebhookFlags,
     pub conversion: WebhookFlags,
     pub debug: DebugFlags,
+    /// Leader election (`--ha*`).
+    pub ha: crate::leader::HaFlags,
     /// addon-operator's own settings; `None` for shell-operator.
     pub addon: Option<crate::addon::flags::AddonFlags>,
 }
@@ -618,6 +655,15 @@ impl Values {
                 http_addr: v.str("debug-http-addr"),
                 keep_tmp_files: v.bool("debug-keep-tmp-files"),
                 kubernetes_api: v.bool("debug-kubernetes-api"),
+            },
+            ha: crate::leader::HaFlags {
+                enabled: v.bool("ha"),
+                lease_name: v.str("ha-lease-name"),
+                timings: crate::leader::Timings {
+                    lease_duration: v.duration("ha-lease-duration"),
+                    renew_deadline: v.duration("ha-renew-deadline"),
+                    retry_period: v.duration("ha-retry-period"),
+                },
             },
             addon,
         }

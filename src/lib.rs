@@ -21,6 +21,7 @@ pub mod jq;
 pub(crate) mod jq_cli;
 pub(crate) mod json_kind;
 pub mod kube;
+pub mod leader;
 pub(crate) mod listen;
 pub mod log;
 pub mod metrics;

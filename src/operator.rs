@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! thread              spawned by              reads                         writes
-//! main                -                       signal                        (ticks metrics, expiry), shutdown
+//! main                -                       signal, election notes        (ticks metrics, expiry), shutdown
 //! signals             operator.rs             SIGTERM/SIGINT                signal
 //! http                operator.rs             metrics port (accepts)        connections → http-N
 //! debug, debug-http   operator.rs             debug socket / HTTP (accept)  connections → debug-N …
@@ -21,6 +21,7 @@
 //! webhook-<server>    operator.rs             webhook port (TLS)            connections → its handlers
 //! webhook-crds        operator.rs             webhook stop                  CRD conversion config
 //! reaper              operator.rs (PID 1)     child exits                   exit per child
+//! leader-election     operator.rs (--ha)      its stop; the Lease (API)     notes (acquired, lost); the Lease
 //! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel per watch)
 //!                     (asked by monitor)
 //! <server>-N          listen/mod.rs           connections                   replies (webhooks run hooks)
@@ -32,7 +33,14 @@
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is
 //! closed, so the scheduler, router, monitor and queues stop taking work), running
 //! hooks get SIGTERM and, after the grace period, SIGKILL; listeners are unblocked,
-//! threads joined, and the process exits 0.
+//! threads joined, the Lease released (with `--ha`), and the process exits 0.
+//!
+//! With `--ha` the spawn step starts only what serves (signals, HTTP, debug,
+//! webhook servers) and the election, then waits for the Lease before it
+//! registers webhooks and starts anything that acts. Losing the Lease (or missing
+//! the renew deadline) stops intake, kills running hooks within
+//! `min(grace, lease duration − renew deadline)` and exits 0 without waiting for
+//! the other threads.
 
 use crate::debug::DebugState;
 use crate::debug::runtime::RuntimeConfig;
@@ -43,6 +51,7 @@ use crate::hook::context::BindingContext;
 use crate::hook::{self, Hook};
 use crate::http;
 use crate::kube::{Client, KubeSettings};
+use crate::leader;
 use crate::listen::{Server, Stopper};
 use crate::log;
 use crate::metrics::Metrics;
@@ -102,7 +111,11 @@ struct Bound {
     schedule: Vec<Entry>,
     /// addon-operator's modules, values and helm; `None` for shell-operator.
     addon: Option<crate::addon::Bound>,
+    /// With `--ha`: the election's handle and its thread body.
+    election: Option<(leader::Handle, ThreadBody)>,
 }
+
+type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
 
 impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
@@ -162,6 +175,22 @@ impl Bound {
         let http_routes = addon
             .as_ref()
             .map(|a| a.http_routes(views.get(MAIN_QUEUE).cloned().unwrap_or_default()));
+        let election = match leader::settings(&config, &|k| std::env::var(k).ok())? {
+            Some(s) => {
+                let (handle, body) = leader::elector(&config, &s, &metrics)?.start();
+                Some((handle, Box::new(body) as ThreadBody))
+            }
+            None => None,
+        };
+        let http_routes = match &election {
+            Some((h, _)) => Some(leader::readiness::routes(
+                config.program,
+                Arc::clone(&h.status),
+                config.listen_port,
+                http_routes,
+            )),
+            None => http_routes,
+        };
         let http = http::bind(
             &config.listen_address,
             config.listen_port,
@@ -200,13 +229,15 @@ impl Bound {
             webhooks,
             schedule,
             addon,
+            election,
         })
     }
 
-    /// Step 2: registers the webhooks, queues the startup tasks and starts every
+    /// Step 2: starts the threads that serve (signals, HTTP, debug, webhook
+    /// servers); with `--ha` starts the election and waits for the Lease; then
+    /// registers the webhooks, queues the startup tasks and starts every other
     /// thread, each with a name.
-    fn spawn(self) -> Result<Running, String> {
-        let (webhooks, webhook_threads) = self.webhooks.register()?;
+    fn spawn(mut self) -> Result<Running, String> {
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
         if let Some(reap) = process::reaper() {
             threads.push(threads::spawn("reaper", reap)?);
@@ -214,6 +245,56 @@ impl Bound {
         // Dropping `stop_tx` stops the scheduler, router, monitor and every queue.
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let (signal_tx, signal_rx) = bounded::<i32>(4);
+        let mut signals = self.signals;
+        // Not joined: it waits for signals for good, and the process exit ends it.
+        threads::spawn("signals", move || {
+            for sig in signals.forever() {
+                let _ = signal_tx.send(sig);
+            }
+        })?;
+        let http_stopper = self
+            .http
+            .stopper()
+            .ok_or("the metrics server has no address")?;
+        let http = self.http;
+        threads.push(threads::spawn("http", move || http.serve())?);
+        let debug_stopper = self.debug.stopper();
+        let expire = Box::new(self.debug.expirer());
+        for (name, body) in self.debug.into_threads() {
+            threads.push(threads::spawn(&name, body)?);
+        }
+        let (mut webhooks, server_threads) = self.webhooks.serve();
+        for (name, body) in server_threads {
+            threads.push(threads::spawn(&name, body)?);
+        }
+        let mut running = Running {
+            metrics: Arc::clone(&self.metrics),
+            views: self.views.values().cloned().collect(),
+            signal_rx,
+            stop_tx,
+            threads,
+            grace: self.config.shutdown_grace,
+            http_stopper,
+            debug_stopper,
+            expire,
+            webhooks: None,
+            election: None,
+            early_signal: None,
+        };
+        if let Some((handle, body)) = self.election.take() {
+            let thread = threads::spawn("leader-election", body)?;
+            let signal = wait_for_lease(&handle, &running.signal_rx)?;
+            running.election = Some((handle, thread));
+            if signal.is_some() {
+                running.early_signal = signal;
+                running.webhooks = Some(webhooks);
+                return Ok(running);
+            }
+        }
+        for (name, body) in self.webhooks.register(&mut webhooks)? {
+            running.threads.push(threads::spawn(&name, body)?);
+        }
+        running.webhooks = Some(webhooks);
         let (schedule_tx, schedule_rx) = unbounded::<Control>();
         let (fire_tx, fire_rx) = unbounded::<Fire>();
         let queues: BTreeMap<String, (Sender<Task>, Receiver<Task>)> = self
@@ -269,28 +350,7 @@ impl Bound {
         for task in startup {
             let _ = main.0.send(task);
         }
-
-        let mut signals = self.signals;
-        // Not joined: it waits for signals for good, and the process exit ends it.
-        threads::spawn("signals", move || {
-            for sig in signals.forever() {
-                let _ = signal_tx.send(sig);
-            }
-        })?;
-        let http_stopper = self
-            .http
-            .stopper()
-            .ok_or("the metrics server has no address")?;
-        let http = self.http;
-        threads.push(threads::spawn("http", move || http.serve())?);
-        let debug_stopper = self.debug.stopper();
-        let expire = Box::new(self.debug.expirer());
-        for (name, body) in self.debug.into_threads() {
-            threads.push(threads::spawn(&name, body)?);
-        }
-        for (name, body) in webhook_threads {
-            threads.push(threads::spawn(&name, body)?);
-        }
+        let threads = &mut running.threads;
         let mut senders: BTreeMap<String, Sender<Task>> = BTreeMap::new();
         for (name, (tx, rx)) in queues {
             let view = self.views.get(&name).cloned().unwrap_or_default();
@@ -338,18 +398,27 @@ impl Bound {
         threads.push(threads::spawn("scheduler", move || {
             schedule::run(entries, schedule_rx, stop, fire_tx)
         })?);
-        Ok(Running {
-            metrics: self.metrics,
-            views: self.views.into_values().collect(),
-            signal_rx,
-            stop_tx,
-            threads,
-            grace: self.config.shutdown_grace,
-            http_stopper,
-            debug_stopper,
-            expire,
-            webhooks,
-        })
+        Ok(running)
+    }
+}
+
+/// Blocks until the election reports the Lease acquired (`Ok(None)`) or a signal
+/// arrives first (`Ok(Some(signal))`): a standby serves but acts on nothing.
+fn wait_for_lease(handle: &leader::Handle, signals: &Receiver<i32>) -> Result<Option<i32>, String> {
+    loop {
+        select! {
+            recv(handle.notes) -> note => return match note {
+                Ok(leader::Note::Acquired) => Ok(None),
+                Ok(leader::Note::Lost(why)) => Err(format!("leader election: {why}")),
+                Err(_) => Err("leader election thread ended".into()),
+            },
+            recv(signals) -> sig => match sig {
+                Ok(s) if IGNORED_SIGNALS.contains(&s) => {
+                    log::info("signal ignored", &[("signal", &s.to_string())]);
+                }
+                s => return Ok(Some(s.unwrap_or(0))),
+            },
+        }
     }
 }
 
@@ -365,22 +434,71 @@ struct Running {
     debug_stopper: DebugStopper,
     /// Expires the debug socket's temporary runtime parameters.
     expire: Box<dyn Fn() + Send>,
-    webhooks: webhook::Webhooks,
+    webhooks: Option<webhook::Webhooks>,
+    /// With `--ha`: the election and its thread, joined after the release.
+    election: Option<(leader::Handle, JoinHandle<()>)>,
+    /// A signal that came while waiting for the Lease: shut down at once.
+    early_signal: Option<i32>,
+}
+
+/// Why the main loop ended.
+enum End {
+    Signal(i32),
+    /// The Lease was lost (or not renewed within the renew deadline).
+    Lost(String),
 }
 
 impl Running {
-    /// Ticks metrics until a signal, then shuts down in order.
+    /// Ticks metrics until a signal (or, with `--ha`, the Lease is lost), then
+    /// shuts down in order.
     fn run(self) {
-        let signal = tick_until_signal(&self.metrics, &self.views, &self.signal_rx, &self.expire);
+        let end = match self.early_signal {
+            Some(sig) => End::Signal(sig),
+            None => tick_until_end(
+                &self.metrics,
+                &self.views,
+                &self.signal_rx,
+                &self.expire,
+                self.election.as_ref().map(|(h, _)| h),
+            ),
+        };
+        match end {
+            End::Signal(signal) => self.shut_down(signal),
+            End::Lost(why) => self.give_up(&why),
+        }
+    }
+
+    fn shut_down(self, signal: i32) {
         log::info("shutting down", &[("signal", &signal.to_string())]);
         drop(self.stop_tx);
         process::terminate_all(self.grace);
         self.http_stopper.stop();
-        self.webhooks.stop();
+        if let Some(w) = self.webhooks {
+            w.stop();
+        }
         self.debug_stopper.stop();
         for t in self.threads {
             let _ = t.join();
         }
+        // Released only now: no hook of ours runs any more.
+        if let Some((handle, thread)) = self.election {
+            handle.release();
+            let _ = thread.join();
+        }
+        log::info("stopped", &[]);
+    }
+
+    /// Lost the Lease: stop intake, kill running hooks before another replica can
+    /// take the Lease, and return without joining (threads may be stuck on the API).
+    fn give_up(self, why: &str) {
+        log::error("leadership lost: stopping", &[("reason", why)]);
+        drop(self.stop_tx);
+        let grace = self.election.as_ref().map_or(self.grace, |(h, _)| {
+            let t = h.timings;
+            self.grace
+                .min(t.lease_duration.saturating_sub(t.renew_deadline) / 2)
+        });
+        process::terminate_all(grace);
         log::info("stopped", &[]);
     }
 }
@@ -450,15 +568,22 @@ const STOP_SIGNALS: [i32; 4] = [
 /// Signals that are logged and otherwise ignored (their default action kills).
 const IGNORED_SIGNALS: [i32; 2] = [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGUSR2];
 
-/// The main thread's loop until a stop signal: every second `expire` (the debug
-/// socket's temporary parameters), queue lengths every 5 s, live ticks every 10 s.
-fn tick_until_signal(
+/// The main thread's loop until a stop signal or a lost Lease: every second
+/// `expire` (the debug socket's temporary parameters), queue lengths every 5 s, live
+/// ticks every 10 s; with `--ha` the election's notes, and every 100 ms the renew
+/// deadline (checked here too, so a renew hanging on the API cannot delay it).
+fn tick_until_end(
     metrics: &Metrics,
     views: &[SharedView],
     signals: &Receiver<i32>,
     expire: &dyn Fn(),
-) -> i32 {
+    election: Option<&leader::Handle>,
+) -> End {
     let ticker = tick(Duration::from_secs(1));
+    let notes = election.map_or_else(crossbeam_channel::never, |h| h.notes.clone());
+    let watchdog = election.map_or_else(crossbeam_channel::never, |_| {
+        tick(Duration::from_millis(100))
+    });
     let mut ticks = 0u64;
     metrics.live_ticks.inc();
     update_queue_lengths(metrics, views);
@@ -468,8 +593,19 @@ fn tick_until_signal(
                 Ok(s) if IGNORED_SIGNALS.contains(&s) => {
                     log::info("signal ignored", &[("signal", &s.to_string())]);
                 }
-                s => return s.unwrap_or(0),
+                s => return End::Signal(s.unwrap_or(0)),
             },
+            recv(notes) -> note => return End::Lost(match note {
+                Ok(leader::Note::Lost(why)) => why,
+                Ok(other) => format!("unexpected election note {other:?}"),
+                Err(_) => "the election thread ended".into(),
+            }),
+            recv(watchdog) -> _ => {
+                if let Some(h) = election.filter(|h| h.status.overdue(h.timings.renew_deadline)) {
+                    let deadline = h.timings.renew_deadline;
+                    return End::Lost(format!("no renew succeeded within {deadline:?}"));
+                }
+            }
             recv(ticker) -> _ => {
                 ticks += 1;
                 expire();

@@ -92,6 +92,41 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
         Kind::Duration,
         "How often the resource monitor checks releases and their objects (plus 0-59 s from 1m up)."
     ),
+    flag!(
+        "ha",
+        "ADDON_OPERATOR_HA",
+        "false",
+        Kind::Bool,
+        "Leader election on a Lease; needs ADDON_OPERATOR_POD, the listen address (pod IP) and the namespace."
+    ),
+    flag!(
+        "ha-lease-name",
+        "ADDON_OPERATOR_HA_LEASE_NAME",
+        "addon-operator-leader-election",
+        Kind::Str,
+        "Name of the Lease in the namespace."
+    ),
+    flag!(
+        "ha-lease-duration",
+        "ADDON_OPERATOR_HA_LEASE_DURATION",
+        "35s",
+        Kind::Duration,
+        "How long a standby waits on an unchanged Lease before taking it."
+    ),
+    flag!(
+        "ha-renew-deadline",
+        "ADDON_OPERATOR_HA_RENEW_DEADLINE",
+        "30s",
+        Kind::Duration,
+        "The leader stops (exit 0) when no renew succeeded for this long."
+    ),
+    flag!(
+        "ha-retry-period",
+        "ADDON_OPERATOR_HA_RETRY_PERIOD",
+        "10s",
+        Kind::Duration,
+        "How often the Lease is renewed or, by a standby, read."
+    ),
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/addon-operator/debug.socket", Kind::Str,
         "Path of the debug unix socket."),
     // flant's newer settings, accepted so deployments written for it start; a value

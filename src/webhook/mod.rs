@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //! - [`bind`] (this file): reads the certificate and CA files and binds the two
-//!   servers (the operator's bind step); [`Bound::register`] registers them with
-//!   the cluster and hands the operator the thread bodies to spawn.
+//!   servers (the operator's bind step); [`Bound::serve`] hands the operator the
+//!   servers' thread bodies and [`Bound::register`] registers them with the
+//!   cluster (with HA, once leading) and hands over the CRD thread.
 //! - `server`, `tls`: the webhooks' routing on the shared listener core
 //!   (`listen/`, TLS), certificate reload and optional client-certificate
 //!   verification.
@@ -15,7 +16,8 @@
 //! - `register`, `crd`: the webhook configuration objects and CRD conversion.
 //! - `names`: SafeURLString and path splitting; `metrics`: request metrics.
 //!
-//! Threads (spawned by `operator.rs` from the bodies [`Bound::register`] returns):
+//! Threads (spawned by `operator.rs` from the bodies [`Bound::serve`] and
+//! [`Bound::register`] return):
 //! `webhook-admission` and `webhook-conversion` accept connections and start their
 //! handler threads; `webhook-crds` configures CRDs in the background. Admission
 //! registration runs on the main thread before the queues start, as in flant.
@@ -87,29 +89,36 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Registers the admission webhooks (before any queue starts, as in flant) and
-    /// returns the stop handle and the threads to spawn: each server's accept
-    /// thread and the CRD configuration thread.
-    pub fn register(self) -> Result<(Webhooks, Vec<ThreadBody>), String> {
-        if let Some((client, target)) = &self.admission {
-            register::register_all(client, &self.hooks, target, &register::RETRY_DELAYS)?;
-        }
+    /// Hands the operator each server's accept thread (every replica serves, a
+    /// standby too) and the handle that stops them; registration comes later.
+    pub fn serve(&mut self) -> (Webhooks, Vec<ThreadBody>) {
         let mut out = Webhooks::default();
         let mut threads: Vec<ThreadBody> = Vec::new();
-        for server in self.servers {
+        for server in std::mem::take(&mut self.servers) {
             out.stoppers.extend(server.stopper());
             let name = server.name().to_string();
             threads.push((name, Box::new(move || server.serve())));
         }
+        (out, threads)
+    }
+
+    /// Registers the admission webhooks (before any queue starts, as in flant; with
+    /// HA only on the leader) and returns the CRD configuration thread, whose stop
+    /// goes into `webhooks`.
+    pub fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, String> {
+        if let Some((client, target)) = &self.admission {
+            register::register_all(client, &self.hooks, target, &register::RETRY_DELAYS)?;
+        }
+        let mut threads: Vec<ThreadBody> = Vec::new();
         if let Some((client, names, target)) = self.crds {
             let (tx, rx) = bounded::<()>(0);
-            out.stop = Some(tx);
+            webhooks.stop = Some(tx);
             threads.push((
                 "webhook-crds".into(),
                 Box::new(move || crd::run(client, names, target, rx)),
             ));
         }
-        Ok((out, threads))
+        Ok(threads)
     }
 }
 

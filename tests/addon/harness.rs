@@ -49,7 +49,7 @@ pub fn rec(tag: &str, config: &str, body: &str) -> String {
 
 /// A running addon-operator with its kube-sim.
 pub struct Addon {
-    pub sim: Sim,
+    pub sim: Arc<Sim>,
     pub dir: TempDir,
     pub child: Option<Child>,
     pub stdout: Arc<Mutex<Vec<String>>>,
@@ -81,7 +81,36 @@ impl Addon {
         env: &[(&str, &str)],
         before: &dyn Fn(&std::path::Path),
     ) -> Addon {
-        let sim = Sim::start();
+        let sim = Arc::new(Sim::start());
+        sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+            .expect("namespace");
+        if let Some(data) = configmap {
+            sim.create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "addon-operator", "namespace": NS}, "data": data}))
+                .expect("configmap");
+        }
+        Addon::launch(sim, files, major, env, &[], before)
+    }
+
+    /// Another operator (a replica) on `sim`, which already has the namespace and
+    /// ConfigMap; `args` come last, so they override the harness's flags.
+    pub fn replica(
+        sim: Arc<Sim>,
+        files: &[(&str, String)],
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Addon {
+        Addon::launch(sim, files, 4, env, args, &|_| {})
+    }
+
+    fn launch(
+        sim: Arc<Sim>,
+        files: &[(&str, String)],
+        major: u32,
+        env: &[(&str, &str)],
+        args: &[&str],
+        before: &dyn Fn(&std::path::Path),
+    ) -> Addon {
         let dir = TempDir::new("addon");
         let root = dir.0.clone();
         write_hooks(&root, files);
@@ -90,13 +119,6 @@ impl Addon {
         }
         sim.write_kubeconfig(&root.join("kubeconfig"))
             .expect("kubeconfig");
-        sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
-            .expect("namespace");
-        if let Some(data) = configmap {
-            sim.create(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "addon-operator", "namespace": NS}, "data": data}))
-                .expect("configmap");
-        }
         before(&root);
         let modules_dir = env
             .iter()
@@ -133,6 +155,7 @@ impl Addon {
             .env("LOG_TYPE", "json")
             .env("OUT_DIR", root.join("out"))
             .envs(env.iter().copied())
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start addon-operator");

@@ -1,11 +1,13 @@
-//! addon-operator end to end (one test binary for the area): the helm client and the
-//! real binary as `addon-operator`, against kube-sim with the real helm 3 and 4.
+//! addon-operator end to end (one test binary for the area): the helm client, the
+//! real binary as `addon-operator` and its HA takeover, against kube-sim with the
+//! real helm 3 and 4.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod autoheal;
 mod deploy;
+mod ha;
 mod harness;
 mod helm;
 mod metrics;

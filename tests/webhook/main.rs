@@ -1,4 +1,4 @@
-//! Admission and conversion webhooks: the TLS server, handlers, registration, flant's examples.
+//! Admission and conversion webhooks: the TLS server, handlers, registration (with HA: by the leader only), flant's examples.
 //!
 //! One test binary for the area (linking one binary per file cost CI most of its
 //! time); each former file is a module.
@@ -11,6 +11,7 @@ mod webhook_common;
 mod admission;
 mod conversion;
 mod example;
+mod ha;
 mod registration;
 mod server;
 mod tls;

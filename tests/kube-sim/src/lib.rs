@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //! - [`Sim`] (this file): start/stop, direct store access, fault injection.
-//! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1.
+//! - `server`: accept loop, per-connection threads, faults, auth; `http`: HTTP/1.1;
+//!   `clients`: one client's pause and cut.
 //! - `router` → `handlers` (CRUD, patch, list; `scale`) / `watch` (streams) / `discovery`
 //!   (group and resource lists) / `openapi` (v2 and v3 documents).
 //! - `store`: objects, the resourceVersion counter, history, subscriptions;
@@ -18,6 +19,7 @@
 
 mod builtins;
 pub mod certs;
+mod clients;
 mod controllers;
 mod crd;
 mod defaults;
@@ -124,6 +126,7 @@ impl Sim {
             conns: Mutex::new(Default::default()),
             next_conn: AtomicU64::new(1),
             require_token: opts.require_token.clone(),
+            clients: Default::default(),
             bookmark_ms: AtomicU64::new(1000),
             no_watch_list: AtomicBool::new(false),
             trace: std::env::var_os("KUBE_SIM_TRACE").is_some_and(|v| !v.is_empty() && v != "0"),
@@ -184,6 +187,16 @@ impl Sim {
             self.shared.url
         );
         std::fs::write(path, text)
+    }
+
+    /// Like [`write_kubeconfig`](Self::write_kubeconfig) with bearer token `client`,
+    /// which names this client for [`pause_client`](Self::pause_client) and
+    /// [`cut_client`](Self::cut_client). Not for a Sim that requires a token.
+    pub fn write_kubeconfig_for(&self, path: &Path, client: &str) -> std::io::Result<()> {
+        self.write_kubeconfig(path)?;
+        let text = std::fs::read_to_string(path)?;
+        let user = format!("user:\n    token: {client}\n");
+        std::fs::write(path, text.replace("user: {}\n", &user))
     }
 
     fn resource_of(&self, obj: &Value) -> Result<registry::ResourceType, String> {
@@ -334,6 +347,34 @@ impl Sim {
     /// Delays every response by `d` (zero to stop).
     pub fn set_delay(&self, d: Duration) {
         lock(&self.shared.faults).delay = d;
+    }
+
+    /// Requests of `client` (its bearer token) hang until [`resume_client`](Self::resume_client);
+    /// its open watch streams keep streaming.
+    pub fn pause_client(&self, client: &str) {
+        self.shared.clients.pause(client);
+    }
+
+    /// Serves `client`'s held and new requests again.
+    pub fn resume_client(&self, client: &str) {
+        self.shared.clients.resume(client);
+    }
+
+    /// Closes `client`'s open connections (watches too) and closes every new
+    /// connection of it at its first request, unanswered, until
+    /// [`restore_client`](Self::restore_client): the client sees a network failure.
+    pub fn cut_client(&self, client: &str) {
+        self.shared.clients.cut(client);
+    }
+
+    /// Ends [`cut_client`](Self::cut_client) for `client`.
+    pub fn restore_client(&self, client: &str) {
+        self.shared.clients.restore(client);
+    }
+
+    /// Requests of `client` (its bearer token; "" for none) served so far.
+    pub fn client_requests(&self, client: &str) -> usize {
+        self.shared.clients.served(client)
     }
 
     /// Requests served so far.

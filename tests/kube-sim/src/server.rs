@@ -1,8 +1,10 @@
 //! The network side: an accept thread, one thread per connection (a watch keeps
 //! its connection's thread for the life of the stream), plain TCP or rustls, and
 //! the per-request steps every API call goes through before routing — counting,
-//! logging, injected delay and failures, and bearer-token checks.
+//! logging, injected delay and failures, per-client pauses and cuts (`clients`),
+//! and bearer-token checks.
 
+use crate::clients::{Admission, ClientFaults, client_of};
 use crate::http::{self, Request, Response};
 use crate::router::{self, Reply};
 use crate::status::ApiError;
@@ -50,6 +52,8 @@ pub struct Shared {
     pub conns: Mutex<HashMap<u64, TcpStream>>,
     pub next_conn: AtomicU64,
     pub require_token: Option<String>,
+    /// Paused and cut clients (`Sim::pause_client`, `Sim::cut_client`).
+    pub clients: ClientFaults,
     /// Interval between BOOKMARKs on idle watches, in milliseconds.
     pub bookmark_ms: AtomicU64,
     /// Refuse `sendInitialEvents` (a server without watch-list streaming).
@@ -147,8 +151,9 @@ fn serve_connection(shared: Arc<Shared>, tcp: TcpStream, tls: Option<Arc<ServerC
         },
         None => Stream::Plain(tcp),
     };
-    let _ = request_loop(&shared, BufReader::new(stream), &probe);
+    let _ = request_loop(&shared, BufReader::new(stream), &probe, id);
     lock(&shared.conns).remove(&id);
+    shared.clients.closed(id);
     let _ = probe.shutdown(Shutdown::Both);
 }
 
@@ -156,6 +161,7 @@ fn request_loop(
     shared: &Arc<Shared>,
     mut reader: BufReader<Stream>,
     probe: &TcpStream,
+    conn: u64,
 ) -> io::Result<()> {
     loop {
         if reader.buffer().is_empty() && !wait_readable(shared, probe) {
@@ -171,6 +177,11 @@ fn request_loop(
             }
             Err(e) => return Err(e),
         };
+        let client = client_of(req.header("authorization"));
+        let down = || shared.shutdown.load(Ordering::SeqCst);
+        if shared.clients.admit(conn, client, probe, &down) == Admission::Drop {
+            return Ok(());
+        }
         let verified = reader.get_ref().client_verified();
         let reply = handle(shared, &req, verified);
         if shared.trace {

@@ -8,6 +8,7 @@ mod common;
 mod api;
 mod api_lists;
 mod api_robustness;
+mod clients;
 mod helm;
 mod kubectl;
 mod tls_and_binary;
