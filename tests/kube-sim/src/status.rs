@@ -3,12 +3,14 @@
 //! codes, reasons and messages match what a real API server sends.
 
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// One failed API call: HTTP code, machine-readable reason, human message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub code: u16,
-    pub reason: &'static str,
+    /// Usually one of the fixed reasons; an admission webhook may name its own.
+    pub reason: Cow<'static, str>,
     pub message: String,
     pub details: Option<Value>,
 }
@@ -18,7 +20,7 @@ impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
-            reason,
+            reason: Cow::Borrowed(reason),
             message: message.into(),
             details: None,
         }
