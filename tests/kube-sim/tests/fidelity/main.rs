@@ -5,10 +5,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod admission;
 mod api;
 mod api_lists;
 mod api_robustness;
 mod helm;
+mod hook_server;
 mod kubectl;
 mod tls_and_binary;
 mod watch;
