@@ -11,6 +11,7 @@ mod webhook_common;
 mod admission;
 mod conversion;
 mod example;
+mod kubectl_e2e;
 mod registration;
 mod server;
 mod tls;

@@ -78,11 +78,9 @@ fn admit_and_write(
     new: Value,
 ) -> Result<(Value, Warnings), ApiError> {
     let mut warnings = Vec::new();
-    let old_v = old
-        .clone()
-        .map(|o| conversion::to_version(shared, &t.rt, &t.version, o))
-        .transpose()?;
-    let new = admission::mutate(shared, a, new, old_v.as_ref(), &mut warnings)?;
+    // Objects go to each webhook converted to its version (`admission`), so
+    // none is converted here unless a webhook is called.
+    let new = admission::mutate(shared, a, new, old.as_ref(), &mut warnings)?;
     let mut new = conversion::for_storage(shared, &t.rt, new)?;
     if let Some(o) = &old {
         if new["metadata"]["resourceVersion"]
@@ -94,8 +92,7 @@ fn admit_and_write(
         }
     }
     let prepared = write(shared, t, old.is_some(), &a.name, new.clone(), true)?;
-    let prepared_v = conversion::to_version(shared, &t.rt, &t.version, prepared.clone())?;
-    admission::validate(shared, a, Some(&prepared_v), old_v.as_ref(), &mut warnings)?;
+    admission::validate(shared, a, Some(&prepared), old.as_ref(), &mut warnings)?;
     let saved = if a.dry_run {
         prepared
     } else {
@@ -163,7 +160,6 @@ pub fn before_delete(
     warnings: &mut Warnings,
 ) -> Result<(), ApiError> {
     let old = shared.store().get(&t.rt, &t.ns, name)?;
-    let old = conversion::to_version(shared, &t.rt, &t.version, old)?;
     let mut o = delete_options(req).unwrap_or_else(|_| opts.clone());
     o["kind"] = json!("DeleteOptions");
     o["apiVersion"] = json!("meta.k8s.io/v1");
