@@ -28,6 +28,7 @@ bench: build static
 	$(CARGO) bench --bench kube -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench snapshot_heap -- --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench webhook
+	$(CARGO) bench --bench admission -- --operator $(STATIC_BIN)
 	$(CARGO) bench --bench addon -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
