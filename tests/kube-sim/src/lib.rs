@@ -15,7 +15,8 @@
 //!   opt-in instant readiness for workloads.
 //! - `listopts`: list/watch option validation.
 //! - `admission` (+ `admission_match`, `admitted`): admission webhooks on writes;
-//!   `conversion`: CRD conversion webhooks; `webhook_client`: the HTTPS client both use.
+//!   `conversion`: CRD conversion webhooks; `webhook_client` (+ `webhook_http`): the
+//!   HTTPS client both use.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
 mod admission;
@@ -49,6 +50,7 @@ mod tls;
 mod util;
 mod watch;
 mod webhook_client;
+mod webhook_http;
 
 pub use seed::parse_docs;
 pub use status::ApiError;

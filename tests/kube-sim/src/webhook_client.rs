@@ -3,19 +3,14 @@
 //! (`url`, or `service` routed through the Service's Endpoints / EndpointSlice
 //! object, since there is no cluster DNS), the server certificate is verified
 //! with the `caBundle` against `<service>.<namespace>.svc` (or the URL's host),
-//! and one JSON POST is made within the webhook's timeout. Used by
-//! `admission` and `conversion`.
+//! and one JSON POST is made within the webhook's timeout (`webhook_http`).
+//! Used by `admission` and `conversion`.
 
 use crate::registry::ResourceType;
 use crate::store::Store;
 use base64::Engine;
-use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use serde_json::Value;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, ToSocketAddrs};
 
 /// Where and how to call one webhook.
 #[derive(Debug, Clone)]
@@ -236,129 +231,4 @@ fn endpoints_candidates(st: &Store, ns: &str, name: &str) -> Vec<(String, Vec<(S
     out
 }
 
-fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, String> {
-    let mut roots = RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(ca_pem) {
-        let c = c.map_err(|e| format!("caBundle: {e}"))?;
-        roots.add(c).map_err(|e| format!("caBundle: {e}"))?;
-    }
-    if roots.is_empty() {
-        return Err("caBundle holds no certificate".into());
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(cfg))
-}
-
-fn io_err(url: &str, e: io::Error) -> CallError {
-    match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => CallError::Timeout,
-        _ => CallError::Transport(format!("Post {url:?}: {e}")),
-    }
-}
-
-/// POSTs `body` as JSON and returns the response body; `timeout` bounds the whole call.
-pub fn post_json(ep: &Endpoint, body: &[u8], timeout: Duration) -> Result<Vec<u8>, CallError> {
-    let deadline = Instant::now() + timeout;
-    let url = ep.url.as_str();
-    let cfg =
-        tls_config(&ep.ca_pem).map_err(|m| CallError::Transport(format!("Post {url:?}: {m}")))?;
-    let name = ServerName::try_from(ep.server_name.clone())
-        .map_err(|e| CallError::Transport(format!("Post {url:?}: {e}")))?;
-    let tcp = TcpStream::connect_timeout(&ep.addr, timeout).map_err(|e| {
-        let e = io::Error::new(e.kind(), format!("dial tcp {}: connect: {e}", ep.addr));
-        io_err(url, e)
-    })?;
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1));
-    tcp.set_read_timeout(Some(left))
-        .map_err(|e| io_err(url, e))?;
-    tcp.set_write_timeout(Some(left))
-        .map_err(|e| io_err(url, e))?;
-    let _ = tcp.set_nodelay(true);
-    let conn = ClientConnection::new(cfg, name)
-        .map_err(|e| CallError::Transport(format!("Post {url:?}: {e}")))?;
-    let mut tls = StreamOwned::new(conn, tcp);
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\nAccept: application/json, */*\r\nUser-Agent: kube-apiserver-admission (kube-sim)\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        ep.path,
-        ep.server_name,
-        ep.addr.port(),
-        body.len()
-    );
-    tls.write_all(head.as_bytes()).map_err(|e| io_err(url, e))?;
-    tls.write_all(body).map_err(|e| io_err(url, e))?;
-    tls.flush().map_err(|e| io_err(url, e))?;
-    let (code, body) = read_response(BufReader::new(tls)).map_err(|e| io_err(url, e))?;
-    if !(200..300).contains(&code) {
-        return Err(CallError::Status(
-            code,
-            String::from_utf8_lossy(&body).into_owned(),
-        ));
-    }
-    Ok(body)
-}
-
-/// Reads status, headers and body (Content-Length, chunked, or to EOF).
-fn read_response<R: Read>(mut r: BufReader<R>) -> io::Result<(u16, Vec<u8>)> {
-    let mut line = String::new();
-    r.read_line(&mut line)?;
-    let code = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("malformed HTTP response {line:?}"),
-            )
-        })?;
-    let (mut length, mut chunked) = (None, false);
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-            if k == "content-length" {
-                length = v.parse::<usize>().ok();
-            } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
-                chunked = true;
-            }
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        read_chunked(&mut r, &mut body)?;
-    } else if let Some(n) = length {
-        body.resize(n, 0);
-        r.read_exact(&mut body)?;
-    } else {
-        let _ = r.read_to_end(&mut body);
-    }
-    Ok((code, body))
-}
-
-fn read_chunked<R: BufRead>(r: &mut R, body: &mut Vec<u8>) -> io::Result<()> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line)?;
-        let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
-        if size == 0 {
-            return Ok(());
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        r.read_exact(&mut body[start..])?;
-        line.clear();
-        r.read_line(&mut line)?;
-    }
-}
+pub use crate::webhook_http::post_json;

@@ -583,3 +583,76 @@ impl Env {
         run(&self.kubectl, &all, &env, secs)
     }
 }
+
+/// A Service reached through an EndpointSlice (no Endpoints object), and the
+/// certificate checked against `<service>.<namespace>.svc`: the same server
+/// behind a Service whose name the certificate lacks fails TLS verification.
+#[test]
+fn service_routing_through_endpoint_slices_and_name_verification() {
+    let e = Env::new("adm-slice");
+    let h = HookServer::start("slice", policy);
+    let c = Client::new(&e.sim.url());
+    for name in ["hooks", "other"] {
+        e.sim
+            .create(json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": name, "namespace": "test"},
+                "spec": {"ports": [{"name": "https", "port": 8443, "targetPort": 9999}]}}))
+            .unwrap();
+        e.sim
+            .create(
+                json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": format!("{name}-x1"), "namespace": "test",
+                             "labels": {"kubernetes.io/service-name": name}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": h.port}]}),
+            )
+            .unwrap();
+    }
+    let cc = |svc: &str| json!({"service": {"name": svc, "namespace": "test", "path": "/validate", "port": 8443}, "caBundle": h.ca_bundle});
+    e.configure(
+        "ValidatingWebhookConfiguration",
+        "v",
+        json!([webhook(
+            "slice.test.io",
+            cc("hooks"),
+            json!(["CREATE"]),
+            json!({})
+        )]),
+    );
+    let a = c.post("/api/v1/namespaces/default/configmaps", &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}, "data": {"password": "x"}}));
+    assert_eq!(a.code, 403, "{:?}", a.body);
+    assert_eq!(
+        a.body["message"],
+        "admission webhook \"slice.test.io\" denied the request: no passwords in ConfigMaps"
+    );
+
+    e.configure(
+        "ValidatingWebhookConfiguration",
+        "v",
+        json!([webhook(
+            "other.test.io",
+            cc("other"),
+            json!(["CREATE"]),
+            json!({})
+        )]),
+    );
+    let a = c.post(
+        "/api/v1/namespaces/default/configmaps",
+        &cm("default", "q", json!({})),
+    );
+    assert_eq!(
+        (a.code, &a.body["reason"]),
+        (500, &json!("InternalError")),
+        "{:?}",
+        a.body
+    );
+    let msg = a.body["message"].as_str().unwrap_or("");
+    assert!(msg.starts_with("Internal error occurred: failed calling webhook \"other.test.io\": failed to call webhook: Post \"https://other.test.svc:8443/validate?timeout=10s\": "), "{msg}");
+    assert!(msg.contains("certificate"), "a name mismatch: {msg}");
+    assert_eq!(
+        h.received().len(),
+        1,
+        "the mismatched server never got a request"
+    );
+}
