@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUST_PAIRS: usize = 300;
-const KUBECTL_PAIRS: usize = 15;
+const KUBECTL_PAIRS: usize = 40;
 const SVC: &str = "shell-operator-validating-svc";
 const HOOK: &str = "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then cat <<'EOF'\nconfigVersion: v1\nkubernetesValidating:\n- name: bench.example.com\n  labelSelector:\n    matchLabels: {hooked: \"yes\"}\n  rules:\n  - {apiGroups: [\"\"], apiVersions: [\"v1\"], operations: [\"CREATE\"], resources: [\"configmaps\"], scope: Namespaced}\nEOF\nexit 0; fi\necho '{\"allowed\":true}' > \"$VALIDATING_RESPONSE_PATH\"\n";
 
