@@ -53,6 +53,9 @@ pub fn to_version(
 
 /// The object to store for a write (the storage version under the Webhook strategy).
 pub fn for_storage(shared: &Shared, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+    if !rt.crd {
+        return Ok(obj);
+    }
     let storage = {
         let st = shared.store();
         webhook_crd(&st, rt).and_then(|crd| storage_version(&crd))

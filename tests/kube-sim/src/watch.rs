@@ -89,6 +89,11 @@ impl<W: Write> Watcher<'_, W> {
                 &owned
             }
             (_, "ERROR") => obj,
+            // A bookmark carries only metadata: it is typed, never converted.
+            (_, "BOOKMARK") => {
+                owned = present(rt, version, obj.clone());
+                &owned
+            }
             _ if obj["apiVersion"] == rt.api_version(version).as_str()
                 && obj["kind"] == rt.kind.as_str() =>
             {

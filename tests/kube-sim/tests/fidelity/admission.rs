@@ -548,6 +548,28 @@ fn kubectl_reads_and_writes_across_versions_through_conversion() {
         4,
     );
     bump.join().unwrap();
+    e.sim.set_bookmark_interval(Duration::from_millis(20));
+    let rx = Client::new(&e.sim.url()).watch(
+        "/apis/stable.example.com/v2/namespaces/default/crontabs?watch=true&allowWatchBookmarks=true",
+    );
+    let added = common::next(&rx);
+    assert_eq!(added["object"]["spec"], json!({"schedule": "0 * * * *"}));
+    let bookmark = common::next(&rx);
+    assert_eq!(bookmark["object"]["apiVersion"], "stable.example.com/v2");
+    let converted_names: Vec<Value> = reviews(&h, "/convert")
+        .iter()
+        .flat_map(|r| {
+            r["request"]["objects"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|o| o["metadata"]["name"].clone())
+        .collect();
+    assert!(
+        converted_names.iter().all(|n| n == "c1"),
+        "only objects are converted, never bookmarks: {converted_names:?}"
+    );
     assert!(
         w.stdout.lines().any(|l| l == "0 * * * *"),
         "watch output: {:?} {}",
