@@ -40,6 +40,12 @@ fn storage_version(crd: &Value) -> Option<String> {
         .and_then(|v| v["name"].as_str().map(str::to_string))
 }
 
+/// Whether objects of `rt` convert through a webhook (patches must then be
+/// applied to the client's version, not to the stored one).
+pub fn uses_webhook(shared: &Shared, rt: &ResourceType) -> bool {
+    rt.crd && webhook_crd(&shared.store(), rt).is_some()
+}
+
 /// The object as the client of `version` sees it.
 pub fn to_version(
     shared: &Shared,

@@ -288,6 +288,12 @@ pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     ok(200, &presented(shared, t, new)?)
 }
 
+/// Whether a patch goes the admitted way: webhooks are configured, or the
+/// object converts through a webhook (the patch applies to the client's version).
+fn admitted_path(shared: &Shared, t: &Target) -> bool {
+    admission::any_configured(shared, &t.rt) || crate::conversion::uses_webhook(shared, &t.rt)
+}
+
 /// PATCH on an object (or its status / scale).
 pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let ct = req
@@ -297,7 +303,7 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     if ct.starts_with("application/apply-patch") && t.sub.is_none() {
         return server_side_apply(shared, req, t, name);
     }
-    if t.sub.as_deref() != Some("scale") && admission::any_configured(shared, &t.rt) {
+    if t.sub.as_deref() != Some("scale") && admitted_path(shared, t) {
         let current = shared.store().get(&t.rt, &t.ns, name)?;
         let at = presented(shared, t, current.clone())?;
         let patched = crate::patch::apply(&ct, &at, &req.body)?;
@@ -328,7 +334,7 @@ fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> 
     }
     let mut body = crate::patch::parse_apply(&req.body)?;
     body["metadata"]["name"] = json!(name);
-    if admission::any_configured(shared, &t.rt) {
+    if admitted_path(shared, t) {
         return admitted::apply(shared, req, t, name, manager, body);
     }
     let dry = dry_run(req);

@@ -525,6 +525,24 @@ fn kubectl_reads_and_writes_across_versions_through_conversion() {
         "stable.example.com/v2"
     );
 
+    e.ok(&[
+        "patch",
+        "crontabs.v2.stable.example.com",
+        "c1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"schedule":"1 * * * *"}}"#,
+    ]);
+    let stored = e
+        .sim
+        .get("stable.example.com/v1", "CronTab", "default", "c1")
+        .unwrap();
+    assert_eq!(
+        stored["spec"],
+        json!({"cron": "1 * * * *"}),
+        "a v2 patch lands on the v2 form"
+    );
+
     let sim_url = e.sim.url();
     let bump = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
