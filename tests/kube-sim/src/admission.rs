@@ -122,7 +122,8 @@ pub fn mutate(
     warnings: &mut Warnings,
 ) -> Result<Value, ApiError> {
     for p in plan(shared, "mutatingwebhookconfigurations", a, Some(&obj), old) {
-        if let Some(patched) = call(shared, a, &p, Some(&obj), old, warnings)? {
+        let answer = call(shared, a, &p, Some(&obj), old, warnings);
+        if let Some(patched) = answer.map_err(|e| e.with_warnings(warnings))? {
             obj = patched;
         }
     }
@@ -138,7 +139,7 @@ pub fn validate(
     warnings: &mut Warnings,
 ) -> Result<(), ApiError> {
     for p in plan(shared, "validatingwebhookconfigurations", a, obj, old) {
-        call(shared, a, &p, obj, old, warnings)?;
+        call(shared, a, &p, obj, old, warnings).map_err(|e| e.with_warnings(warnings))?;
     }
     Ok(())
 }
@@ -155,7 +156,8 @@ pub fn on_delete(
         "validatingwebhookconfigurations",
     ] {
         for p in plan(shared, plural, a, None, Some(old)) {
-            call(shared, a, &p, None, Some(old), warnings)?;
+            call(shared, a, &p, None, Some(old), warnings)
+                .map_err(|e| e.with_warnings(warnings))?;
         }
     }
     Ok(())

@@ -10,6 +10,7 @@ use crate::admission::{self, Attrs, Warnings};
 use crate::conversion;
 use crate::handlers::{Target, delete_options, dry_run, mode};
 use crate::http::{Request, Response};
+use crate::selector::Filter;
 use crate::server::Shared;
 use crate::status::ApiError;
 use serde_json::{Value, json};
@@ -169,4 +170,43 @@ pub fn before_delete(
             .as_array()
             .is_some_and(|d| d.iter().any(|v| v == "All"));
     admission::on_delete(shared, &a, &old, warnings)
+}
+
+/// DELETE on a collection with webhooks configured: each object is admitted
+/// (operation DELETE, as kube-apiserver does per item), then deleted; objects
+/// gone meanwhile are skipped.
+pub fn delete_each(shared: &Shared, req: &Request, t: &Target, f: &Filter) -> Reply {
+    let items: Vec<(String, String)> = shared
+        .store()
+        .list(&t.rt)
+        .into_iter()
+        .filter(|o| f.matches(o))
+        .map(|o| {
+            let m = &o["metadata"];
+            let s = |k: &str| m[k].as_str().unwrap_or("").to_string();
+            (s("namespace"), s("name"))
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    for (ns, name) in items {
+        let one = Target {
+            ns: ns.clone(),
+            ..t.clone()
+        };
+        match before_delete(shared, req, &one, &name, &json!({}), &mut warnings) {
+            Err(e) if e.code == 404 => continue,
+            other => other?,
+        }
+        match shared
+            .store()
+            .delete(&t.rt, &ns, &name, None, None, dry_run(req))
+        {
+            Err(e) if e.code == 404 => {}
+            other => {
+                other?;
+            }
+        }
+    }
+    let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+    Ok(with_warnings(Response::json(200, &ok), &warnings))
 }

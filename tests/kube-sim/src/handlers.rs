@@ -403,6 +403,9 @@ pub fn delete(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 /// DELETE on a collection: deletes every object the selectors match.
 pub fn delete_collection(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let f = filter(req, t)?;
+    if admission::any_configured(shared, &t.rt) {
+        return admitted::delete_each(shared, req, t, &f);
+    }
     let mut st = shared.store();
     let names: Vec<(String, String)> = st
         .list(&t.rt)

@@ -13,6 +13,8 @@ pub struct ApiError {
     pub reason: Cow<'static, str>,
     pub message: String,
     pub details: Option<Value>,
+    /// Admission webhook warnings gathered before the failure (`Warning` headers).
+    pub warnings: Vec<String>,
 }
 
 impl ApiError {
@@ -23,7 +25,14 @@ impl ApiError {
             reason: Cow::Borrowed(reason),
             message: message.into(),
             details: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Carries webhook warnings to the error response.
+    pub fn with_warnings(mut self, warnings: &[String]) -> ApiError {
+        self.warnings = warnings.to_vec();
+        self
     }
 
     /// Attaches `details` naming the object (`kind` is the resource plural).

@@ -102,6 +102,9 @@ fn policy(path: &str, review: &Value) -> Value {
             let b64 = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             admission_answer(review, json!({"patch": b64, "patchType": "JSONPatch"}))
         }
+        p if p.starts_with("/warn") => {
+            admission_answer(review, json!({"warnings": ["first webhook warns"]}))
+        }
         _ if obj["data"]["password"].is_string() => admission_answer(
             review,
             json!({"allowed": false, "status": {"code": 403, "message": "no passwords in ConfigMaps"}}),
@@ -413,6 +416,61 @@ fn selectors_choose_the_webhooks() {
     assert_eq!(
         (denied.code, &denied.body["status"]),
         (403, &json!("Failure"))
+    );
+
+    // deletecollection admits each object: only b2 matches the objectSelector.
+    let before = h.received().len();
+    assert_eq!(c.delete("/api/v1/namespaces/team-b/configmaps").code, 200);
+    let after: Vec<(String, Value)> = h.received().split_off(before);
+    assert_eq!(after.len(), 1, "{after:?}");
+    let q = &after[0].1["request"];
+    assert_eq!(
+        (
+            &q["operation"],
+            &q["name"],
+            &q["oldObject"]["metadata"]["name"]
+        ),
+        (&json!("DELETE"), &json!("b2"), &json!("b2"))
+    );
+    assert!(e.sim.list("v1", "ConfigMap", "team-b").is_empty());
+}
+
+/// Warnings from an earlier webhook reach kubectl even when a later one denies.
+#[test]
+fn warnings_before_a_denial_are_printed() {
+    let e = Env::new("adm-warn");
+    let h = HookServer::start("warn", policy);
+    e.configure(
+        "ValidatingWebhookConfiguration",
+        "v",
+        json!([
+            webhook(
+                "a-warn.test.io",
+                url_config(&h, h.port, "/warn"),
+                json!(["CREATE"]),
+                json!({})
+            ),
+            webhook(
+                "b-policy.test.io",
+                url_config(&h, h.port, "/validate"),
+                json!(["CREATE"]),
+                json!({})
+            ),
+        ]),
+    );
+    let r = e.kubectl(&["create", "configmap", "p", "--from-literal=password=x"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("Warning: first webhook warns"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "admission webhook \"b-policy.test.io\" denied the request: no passwords in ConfigMaps"
+        ),
+        "{}",
+        r.stderr
     );
 }
 
