@@ -202,9 +202,18 @@ fn at_version(
 ) -> Result<Value, CallError> {
     match obj {
         None => Ok(Value::Null),
-        Some(o) => crate::conversion::to_version(shared, &a.rt, version, o.clone())
-            .map_err(|e| CallError::Transport(e.message)),
+        Some(o) => {
+            convert(shared, a, version, o.clone()).map_err(|e| CallError::Transport(e.message))
+        }
     }
+}
+
+/// The object at `version`; a `scale` subresource's Scale object is never converted.
+fn convert(shared: &Shared, a: &Attrs, version: &str, obj: Value) -> Result<Value, ApiError> {
+    if a.sub.as_deref() == Some("scale") {
+        return Ok(obj);
+    }
+    crate::conversion::to_version(shared, &a.rt, version, obj)
 }
 
 fn review(
@@ -215,7 +224,10 @@ fn review(
     old: Option<&Value>,
 ) -> Result<Value, CallError> {
     let rt = &a.rt;
-    let gvk = |v: &str| json!({"group": rt.group, "version": v, "kind": rt.kind});
+    let gvk = |v: &str| match a.sub.as_deref() {
+        Some("scale") => json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}),
+        _ => json!({"group": rt.group, "version": v, "kind": rt.kind}),
+    };
     let gvr = |v: &str| json!({"group": rt.group, "version": v, "resource": rt.plural});
     let mut req = json!({
         "uid": crate::util::new_uid(),
@@ -322,7 +334,7 @@ fn answer(
     let mut at =
         at_version(shared, a, &p.version, Some(obj)).map_err(|e| internal(e.to_string()))?;
     json_patch::patch(&mut at, &ops).map_err(|e| internal(e.to_string()))?;
-    crate::conversion::to_version(shared, &a.rt, &a.version, at).map(Some)
+    convert(shared, a, &a.version, at).map(Some)
 }
 
 /// The Status a denial turns into (`webhookerrors.ToStatusErr` in kube-apiserver).

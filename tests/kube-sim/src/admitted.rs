@@ -10,6 +10,7 @@ use crate::admission::{self, Attrs, Warnings};
 use crate::conversion;
 use crate::handlers::{Target, delete_options, dry_run, mode};
 use crate::http::{Request, Response};
+use crate::scale::{from_scale, to_scale};
 use crate::selector::Filter;
 use crate::server::Shared;
 use crate::status::ApiError;
@@ -209,4 +210,55 @@ pub fn delete_each(shared: &Shared, req: &Request, t: &Target, f: &Filter) -> Re
     }
     let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
     Ok(with_warnings(Response::json(200, &ok), &warnings))
+}
+
+/// PUT or PATCH of the `scale` subresource: the webhooks see autoscaling/v1
+/// Scale objects (new and old); the admitted replicas are written back.
+pub fn scale(
+    shared: &Shared,
+    req: &Request,
+    t: &Target,
+    current: Value,
+    new_scale: Value,
+) -> Reply {
+    let rv = new_scale["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("");
+    let current_rv = current["metadata"]["resourceVersion"].clone();
+    let name = current["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    if !rv.is_empty() && current_rv != rv {
+        return Err(ApiError::conflict(&t.rt.group, &t.rt.plural, &name));
+    }
+    let kind = if req.method == "PATCH" {
+        "PatchOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let a = attrs(req, t, "UPDATE", &name, options(req, kind));
+    let old_scale = to_scale(&t.rt, &current)?;
+    let mut warnings = Vec::new();
+    let new_scale = admission::mutate(shared, &a, new_scale, Some(&old_scale), &mut warnings)?;
+    let mut updated = from_scale(&t.rt, current, &new_scale)?;
+    updated["metadata"]["resourceVersion"] = current_rv;
+    let write = |dry: bool| {
+        shared.store().update(
+            &t.rt,
+            &t.ns,
+            &name,
+            updated.clone(),
+            crate::store::WriteMode::Whole,
+            dry,
+        )
+    };
+    let prepared = to_scale(&t.rt, &write(true)?)?;
+    admission::validate(shared, &a, Some(&prepared), Some(&old_scale), &mut warnings)?;
+    let saved = if a.dry_run {
+        prepared
+    } else {
+        to_scale(&t.rt, &write(false)?)?
+    };
+    Ok(with_warnings(Response::json(200, &saved), &warnings))
 }

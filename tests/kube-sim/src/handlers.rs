@@ -262,8 +262,11 @@ pub fn mode(t: &Target) -> WriteMode {
 /// PUT on an object (or its status / scale).
 pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let body = decode_body(req)?;
-    if t.sub.as_deref() != Some("scale") && admission::any_configured(shared, &t.rt) {
+    if admission::any_configured(shared, &t.rt) {
         let old = shared.store().get(&t.rt, &t.ns, name)?;
+        if t.sub.as_deref() == Some("scale") {
+            return admitted::scale(shared, req, t, old, body);
+        }
         return admitted::save(shared, req, t, Some(old), body);
     }
     let body = if t.sub.is_none() {
@@ -308,6 +311,11 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         let at = presented(shared, t, current.clone())?;
         let patched = crate::patch::apply(&ct, &at, &req.body)?;
         return admitted::save(shared, req, t, Some(current), patched);
+    }
+    if t.sub.as_deref() == Some("scale") && admission::any_configured(shared, &t.rt) {
+        let current = shared.store().get(&t.rt, &t.ns, name)?;
+        let scale = crate::patch::apply(&ct, &to_scale(&t.rt, &current)?, &req.body)?;
+        return admitted::scale(shared, req, t, current, scale);
     }
     let mut st = shared.store();
     let current = st.get(&t.rt, &t.ns, name)?;

@@ -754,3 +754,77 @@ fn service_routing_through_endpoint_slices_and_name_verification() {
         "the mismatched server never got a request"
     );
 }
+
+/// A rule naming `deployments/scale`: `kubectl scale` reaches the webhook with
+/// autoscaling/v1 Scale objects; a denial stops it, an allowed scale lands, and
+/// other updates of the Deployment do not match.
+#[test]
+fn scale_subresource_is_admitted() {
+    let e = Env::new("adm-scale");
+    let h = HookServer::start("scale", |_, review| {
+        let replicas = review["request"]["object"]["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(0);
+        match replicas {
+            r if r > 5 => admission_answer(
+                review,
+                json!({"allowed": false, "status": {"message": "at most 5 replicas"}}),
+            ),
+            _ => admission_answer(review, json!({})),
+        }
+    });
+    let mut w = webhook(
+        "scale.test.io",
+        url_config(&h, h.port, "/scale"),
+        json!(["UPDATE"]),
+        json!({}),
+    );
+    w["rules"][0] = json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments/scale"]});
+    e.configure("ValidatingWebhookConfiguration", "v", json!([w]));
+    e.sim
+        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}}))
+        .unwrap();
+    let r = e.kubectl(&["scale", "deployment", "web", "--replicas=9"]);
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("admission webhook \"scale.test.io\" denied the request: at most 5 replicas"),
+        "{}",
+        r.stderr
+    );
+    e.ok(&["scale", "deployment", "web", "--replicas=3"]);
+    let stored = e
+        .sim
+        .get("apps/v1", "Deployment", "default", "web")
+        .unwrap();
+    assert_eq!(stored["spec"]["replicas"], 3);
+    let q = reviews(&h, "/scale").pop().unwrap()["request"].clone();
+    assert_eq!(
+        q["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        q["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(
+        (&q["subResource"], &q["requestSubResource"]),
+        (&json!("scale"), &json!("scale"))
+    );
+    assert_eq!(
+        (&q["object"]["kind"], &q["object"]["spec"]["replicas"]),
+        (&json!("Scale"), &json!(3))
+    );
+    assert_eq!(q["oldObject"]["spec"]["replicas"], 1);
+    let seen = h.received().len();
+    e.ok(&["label", "deployment", "web", "tier=front"]);
+    assert_eq!(
+        h.received().len(),
+        seen,
+        "the main resource does not match deployments/scale"
+    );
+}
