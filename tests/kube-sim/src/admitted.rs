@@ -95,10 +95,10 @@ fn admit_and_write(
     }
     let prepared = write(shared, t, old.is_some(), &a.name, new.clone(), true)?;
     admission::validate(shared, a, Some(&prepared), old.as_ref(), &mut warnings)?;
-    let saved = if a.dry_run {
-        prepared
-    } else {
-        write(shared, t, old.is_some(), &a.name, new, false)?
+    let saved = match (a.dry_run, old.is_some()) {
+        (true, _) => prepared,
+        (false, true) => write(shared, t, true, &a.name, new, false)?,
+        (false, false) => shared.store().create_prepared(&t.rt, prepared)?,
     };
     Ok((saved, warnings))
 }

@@ -221,6 +221,10 @@ fn kubectl_apply_is_admitted_by_webhooks() {
         "validating sees the mutation"
     );
     assert_ne!(v["request"]["uid"], q["uid"]);
+    assert_eq!(
+        v["request"]["object"]["metadata"]["uid"], stored["metadata"]["uid"],
+        "validating webhooks see the object as stored"
+    );
 
     let changed = e.file(
         "good2.yaml",
