@@ -832,3 +832,29 @@ fn scale_subresource_is_admitted() {
         "the main resource does not match deployments/scale"
     );
 }
+
+/// A webhook that matches everything and is down (failurePolicy Fail) blocks
+/// ConfigMaps but never the configuration kinds, so it can still be removed.
+#[test]
+fn configuration_kinds_are_never_admitted() {
+    let e = Env::new("adm-exempt");
+    let h = HookServer::start("exempt", policy);
+    let mut w = webhook(
+        "all.test.io",
+        url_config(&h, closed_port(), "/x"),
+        json!(["*"]),
+        json!({}),
+    );
+    w["rules"][0] =
+        json!({"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]});
+    e.configure("ValidatingWebhookConfiguration", "all", json!([w]));
+    let r = e.kubectl(&["create", "configmap", "blocked"]);
+    assert!(
+        !r.ok && r.stderr.contains("failed calling webhook \"all.test.io\""),
+        "{}",
+        r.stderr
+    );
+    e.ok(&["create", "-f", &e.file("m.json", r#"{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "m"}, "webhooks": []}"#)]);
+    e.ok(&["delete", "validatingwebhookconfiguration", "all"]);
+    e.ok(&["create", "configmap", "free"]);
+}
