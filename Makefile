@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test static bench run demo demo-addon fmt lint clean
+.PHONY: build test static bench run demo demo-addon dev fmt lint clean
 
 build:
 	$(CARGO) build --release
@@ -28,6 +28,7 @@ bench: build static
 	$(CARGO) bench --bench kube -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench snapshot_heap -- --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench webhook
+	$(CARGO) bench --bench admission -- --operator $(STATIC_BIN)
 	$(CARGO) bench --bench addon -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench ha -- --operator $(STATIC_BIN)
 
@@ -43,6 +44,11 @@ demo:
 # addon-operator on examples/addon against kube-sim with the real helm (scripts/demo-addon.sh).
 demo-addon:
 	scripts/demo-addon.sh
+
+# Local loop for hook authors: kube-sim + the operator on examples/ (webhooks
+# included), a kubeconfig for kubectl; DEV_HOOKS=dir for your own hooks (scripts/dev.sh).
+dev:
+	scripts/dev.sh
 
 fmt:
 	$(CARGO) fmt --all

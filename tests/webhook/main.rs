@@ -12,6 +12,7 @@ mod admission;
 mod conversion;
 mod example;
 mod ha;
+mod kubectl_e2e;
 mod registration;
 mod server;
 mod tls;

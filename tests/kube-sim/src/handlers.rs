@@ -5,6 +5,8 @@
 //! subresources. The router has already resolved the resource; each handler
 //! takes the store lock once so read-modify-write is atomic.
 
+use crate::admission;
+use crate::admitted;
 use crate::http::{Request, Response};
 use crate::registry::ResourceType;
 use crate::scale::{from_scale, to_scale};
@@ -34,7 +36,7 @@ fn ok(code: u16, v: &Value) -> Reply {
     Ok(Response::json(code, v))
 }
 
-fn dry_run(req: &Request) -> bool {
+pub fn dry_run(req: &Request) -> bool {
     req.param("dryRun").is_some_and(|v| v == "All")
 }
 
@@ -142,10 +144,7 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
         }
         meta["remainingItemCount"] = json!(remaining);
     }
-    let items: Vec<Value> = items
-        .into_iter()
-        .map(|o| present(&t.rt, &t.version, o))
-        .collect();
+    let items = crate::conversion::list_to_version(shared, &t.rt, &t.version, items)?;
     if table::wants_table(req) {
         return ok(
             200,
@@ -218,7 +217,7 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     if t.sub.as_deref() == Some("scale") {
         return ok(200, &to_scale(&t.rt, &obj)?);
     }
-    let obj = present(&t.rt, &t.version, obj);
+    let obj = crate::conversion::to_version(shared, &t.rt, &t.version, obj)?;
     if table::wants_table(req) {
         let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
         return ok(
@@ -237,13 +236,22 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 /// POST on a collection.
 pub fn create(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let body = decode_body(req)?;
+    if admission::any_configured(shared, &t.rt) {
+        return admitted::save(shared, req, t, None, body);
+    }
+    let body = crate::conversion::for_storage(shared, &t.rt, body)?;
     let created = shared
         .store()
         .create(&t.rt, &t.ns, body, WriteMode::Main, dry_run(req))?;
-    ok(201, &present(&t.rt, &t.version, created))
+    ok(201, &presented(shared, t, created)?)
 }
 
-fn mode(t: &Target) -> WriteMode {
+/// The object in the client's version (through the conversion webhook if needed).
+fn presented(shared: &Shared, t: &Target, obj: Value) -> Result<Value, ApiError> {
+    crate::conversion::to_version(shared, &t.rt, &t.version, obj)
+}
+
+pub fn mode(t: &Target) -> WriteMode {
     if t.sub.as_deref() == Some("status") {
         WriteMode::Status
     } else {
@@ -254,6 +262,18 @@ fn mode(t: &Target) -> WriteMode {
 /// PUT on an object (or its status / scale).
 pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let body = decode_body(req)?;
+    if admission::any_configured(shared, &t.rt) {
+        let old = shared.store().get(&t.rt, &t.ns, name)?;
+        if t.sub.as_deref() == Some("scale") {
+            return admitted::scale(shared, req, t, old, body);
+        }
+        return admitted::save(shared, req, t, Some(old), body);
+    }
+    let body = if t.sub.is_none() {
+        crate::conversion::for_storage(shared, &t.rt, body)?
+    } else {
+        body
+    };
     let mut st = shared.store();
     let new = if t.sub.as_deref() == Some("scale") {
         let cur = st.get(&t.rt, &t.ns, name)?;
@@ -267,7 +287,14 @@ pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     } else {
         st.update(&t.rt, &t.ns, name, body, mode(t), dry_run(req))?
     };
-    ok(200, &present(&t.rt, &t.version, new))
+    drop(st);
+    ok(200, &presented(shared, t, new)?)
+}
+
+/// Whether a patch goes the admitted way: webhooks are configured, or the
+/// object converts through a webhook (the patch applies to the client's version).
+fn admitted_path(shared: &Shared, t: &Target) -> bool {
+    admission::any_configured(shared, &t.rt) || crate::conversion::uses_webhook(shared, &t.rt)
 }
 
 /// PATCH on an object (or its status / scale).
@@ -279,6 +306,17 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     if ct.starts_with("application/apply-patch") && t.sub.is_none() {
         return server_side_apply(shared, req, t, name);
     }
+    if t.sub.as_deref() != Some("scale") && admitted_path(shared, t) {
+        let current = shared.store().get(&t.rt, &t.ns, name)?;
+        let at = presented(shared, t, current.clone())?;
+        let patched = crate::patch::apply(&ct, &at, &req.body)?;
+        return admitted::save(shared, req, t, Some(current), patched);
+    }
+    if t.sub.as_deref() == Some("scale") && admission::any_configured(shared, &t.rt) {
+        let current = shared.store().get(&t.rt, &t.ns, name)?;
+        let scale = crate::patch::apply(&ct, &to_scale(&t.rt, &current)?, &req.body)?;
+        return admitted::scale(shared, req, t, current, scale);
+    }
     let mut st = shared.store();
     let current = st.get(&t.rt, &t.ns, name)?;
     if t.sub.as_deref() == Some("scale") {
@@ -289,7 +327,8 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     }
     let patched = crate::patch::apply(&ct, &current, &req.body)?;
     let saved = st.update(&t.rt, &t.ns, name, patched, mode(t), dry_run(req))?;
-    ok(200, &present(&t.rt, &t.version, saved))
+    drop(st);
+    ok(200, &presented(shared, t, saved)?)
 }
 
 /// `application/apply-patch+yaml`: create when absent, else merge, removing
@@ -303,6 +342,9 @@ fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> 
     }
     let mut body = crate::patch::parse_apply(&req.body)?;
     body["metadata"]["name"] = json!(name);
+    if admitted_path(shared, t) {
+        return admitted::apply(shared, req, t, name, manager, body);
+    }
     let dry = dry_run(req);
     let mut st = shared.store();
     let (code, saved) = match st.get(&t.rt, &t.ns, name) {
@@ -323,11 +365,12 @@ fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> 
     if !dry {
         st.record_applied(&t.rt, &saved, manager, body);
     }
-    ok(code, &present(&t.rt, &t.version, saved))
+    drop(st);
+    ok(code, &presented(shared, t, saved)?)
 }
 
 /// DeleteOptions from the body (JSON or protobuf) and query.
-fn delete_options(req: &Request) -> Result<Value, ApiError> {
+pub fn delete_options(req: &Request) -> Result<Value, ApiError> {
     if req.body.is_empty() {
         return Ok(json!({}));
     }
@@ -342,6 +385,10 @@ pub fn delete(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         || opts["dryRun"]
             .as_array()
             .is_some_and(|a| a.iter().any(|v| v == "All"));
+    let mut warnings = Vec::new();
+    if admission::any_configured(shared, &t.rt) {
+        admitted::before_delete(shared, req, t, name, &opts, &mut warnings)?;
+    }
     let res = shared.store().delete(
         &t.rt,
         &t.ns,
@@ -350,19 +397,23 @@ pub fn delete(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         pre["resourceVersion"].as_str(),
         dry,
     )?;
-    match res {
+    let resp = match res {
         Deleted::Marked(obj) => ok(202, &present(&t.rt, &t.version, obj)),
         Deleted::Gone(obj) if t.rt.plural == "pods" => ok(200, &present(&t.rt, &t.version, obj)),
         Deleted::Gone(obj) => ok(
             200,
             &status::success(&t.rt.group, &t.rt.plural, name, &obj["metadata"]["uid"]),
         ),
-    }
+    }?;
+    Ok(admitted::with_warnings(resp, &warnings))
 }
 
 /// DELETE on a collection: deletes every object the selectors match.
 pub fn delete_collection(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let f = filter(req, t)?;
+    if admission::any_configured(shared, &t.rt) {
+        return admitted::delete_each(shared, req, t, &f);
+    }
     let mut st = shared.store();
     let names: Vec<(String, String)> = st
         .list(&t.rt)

@@ -15,12 +15,19 @@
 //! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
 //!   opt-in instant readiness for workloads.
 //! - `listopts`: list/watch option validation.
+//! - `admission` (+ `admission_match`, `admitted`): admission webhooks on writes;
+//!   `conversion`: CRD conversion webhooks; `webhook_client` (+ `webhook_http`): the
+//!   HTTPS client both use.
 //! - `defaults`, `selector`, `patch` + `strategic`, `table`, `protobuf`, `seed`, `tls`, `util`: helpers.
 
+mod admission;
+mod admission_match;
+mod admitted;
 mod builtins;
 pub mod certs;
 mod clients;
 mod controllers;
+mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
@@ -44,6 +51,8 @@ mod table;
 mod tls;
 mod util;
 mod watch;
+mod webhook_client;
+mod webhook_http;
 
 pub use seed::parse_docs;
 pub use status::ApiError;

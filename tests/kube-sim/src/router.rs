@@ -25,7 +25,10 @@ fn json(v: serde_json::Value) -> Reply {
 }
 
 fn error(e: ApiError) -> Reply {
-    Reply::Full(Response::json(e.code, &e.to_status()))
+    let mut resp = Response::json(e.code, &e.to_status());
+    resp.headers
+        .extend(crate::admission::warning_headers(&e.warnings));
+    Reply::Full(resp)
 }
 
 fn not_found() -> ApiError {

@@ -3,14 +3,18 @@
 //! codes, reasons and messages match what a real API server sends.
 
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// One failed API call: HTTP code, machine-readable reason, human message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub code: u16,
-    pub reason: &'static str,
+    /// Usually one of the fixed reasons; an admission webhook may name its own.
+    pub reason: Cow<'static, str>,
     pub message: String,
     pub details: Option<Value>,
+    /// Admission webhook warnings gathered before the failure (`Warning` headers).
+    pub warnings: Vec<String>,
 }
 
 impl ApiError {
@@ -18,10 +22,17 @@ impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
-            reason,
+            reason: Cow::Borrowed(reason),
             message: message.into(),
             details: None,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Carries webhook warnings to the error response.
+    pub fn with_warnings(mut self, warnings: &[String]) -> ApiError {
+        self.warnings = warnings.to_vec();
+        self
     }
 
     /// Attaches `details` naming the object (`kind` is the resource plural).

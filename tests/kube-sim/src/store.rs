@@ -357,6 +357,30 @@ impl Store {
         Ok(saved)
     }
 
+    /// Stores an object a dry-run `create` prepared (uid, timestamps and defaults
+    /// kept), so admission webhooks see exactly what is stored.
+    pub fn create_prepared(&mut self, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+        let key = (
+            rt.key(),
+            meta_str(&obj, "namespace").to_string(),
+            meta_str(&obj, "name").to_string(),
+        );
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &key.2));
+        }
+        if rt.namespaced && self.strict_namespaces && !self.namespace_exists(&key.1) {
+            return Err(ApiError::not_found("", "namespaces", &key.1));
+        }
+        if rt.key() == CRD_KEY {
+            self.registry
+                .register_crd(&obj)
+                .map_err(ApiError::invalid)?;
+        }
+        let saved = self.commit(EventType::Added, &rt.key(), obj);
+        self.after_write(rt, &saved);
+        Ok(saved)
+    }
+
     /// Validates a CRD, registers its resource and marks it Established.
     fn accept_crd(&mut self, crd: &mut Value, dry_run: bool) -> Result<(), ApiError> {
         crate::crd::validate(crd)?;

@@ -68,6 +68,7 @@ struct Line<'a> {
 /// Events queued together are written as one chunk (one syscall), which keeps
 /// replay of long histories fast.
 struct Watcher<'a, W: Write> {
+    shared: &'a Shared,
     plan: &'a WatchPlan,
     out: &'a mut W,
     buf: Vec<u8>,
@@ -82,19 +83,24 @@ impl<W: Write> Watcher<'_, W> {
         let owned;
         let object = match (&self.plan.table, etype) {
             (Some(inc), "ADDED" | "MODIFIED" | "DELETED") => {
-                let obj = present(rt, version, obj.clone());
+                let obj = self.converted(obj)?;
                 let meta = json!({"resourceVersion": obj["metadata"]["resourceVersion"].clone()});
                 owned = crate::table::table(rt, &[obj], meta, inc);
                 &owned
             }
             (_, "ERROR") => obj,
+            // A bookmark carries only metadata: it is typed, never converted.
+            (_, "BOOKMARK") => {
+                owned = present(rt, version, obj.clone());
+                &owned
+            }
             _ if obj["apiVersion"] == rt.api_version(version).as_str()
                 && obj["kind"] == rt.kind.as_str() =>
             {
                 obj
             }
             _ => {
-                owned = present(rt, version, obj.clone());
+                owned = self.converted(obj)?;
                 &owned
             }
         };
@@ -104,6 +110,25 @@ impl<W: Write> Watcher<'_, W> {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// The object in the watched version (through the CRD's conversion webhook when it
+    /// has one). A failed conversion is sent as an ERROR event and ends the stream.
+    fn converted(&mut self, obj: &Value) -> io::Result<Value> {
+        let (rt, version) = (&self.plan.rt, &self.plan.version);
+        match crate::conversion::to_version(self.shared, rt, version, obj.clone()) {
+            Ok(o) => Ok(o),
+            Err(e) => {
+                let line = Line {
+                    etype: "ERROR",
+                    object: &e.to_status(),
+                };
+                serde_json::to_writer(&mut self.buf, &line).map_err(io::Error::other)?;
+                self.buf.push(b'\n');
+                self.flush()?;
+                Err(io::Error::other(e.message))
+            }
+        }
     }
 
     /// Writes buffered events as one chunk.
@@ -165,9 +190,10 @@ pub fn stream<W: Write>(
     http::start_chunked(out, "application/json")?;
     let (id, replay, rx, initial, rv_now) = match opened {
         Ok(x) => x,
-        Err(e) => return expired(&plan, out, e),
+        Err(e) => return expired(shared, &plan, out, e),
     };
     let mut w = Watcher {
+        shared,
         plan: &plan,
         out,
         buf: Vec::new(),
@@ -187,8 +213,14 @@ pub fn stream<W: Write>(
     }
 }
 
-fn expired<W: Write>(plan: &WatchPlan, out: &mut W, e: ApiError) -> io::Result<bool> {
+fn expired<W: Write>(
+    shared: &Shared,
+    plan: &WatchPlan,
+    out: &mut W,
+    e: ApiError,
+) -> io::Result<bool> {
     let mut w = Watcher {
+        shared,
         plan,
         out,
         buf: Vec::new(),

@@ -5,11 +5,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod admission;
 mod api;
 mod api_lists;
 mod api_robustness;
 mod clients;
 mod helm;
+mod hook_server;
 mod kubectl;
 mod tls_and_binary;
 mod watch;
