@@ -151,6 +151,7 @@ impl Executor {
             }
         }
         let mut cmd = Command::new(path);
+        crate::builtin_jq::apply(&mut cmd);
         cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

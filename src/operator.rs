@@ -145,6 +145,12 @@ impl Bound {
         executor
             .prepare_tmp_dir()
             .map_err(|e| format!("tmp dir '{}': {e}", config.tmp_dir.display()))?;
+        if let Some(link) = crate::builtin_jq::install(&config.tmp_dir)? {
+            log::info(
+                "no jq on PATH: hooks get the built-in one",
+                &[("path", &link.display().to_string())],
+            );
+        }
         // QUEUE_ACTIONS_METRICS=no switches the queue action histogram off (as in flant).
         let queue_actions = std::env::var("QUEUE_ACTIONS_METRICS").map_or(true, |v| v != "no");
         let metrics = match config.program {

@@ -92,6 +92,7 @@ fn run_script(
     )?;
     write(&files.0[2], b"")?;
     let mut cmd = Command::new(script);
+    crate::builtin_jq::apply(&mut cmd);
     cmd.current_dir(&module.path)
         .env("CONFIG_VALUES_PATH", &files.0[0])
         .env("VALUES_PATH", &files.0[1])

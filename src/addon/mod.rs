@@ -159,7 +159,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     helm.work_dir = Some(config.tmp_dir.clone());
     // Every released object gets `heritage: addon-operator` from our own binary as
     // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
-    match own_path() {
+    match crate::builtin_jq::own_path() {
         Some(binary) => {
             let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
             helm.post_renderer = Some((binary, plugins));
@@ -336,15 +336,6 @@ fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, Strin
         enabled: Vec::new(),
         converge: ConvergeState::default(),
         releases: Default::default(),
-    })
-}
-
-/// The operator binary's path for helm's post-renderer: `/proc/self/exe`, else an
-/// absolute argv[0] (a scratch image without /proc).
-fn own_path() -> Option<std::path::PathBuf> {
-    std::env::current_exe().ok().or_else(|| {
-        let argv0 = std::path::PathBuf::from(std::env::args_os().next()?);
-        (argv0.is_absolute() && argv0.is_file()).then_some(argv0)
     })
 }
 

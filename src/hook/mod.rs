@@ -177,6 +177,7 @@ const CONFIG_QUOTED: usize = 4096;
 
 fn run_config(path: &Path, timeout: Option<Duration>) -> Result<String, String> {
     let mut cmd = std::process::Command::new(path);
+    crate::builtin_jq::apply(&mut cmd);
     cmd.arg("--config");
     if let Some(dir) = path.parent() {
         cmd.current_dir(dir);

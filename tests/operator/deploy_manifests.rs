@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{Operator, TempDir, binary, metric};
+use common::{Operator, TempDir, metric};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
@@ -137,9 +137,17 @@ fn configmap_example_hook_runs_with_the_builtin_jq() {
         .as_str()
         .expect("hello.sh")
         .to_string();
-    let bin = TempDir::new("jq-bin");
-    std::os::unix::fs::symlink(binary(), bin.0.join("jq")).expect("jq link");
-    let path = format!("{}:/usr/bin:/bin", bin.0.display());
+    // The image's PATH: tools, but no jq (the operator provides it).
+    let bin = TempDir::new("no-jq-bin");
+    for entry in std::fs::read_dir("/usr/bin")
+        .expect("ls /usr/bin")
+        .flatten()
+    {
+        if entry.file_name() != "jq" {
+            let _ = std::os::unix::fs::symlink(entry.path(), bin.0.join(entry.file_name()));
+        }
+    }
+    let path = bin.0.display().to_string();
     let op = Operator::start(&[("hello.sh", script)], &[], &[("PATH", path.as_str())]);
     let series = "example_hook_runs_total{binding=\"onStartup\",hook=\"hello.sh\"}";
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -150,3 +150,53 @@ fn jq_16_options() {
     );
     assert_eq!(out.1, "[[1,2],\"text\\n\"]\n", "{}", out.2);
 }
+
+/// Issue 12: with no jq on PATH (a scratch image), hooks and their `--config` still
+/// find `jq`: the operator's own binary, linked in its tmp dir and put first on
+/// the hooks' PATH. With a jq on PATH, hooks keep that one.
+#[test]
+fn hooks_get_the_built_in_jq_when_path_has_none() {
+    let tools = TempDir::new("jq-less-path");
+    std::os::unix::fs::symlink("/usr/bin/tr", tools.0.join("tr")).expect("link tr");
+    let config = "configVersion: v1\nonStartup: 1";
+    let hook = format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then jq -n '{{}}' >/dev/null || exit 3; echo '{config}'; exit 0; fi\n\
+         printf '%s %s\\n' a \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" >> \"$OUT_DIR/runs.log\"\n\
+         command -v jq > \"$OUT_DIR/which\"\njq -r '.[0].binding' \"$BINDING_CONTEXT_PATH\" > \"$OUT_DIR/binding\"\n"
+    );
+    let path = tools.0.display().to_string();
+    let op = common::Operator::start(&[("a.sh", hook.clone())], &[], &[("PATH", &path)]);
+    op.wait_runs(std::time::Duration::from_secs(20), |r| !r.is_empty());
+    let out = op.dir.0.join("out");
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while read("binding").is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(read("binding"), "onStartup\n", "logs:\n{}", op.logs());
+    let tmp = op.dir.0.join("tmp").display().to_string();
+    assert_eq!(read("which").trim(), format!("{tmp}/bin/jq"));
+    op.wait_log(
+        "no jq on PATH: hooks get the built-in one",
+        std::time::Duration::from_secs(5),
+    );
+    drop(op);
+
+    // With the system's jq on PATH, nothing is linked.
+    let op = common::Operator::start(&[("a.sh", hook)], &[], &[]);
+    op.wait_runs(std::time::Duration::from_secs(20), |r| !r.is_empty());
+    let out = op.dir.0.join("out");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(out.join("which"))
+        .unwrap_or_default()
+        .is_empty()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let which = std::fs::read_to_string(out.join("which")).unwrap_or_default();
+    assert!(
+        !which.contains("/tmp/bin/jq") && which.trim().ends_with("/jq"),
+        "{which}"
+    );
+}
