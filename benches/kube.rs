@@ -50,6 +50,21 @@ fn main() {
         "  ratio monitor/decode      : {:>8.2}  (target ≥ 0.5)",
         decode.as_secs_f64() / monitor.as_secs_f64()
     );
+    let (streamed, paged) = (initial_list(&sim, true), initial_list(&sim, false));
+    println!("initial list, {PODS} pods, client at its default QPS 5 / burst 10 (issue 12):");
+    println!(
+        "  streaming watch-list      : {:>8} ms (1 request)",
+        streamed.as_millis()
+    );
+    println!(
+        "  paged LIST, 500 per page  : {:>8} ms ({} requests)",
+        paged.as_millis(),
+        PODS.div_ceil(500)
+    );
+    println!(
+        "  ratio streamed/paged      : {:>8.2}",
+        streamed.as_secs_f64() / paged.as_secs_f64()
+    );
 
     let idle = rss_with(
         &operator,
@@ -153,6 +168,32 @@ fn decode_only(client: &Client) -> (Duration, usize) {
     let bytes = objects.iter().map(|o| o.len()).sum();
     handle.stop();
     (elapsed, bytes)
+}
+
+/// Time to the complete initial list with the client's default rate limits (a
+/// fresh client, so its token bucket starts full), streamed or paged.
+fn initial_list(sim: &KubeSim, watch_list: bool) -> Duration {
+    let settings = shell_operator::kube::KubeSettings {
+        kubeconfig: sim.kubeconfig.display().to_string(),
+        ..shell_operator::kube::KubeSettings::default()
+    };
+    let client = Client::from_config(&settings).expect("client");
+    let pods = client.resolve("v1", "Pod", "bench").expect("resolve");
+    let started = Instant::now();
+    let params = WatchParams {
+        watch_list,
+        ..WatchParams::default()
+    };
+    let (handle, rx) = client.watch(&pods, params);
+    loop {
+        if let Ok(shell_operator::kube::Event::Synced(objects)) = rx.recv() {
+            assert_eq!(objects.len(), PODS);
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    handle.stop();
+    elapsed
 }
 
 /// The monitor enabling one binding over the same list.
