@@ -36,7 +36,7 @@ fn main() {
         "{} missing: build it or pass --operator PATH",
         bin.display()
     );
-    make_certs(&work);
+    common::make_cert(&work, &format!("DNS:{SVC}.webhooks.svc"));
     let sim = kube_sim::Sim::start();
     sim.write_kubeconfig(&work.join("kubeconfig"))
         .expect("kubeconfig");
@@ -164,35 +164,6 @@ fn report(what: &str, hooked: Vec<Duration>, plain: Vec<Duration>) {
     println!(
         "  ratio of p50            : {:.1}x",
         pct(&h, 0.5) / pct(&p, 0.5)
-    );
-}
-
-fn openssl(dir: &Path, args: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("openssl {args}"))
-        .current_dir(dir)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "openssl {args} failed (is openssl installed?)");
-}
-
-/// A CA and a certificate for the Service name kube-sim dials.
-fn make_certs(dir: &Path) {
-    let ec = "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out";
-    openssl(dir, &format!("{ec} ca.key"));
-    openssl(
-        dir,
-        "req -x509 -new -key ca.key -subj /CN=bench-ca -days 1 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out ca.crt",
-    );
-    openssl(dir, &format!("{ec} tls.key"));
-    openssl(dir, "req -new -key tls.key -subj /CN=bench -out tls.csr");
-    let ext = format!("subjectAltName=DNS:{SVC}.webhooks.svc\nextendedKeyUsage=serverAuth\n");
-    std::fs::write(dir.join("tls.ext"), ext).expect("ext");
-    openssl(
-        dir,
-        "x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt",
     );
 }
 

@@ -24,7 +24,6 @@ use shell_operator::webhook::run::HookRunner;
 use shell_operator::webhook::server::{Limits, TlsServer};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,7 +39,7 @@ fn main() {
     let hook_path = work.join("hooks/allow.sh");
     std::fs::write(&hook_path, HOOK).expect("hook");
     std::fs::set_permissions(&hook_path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    make_cert(&work);
+    common::make_cert(&work, "IP:127.0.0.1");
     let port = start_server(&hook_path, &work);
     let url = format!("https://127.0.0.1:{port}/hooks/bench-example-com");
     let agent = agent(&work.join("ca.crt"));
@@ -164,39 +163,6 @@ fn percentile(v: &mut [Duration], q: f64) -> Duration {
     v.sort();
     let i = ((v.len() as f64 - 1.0) * q).round() as usize;
     v.get(i).copied().unwrap_or_default()
-}
-
-fn openssl(dir: &Path, args: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("openssl {args}"))
-        .current_dir(dir)
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(ok, "openssl {args} failed (is openssl installed?)");
-}
-
-/// A CA and a server certificate for 127.0.0.1.
-fn make_cert(dir: &Path) {
-    let ec = "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out";
-    openssl(dir, &format!("{ec} ca.key"));
-    openssl(
-        dir,
-        "req -x509 -new -key ca.key -subj /CN=bench-ca -days 1 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out ca.crt",
-    );
-    openssl(dir, &format!("{ec} tls.key"));
-    openssl(dir, "req -new -key tls.key -subj /CN=bench -out tls.csr");
-    std::fs::write(
-        dir.join("tls.ext"),
-        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("ext");
-    openssl(
-        dir,
-        "x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt",
-    );
 }
 
 /// The admission server with one validating binding `bench.example.com`.

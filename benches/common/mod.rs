@@ -173,3 +173,34 @@ pub fn http_get_body(port: u16, path: &str) -> String {
 pub fn ready(port: u16) -> bool {
     http_get(port, "/ready").split_whitespace().nth(1) == Some("200")
 }
+
+/// Runs `openssl <args>` in `dir`, panicking if it fails.
+fn openssl(dir: &Path, args: &str) {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("openssl {args}"))
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "openssl {args} failed (is openssl installed?)");
+}
+
+/// A test CA (`ca.crt`) and a server certificate (`tls.crt`, `tls.key`) in `dir`
+/// for the subject alternative name `san` (`IP:127.0.0.1`, `DNS:svc.ns.svc`).
+pub fn make_cert(dir: &Path, san: &str) {
+    let ec = "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out";
+    openssl(dir, &format!("{ec} ca.key"));
+    openssl(
+        dir,
+        "req -x509 -new -key ca.key -subj /CN=bench-ca -days 1 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out ca.crt",
+    );
+    openssl(dir, &format!("{ec} tls.key"));
+    openssl(dir, "req -new -key tls.key -subj /CN=bench -out tls.csr");
+    let ext = format!("subjectAltName={san}\nextendedKeyUsage=serverAuth\n");
+    std::fs::write(dir.join("tls.ext"), ext).expect("ext");
+    openssl(
+        dir,
+        "x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt",
+    );
+}
