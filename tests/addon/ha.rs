@@ -8,7 +8,6 @@
 use crate::harness::{Addon, chart, rec};
 use kube_sim::Sim;
 use serde_json::json;
-use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,17 +19,7 @@ fn free_port() -> u16 {
 }
 
 fn get(host: &str, port: u16, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect((host, port)).expect("connect");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").expect("send");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read");
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
-    (code, body.unwrap_or_default())
+    crate::common::http_get_from(host, port, path)
 }
 
 fn files() -> Vec<(String, String)> {

@@ -222,10 +222,15 @@ impl Drop for Operator {
     }
 }
 
-/// A minimal HTTP/1.0 GET over a TCP socket.
+/// A minimal HTTP/1.0 GET over a TCP socket to 127.0.0.1.
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    http_get_from("127.0.0.1", port, path)
+}
+
+/// [`http_get`] to another loopback address (HA replicas listen on 127.0.0.2, ...).
+pub fn http_get_from(host: &str, port: u16, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut s = std::net::TcpStream::connect((host, port)).expect("connect");
     write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("send");
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read");

@@ -100,15 +100,7 @@ impl Cluster {
     }
 
     fn holder(&self) -> String {
-        let lease = self
-            .sim
-            .get(
-                "coordination.k8s.io/v1",
-                "Lease",
-                "default",
-                "shell-operator-leader-election",
-            )
-            .expect("lease");
+        let lease = lease(&self.sim).expect("lease");
         lease["spec"]["holderIdentity"]
             .as_str()
             .unwrap_or_default()
@@ -116,16 +108,20 @@ impl Cluster {
     }
 
     fn lease_spec(&self) -> serde_json::Value {
-        self.sim
-            .get(
-                "coordination.k8s.io/v1",
-                "Lease",
-                "default",
-                "shell-operator-leader-election",
-            )
+        lease(&self.sim)
             .map(|l| l["spec"].clone())
             .unwrap_or_default()
     }
+}
+
+/// The shell-operator's Lease as kube-sim stores it.
+fn lease(sim: &Sim) -> Option<serde_json::Value> {
+    sim.get(
+        "coordination.k8s.io/v1",
+        "Lease",
+        "default",
+        "shell-operator-leader-election",
+    )
 }
 
 fn read_lines(path: &Path) -> Vec<(String, String, u128)> {
@@ -299,15 +295,7 @@ fn skewed_holder_keeps_the_lease_while_it_renews() {
             while !stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(300));
                 let n = renews.fetch_add(1, Ordering::SeqCst) + 1;
-                let mut lease = c
-                    .sim
-                    .get(
-                        "coordination.k8s.io/v1",
-                        "Lease",
-                        "default",
-                        "shell-operator-leader-election",
-                    )
-                    .expect("lease");
+                let mut lease = lease(&c.sim).expect("lease");
                 lease["spec"]["renewTime"] = serde_json::json!(stamp(n));
                 c.sim.update(lease).expect("ghost renews");
             }
