@@ -90,6 +90,7 @@ fn main() {
 fn under_siege(port: u16, agent: &ureq::Agent, url: &str, ca: &Path) {
     use std::io::Write;
     const N: usize = 200;
+    common::raise_fd_limit(4096);
     let fresh = |n| -> Vec<Duration> {
         (0..n)
             .map(|_| {

@@ -100,6 +100,7 @@ fn body_limit_chunked_bodies_and_keep_alive() {
 #[test]
 fn slowloris_and_idle_connections_do_not_delay_a_review() {
     use std::io::Write;
+    raise_fd_limit(4096);
     let pki = Pki::make();
     let port = serve(&pki, Limits::default());
     let connect = || std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
@@ -118,4 +119,20 @@ fn slowloris_and_idle_connections_do_not_delay_a_review() {
     assert_eq!(a.status, 200, "{}", a.stderr);
     assert!(took < Duration::from_secs(1), "answered after {took:?}");
     drop((idle, loris));
+}
+
+/// Raises this process's open-file limit to `want` (or the hard limit): the test
+/// holds both ends of 1,150 connections, past a default soft limit of 1,024.
+fn raise_fd_limit(want: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < want {
+            lim.rlim_cur = want.min(lim.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
