@@ -53,12 +53,10 @@ fn value(data: &[u8]) -> Option<Value> {
 
 /// `--config` output, as shell-operator and addon-operator (global, module) read it.
 pub fn hook_config(data: &[u8]) {
-    let kind = match data.len() % 3 {
-        0 => HookKind::Shell,
-        1 => HookKind::Global,
-        _ => HookKind::Module,
-    };
-    let _ = config::parse_as("fuzz", &text(data), kind);
+    let text = text(data);
+    for kind in [HookKind::Shell, HookKind::Global, HookKind::Module] {
+        let _ = config::parse_as("fuzz", &text, kind);
+    }
 }
 
 /// A schedule binding's `crontab`, parsed and asked for its next firing.
@@ -208,14 +206,14 @@ pub fn jq_compile(data: &[u8]) {
     let _ = crate::jq::JqFilter::compile(&text(data), None, &[]);
 }
 
-/// addon-operator's ConfigMap: a whole object as JSON, or else the text as the
-/// `global` section and as a module section.
+/// addon-operator's ConfigMap: a whole object (JSON or YAML with `data`), or else
+/// the text as the `global` section, a module section and a module's enabled flag.
 pub fn addon_configmap(data: &[u8]) {
-    let object = match serde_json::from_slice::<Value>(data) {
-        Ok(v) => v,
-        Err(_) => {
+    let object = match value(data) {
+        Some(v) if v.get("data").is_some() => v,
+        _ => {
             let t = text(data);
-            json!({"data": {"global": t, "myModule": t, "myModuleEnabled": t}})
+            json!({"data": {"global": t, "myModule": t, "otherModuleEnabled": t}})
         }
     };
     let _ = KubeConfig::from_object(Some(&object));
