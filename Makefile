@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test static bench run demo demo-addon dev fmt lint clean
+.PHONY: build test static bench run demo demo-addon dev fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -59,3 +59,18 @@ lint:
 
 clean:
 	$(CARGO) clean
+
+# Fuzzing (nightly + cargo-fuzz): every target in fuzz/fuzz_targets for FUZZ_SECONDS
+# each, one process at a time, 5 s per input; stops at the first target with a finding (crash,
+# timeout, leak or OOM; the input lands in fuzz/artifacts/<target>/). New corpus
+# entries go to fuzz/corpus-new/ so the committed seeds stay small.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs)))
+fuzz:
+	cd fuzz && cargo +nightly fuzz build -O --debug-assertions
+	set -e; for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus-new/$$t; \
+		echo "== fuzz $$t for $(FUZZ_SECONDS)s"; \
+		(cd fuzz && cargo +nightly fuzz run -O --debug-assertions $$t $(CURDIR)/fuzz/corpus-new/$$t $(CURDIR)/fuzz/corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 -print_final_stats=1); \
+	done

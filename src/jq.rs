@@ -36,6 +36,13 @@ impl JqFilter {
         library_path: Option<&Path>,
         var_names: &[&str],
     ) -> Result<JqFilter, String> {
+        let depth = nesting(code);
+        if depth > MAX_NESTING {
+            return Err(format!(
+                "jq filter nests too deeply ({depth} levels of brackets, operators and \
+                 keywords; at most {MAX_NESTING})"
+            ));
+        }
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
             .chain(jaq_json::defs());
@@ -163,6 +170,51 @@ impl JqFilter {
     }
 }
 
+/// Deepest a filter may nest: jaq parses, compiles and runs a filter recursively, and
+/// one ~1,000 levels deep overflows a thread's stack, which aborts the whole operator.
+const MAX_NESTING: usize = 200;
+
+/// Keywords that open or chain a construct (each adds a level, like an operator).
+const NESTING_WORDS: &[&str] = &[
+    "if", "then", "elif", "else", "try", "catch", "reduce", "foreach", "def", "label", "as", "and",
+    "or",
+];
+
+/// An upper bound on the depth of `code`'s syntax tree: an open bracket adds one, and
+/// so does every operator, path step or keyword while its bracket is open. Strings are
+/// not skipped, so this can only over-estimate.
+fn nesting(code: &str) -> usize {
+    let mut per_level: Vec<usize> = vec![0];
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut word = String::new();
+    for c in code.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        let keyword = NESTING_WORDS.contains(&word.as_str());
+        word.clear();
+        let step = keyword || "|,+-*/%=<>.".contains(c);
+        if step && let Some(n) = per_level.last_mut() {
+            *n += 1;
+            depth += 1;
+        }
+        match c {
+            '(' | '[' | '{' => {
+                per_level.push(0);
+                depth += 1;
+            }
+            ')' | ']' | '}' if per_level.len() > 1 => {
+                let ops = per_level.pop().unwrap_or_default();
+                depth = depth.saturating_sub(ops + 1);
+            }
+            _ => {}
+        }
+        max = max.max(depth);
+    }
+    max
+}
+
 fn near(at: &str) -> String {
     if at.is_empty() {
         "end of input".to_string()
@@ -183,6 +235,79 @@ fn from_val(v: &Val) -> Result<Value, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Filters of one shape, `n` levels deep.
+    fn deep_filters(n: usize) -> Vec<String> {
+        let r = |s: &str| s.repeat(n);
+        vec![
+            format!("{}.{}", r("("), r(")")),
+            format!("{}1{}", r("["), r("]")),
+            format!("{}.", r(".|")),
+            format!("{}1", r("1+")),
+            format!("{}1", r("1,")),
+            format!("{}1", r(".a//")),
+            format!("{}1", r("-")),
+            r(".a"),
+            format!("{}1{}", r("if . then "), r(" end")),
+            format!("{}1", r("try ")),
+            format!("{}.{}", r("{a:"), r("}")),
+            format!("{}.{}", r("def f: "), r("; f")),
+        ]
+    }
+
+    /// Each shape at the deepest `n` whose estimate is within the limit.
+    fn deepest_allowed() -> Vec<String> {
+        (0..deep_filters(1).len())
+            .map(|shape| {
+                let at = |n: usize| deep_filters(n).swap_remove(shape);
+                let n = (1..=MAX_NESTING).take_while(|&n| nesting(&at(n)) <= MAX_NESTING);
+                at(n.last().unwrap_or(1))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn filters_nested_up_to_the_limit_compile_and_run_on_a_worker_stack() {
+        // Worker threads have 2 MiB; debug builds' frames are several times larger.
+        let stack = if cfg!(debug_assertions) {
+            8 << 20
+        } else {
+            2 << 20
+        };
+        let worker = std::thread::Builder::new().stack_size(stack);
+        let compiled = worker
+            .spawn(|| {
+                let filters = deepest_allowed();
+                for f in &filters {
+                    let filter = JqFilter::compile(f, None, &[]).unwrap();
+                    let _ = filter.run(&json!({"a": null}), &[]);
+                }
+                filters.len()
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(compiled, deep_filters(1).len());
+    }
+
+    #[test]
+    fn filters_nested_too_deeply_are_refused_before_parsing() {
+        for f in deep_filters(MAX_NESTING + 1) {
+            let err = JqFilter::compile(&f, None, &[]).unwrap_err();
+            assert!(err.contains("nests too deeply"), "{f}: {err}");
+        }
+        let wide = format!(
+            "{{{}}}",
+            (0..60)
+                .map(|i| format!("k{i}: .a.b"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(
+            JqFilter::compile(&wide, None, &[]).is_ok(),
+            "60 keys at one level"
+        );
+    }
 
     #[test]
     fn filters_objects_like_flant() {

@@ -15,6 +15,8 @@ pub(crate) mod debug;
 pub(crate) mod duration;
 pub mod executor;
 pub mod flags;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hook;
 pub mod hook_metrics;
 pub(crate) mod http;

@@ -56,7 +56,7 @@ struct ExecPlugin {
     cache: Mutex<Option<ExecToken>>,
 }
 
-struct ExecToken {
+pub(crate) struct ExecToken {
     token: String,
     expires: Option<SystemTime>,
 }
@@ -262,7 +262,7 @@ fn run_plugin(cmd: &mut Command, timeout: Duration) -> std::io::Result<Captured>
 }
 
 /// Decodes and checks a plugin's stdout.
-fn parse_credential(stdout: &[u8], want_api: &str) -> Result<ExecToken, String> {
+pub(crate) fn parse_credential(stdout: &[u8], want_api: &str) -> Result<ExecToken, String> {
     let cred: ExecCredential = serde_json::from_slice(stdout)
         .map_err(|e| format!("stdout is not an ExecCredential: {e}"))?;
     if cred.kind != "ExecCredential" {

@@ -14,7 +14,7 @@
 //!
 //! [`Client`] is cheap to clone and shared by every thread of the operator.
 
-mod auth;
+pub(crate) mod auth;
 mod backoff;
 mod cache;
 mod config;
@@ -22,7 +22,7 @@ pub mod decode;
 mod discovery;
 mod error;
 mod http;
-mod kubeconfig;
+pub(crate) mod kubeconfig;
 mod metrics;
 mod ratelimit;
 pub(crate) mod reflector;

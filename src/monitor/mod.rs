@@ -25,7 +25,7 @@ mod life;
 mod namespaces;
 mod relist;
 pub(crate) mod runtime;
-mod selectors;
+pub(crate) mod selectors;
 pub mod store;
 pub(crate) mod sync;
 

@@ -6,7 +6,7 @@ use crate::kube;
 
 /// Encodes a binding's selectors: (label selector, field selector, client-side names).
 /// One object name becomes a `metadata.name` field selector; several are filtered here.
-pub(super) fn selectors(
+pub(crate) fn selectors(
     b: &KubernetesBinding,
 ) -> Result<(String, String, Option<Vec<String>>), String> {
     let label = match &b.label_selector {

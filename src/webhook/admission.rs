@@ -79,7 +79,7 @@ impl Handler for Admission {
 }
 
 /// A denial: HTTP status inside the AdmissionResponse and its message.
-struct Denial {
+pub(crate) struct Denial {
     code: u16,
     message: String,
 }
@@ -194,7 +194,7 @@ impl Admission {
 }
 
 /// The context payload: the review with its apiVersion and kind, as the docs show.
-fn context_payload(mutating: bool, review: &Value) -> (BindingType, Payload) {
+pub(crate) fn context_payload(mutating: bool, review: &Value) -> (BindingType, Payload) {
     let review = json!({
         "apiVersion": review.get("apiVersion").cloned().unwrap_or_else(|| "admission.k8s.io/v1".into()),
         "kind": review.get("kind").cloned().unwrap_or_else(|| "AdmissionReview".into()),
@@ -209,7 +209,7 @@ fn context_payload(mutating: bool, review: &Value) -> (BindingType, Payload) {
 
 /// The AdmissionReview answer: the request's apiVersion and kind, a response
 /// with its uid.
-fn admission_review(review: &Value, outcome: Result<AdmissionAnswer, Denial>) -> Value {
+pub(crate) fn admission_review(review: &Value, outcome: Result<AdmissionAnswer, Denial>) -> Value {
     let uid = review["request"]
         .get("uid")
         .cloned()

@@ -195,7 +195,7 @@ impl Conversion {
 
 /// Positions of the objects not yet at `desired`, grouped by apiVersion in
 /// first-seen order.
-fn by_version(objects: &[Value], desired: &str) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn by_version(objects: &[Value], desired: &str) -> Vec<(String, Vec<usize>)> {
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
     for (i, o) in objects.iter().enumerate() {
         let v = o["apiVersion"].as_str().unwrap_or_default();
@@ -211,7 +211,7 @@ fn by_version(objects: &[Value], desired: &str) -> Vec<(String, Vec<usize>)> {
 }
 
 /// The ConversionReview answer.
-fn conversion_review(review: &Value, outcome: Result<Vec<Value>, String>) -> Value {
+pub(crate) fn conversion_review(review: &Value, outcome: Result<Vec<Value>, String>) -> Value {
     let uid = review["request"]
         .get("uid")
         .cloned()
