@@ -8,6 +8,7 @@
 pub mod addon;
 #[cfg(test)]
 mod alloc_count;
+pub(crate) mod bounded_read;
 pub(crate) mod builtin_jq;
 pub(crate) mod canonical;
 pub mod cli;

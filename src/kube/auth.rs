@@ -138,7 +138,7 @@ fn file_token(path: &PathBuf, cache: &Mutex<Option<FileToken>>) -> Result<String
         }
     }
     let f = path.display().to_string();
-    let token = std::fs::read_to_string(path)
+    let token = crate::bounded_read::read_to_string(path, crate::bounded_read::MAX_CONFIG_FILE)
         .map_err(|e| KubeError::config(&f, "", "tokenFile", e.to_string()))?
         .trim()
         .to_string();

@@ -211,10 +211,11 @@ fn in_cluster(env: EnvFn<'_>) -> Result<Option<ClusterConfig>, KubeError> {
         ));
     }
     let ca_path = dir.join("ca.crt");
-    let ca = std::fs::read(&ca_path).map_err(|e| {
-        KubeError::config(&origin, "", "ca.crt", format!("{}: {e}", ca_path.display()))
-    })?;
-    let namespace = std::fs::read_to_string(dir.join("namespace"))
+    let ca =
+        crate::bounded_read::read(&ca_path, crate::bounded_read::MAX_CONFIG_FILE).map_err(|e| {
+            KubeError::config(&origin, "", "ca.crt", format!("{}: {e}", ca_path.display()))
+        })?;
+    let namespace = crate::bounded_read::read_to_string(&dir.join("namespace"), 4096)
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     let host = if host.contains(':') {
@@ -308,6 +309,25 @@ pub(crate) mod tests {
             ..Default::default()
         };
         assert_eq!(resolve(&s, &env).unwrap().server, "https://other:6443");
+    }
+
+    /// Issue 11 (found by fuzzing): a kubeconfig naming `/dev/zero` as its CA file
+    /// is an error naming the file, not an unbounded read.
+    #[test]
+    fn a_device_as_certificate_file_is_refused() {
+        let dir = tempdir("devzero");
+        let kc = dir.join("config");
+        std::fs::write(
+            &kc,
+            "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\n    certificate-authority: /dev/zero\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: t}\n",
+        )
+        .unwrap();
+        let s = KubeSettings {
+            kubeconfig: kc.to_string_lossy().into_owned(),
+            ..Default::default()
+        };
+        let e = resolve(&s, &env_of(&[])).unwrap_err().to_string();
+        assert!(e.contains("/dev/zero: not a regular file"), "{e}");
     }
 
     #[test]

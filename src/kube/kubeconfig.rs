@@ -104,11 +104,12 @@ pub(crate) fn load(paths: &[PathBuf], context: &str) -> Result<ClusterConfig, Ku
 
 fn parse_file(p: &Path) -> Result<Kubeconfig, KubeError> {
     let f = p.display().to_string();
-    let text =
-        std::fs::read_to_string(p).map_err(|e| KubeError::config(&f, "", "", e.to_string()))?;
+    let text = crate::bounded_read::read_to_string(p, crate::bounded_read::MAX_CONFIG_FILE)
+        .map_err(|e| KubeError::config(&f, "", "", e.to_string()))?;
     if text.trim().is_empty() {
         return Ok(Kubeconfig::default());
     }
+    crate::yaml_depth::check(&text).map_err(|e| KubeError::config(&f, "", "", e))?;
     serde_yaml::from_str(&text)
         .map_err(|e| KubeError::config(&f, "", "", format!("invalid kubeconfig: {e}")))
 }
@@ -167,7 +168,7 @@ fn data_or_file(
         None => Ok(None),
         Some(p) => {
             let full = relative_to(file, p);
-            std::fs::read(&full)
+            crate::bounded_read::read(&full, crate::bounded_read::MAX_CONFIG_FILE)
                 .map(Some)
                 .map_err(|e| KubeError::config(&f, ctx, field, format!("{}: {e}", full.display())))
         }

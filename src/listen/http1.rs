@@ -125,8 +125,13 @@ pub fn read_body(r: &mut impl BufRead, head: &Head, max: usize) -> Result<Vec<u8
     if len > max {
         return Err(TOO_LARGE);
     }
-    let mut body = vec![0; len];
-    r.read_exact(&mut body)?;
+    // Grown as bytes arrive: a client announcing 16 MiB and sending nothing holds
+    // no 16 MiB buffer.
+    let mut body = Vec::with_capacity(len.min(64 * 1024));
+    r.take(len as u64).read_to_end(&mut body)?;
+    if body.len() < len {
+        return Err(ReadError::Io);
+    }
     Ok(body)
 }
 

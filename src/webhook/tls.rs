@@ -59,7 +59,8 @@ fn client_roots(files: &[PathBuf]) -> Result<RootCertStore, String> {
 }
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("'{}': {e}", path.display()))?;
+    let pem = crate::bounded_read::read(path, crate::bounded_read::MAX_CONFIG_FILE)
+        .map_err(|e| format!("'{}': {e}", path.display()))?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("'{}': {e}", path.display()))?;
@@ -72,7 +73,8 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 /// Reads a certificate chain and its key and checks that they belong together.
 fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
     let chain = read_certs(cert)?;
-    let key_pem = std::fs::read(key).map_err(|e| format!("'{}': {e}", key.display()))?;
+    let key_pem = crate::bounded_read::read(key, crate::bounded_read::MAX_CONFIG_FILE)
+        .map_err(|e| format!("'{}': {e}", key.display()))?;
     let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| format!("'{}': unreadable private key: {e}", key.display()))?;
     let signer = rustls::crypto::ring::sign::any_supported_type(&key_der)
