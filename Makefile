@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test static bench run demo demo-addon dev fmt lint clean fuzz
+.PHONY: build test static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -31,6 +31,14 @@ bench: build static
 	$(CARGO) bench --bench admission -- --operator $(STATIC_BIN)
 	$(CARGO) bench --bench addon -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench ha -- --operator $(STATIC_BIN)
+
+# Issue 12: ours vs kopf vs a plain watch loop on 10k pods in kube-sim (benches/peers.rs).
+# Not part of `make bench`: needs python3 with venv and network for `pip install kopf`.
+PEERS_VENV := .tools/peers-venv
+bench-peers: static
+	test -x $(PEERS_VENV)/bin/kopf || (python3 -m venv $(PEERS_VENV) && $(PEERS_VENV)/bin/pip install -q kopf)
+	$(CARGO) build --release -p kube-sim
+	$(CARGO) bench --bench peers -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim --venv $(PEERS_VENV)
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:

@@ -1,0 +1,142 @@
+//! `make bench-peers` (issue 12): our operator against kopf, and a plain watch loop
+//! as the floor, one at a time against a fresh kube-sim seeded with 10,000 pods in
+//! 10 namespaces. Each reacts to every Pod event by appending its start time and the
+//! pod's name to a file (benches/peers/contender.rs); the scenario and its figures
+//! are in benches/peers/scenario.rs. Prints the median of `--trials` (3) per figure
+//! with the ratio ours/kopf.
+//!
+//! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]`
+//! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
+
+mod common;
+#[path = "peers/contender.rs"]
+mod contender;
+#[path = "peers/scenario.rs"]
+mod scenario;
+#[path = "peers/seen.rs"]
+mod seen;
+
+use common::pods::{PODS, write_pods};
+use contender::{Contender, Programs};
+use scenario::Figures;
+use std::path::PathBuf;
+
+fn main() {
+    let arg = |name: &str| common::arg_value(name).map(PathBuf::from);
+    let programs = Programs {
+        operator: arg("--operator")
+            .unwrap_or_else(|| PathBuf::from("target/release/shell-operator")),
+        venv: arg("--venv").unwrap_or_else(|| PathBuf::from(".tools/peers-venv")),
+        scripts: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers"),
+    };
+    let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));
+    let trials: usize = common::arg_value("--trials")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let work = std::env::temp_dir().join(format!("so-peers-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("seed")).expect("mkdir");
+    write_pods(&work.join("seed/pods.yaml"));
+    eprintln!("{}", kopf_version(&programs));
+    let mut medians = Vec::new();
+    for who in [Contender::Ours, Contender::Kopf, Contender::Floor] {
+        let runs: Vec<Figures> = (0..trials)
+            .filter_map(
+                |n| match scenario::trial(who, &programs, &kube_sim, &work) {
+                    Ok(f) => {
+                        eprintln!("{} trial {}: {}", who.label(), n + 1, one_line(&f));
+                        Some(f)
+                    }
+                    Err(e) => {
+                        eprintln!("{} trial {} failed: {e}", who.label(), n + 1);
+                        None
+                    }
+                },
+            )
+            .collect();
+        medians.push((who, runs.len(), median_figures(&runs)));
+    }
+    print_table(&medians);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// What `kopf --version` in the venv prints (or why it could not run).
+fn kopf_version(programs: &Programs) -> String {
+    let kopf = programs.venv.join("bin/kopf");
+    match std::process::Command::new(&kopf).arg("--version").output() {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Err(e) => format!("{}: {e} (`make bench-peers` installs kopf)", kopf.display()),
+    }
+}
+
+fn one_line(f: &Figures) -> String {
+    format!(
+        "ready {:.0} ms, idle {:.1} MB, peak {:.1} MB, p50/p99 {:.1}/{:.1} ms, burst {:.0} ms, cpu {:.2} s ({:.2} s with hooks)",
+        f.ready_ms, f.idle_mb, f.peak_mb, f.p50_ms, f.p99_ms, f.burst_ms, f.cpu_s, f.cpu_children_s
+    )
+}
+
+/// The per-figure median over trials (NaN with none).
+fn median_figures(runs: &[Figures]) -> Figures {
+    let m = |get: fn(&Figures) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(get).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    Figures {
+        ready_ms: m(|f| f.ready_ms),
+        idle_mb: m(|f| f.idle_mb),
+        peak_mb: m(|f| f.peak_mb),
+        p50_ms: m(|f| f.p50_ms),
+        p99_ms: m(|f| f.p99_ms),
+        burst_ms: m(|f| f.burst_ms),
+        cpu_s: m(|f| f.cpu_s),
+        cpu_children_s: m(|f| f.cpu_children_s),
+    }
+}
+
+type Row = (&'static str, fn(&Figures) -> f64, &'static str);
+
+const ROWS: [Row; 8] = [
+    ("time to ready (all 10k seen)", |f| f.ready_ms / 1e3, "s"),
+    ("RSS idle after sync", |f| f.idle_mb, "MB"),
+    ("peak RSS (VmHWM)", |f| f.peak_mb, "MB"),
+    ("event latency p50 (50 ms apart)", |f| f.p50_ms, "ms"),
+    ("event latency p99 (50 ms apart)", |f| f.p99_ms, "ms"),
+    (
+        "burst of 2,000 patches, all seen",
+        |f| f.burst_ms / 1e3,
+        "s",
+    ),
+    ("process CPU, whole scenario", |f| f.cpu_s, "s"),
+    (
+        "CPU with waited children (hooks)",
+        |f| f.cpu_children_s,
+        "s",
+    ),
+];
+
+fn print_table(medians: &[(Contender, usize, Figures)]) {
+    let get = |who: Contender| medians.iter().find(|(w, _, _)| *w == who);
+    let (Some(ours), Some(kopf), Some(floor)) = (
+        get(Contender::Ours),
+        get(Contender::Kopf),
+        get(Contender::Floor),
+    ) else {
+        return;
+    };
+    println!(
+        "peers, {PODS} pods in 10 namespaces; median of {}/{}/{} trials (ours/kopf/floor)",
+        ours.1, kopf.1, floor.1
+    );
+    println!(
+        "| figure | ours | kopf | ours/kopf | floor (plain watch loop) |\n| --- | --- | --- | --- | --- |"
+    );
+    for (name, get, unit) in ROWS {
+        let (o, k, f) = (get(&ours.2), get(&kopf.2), get(&floor.2));
+        println!(
+            "| {name} | {o:.2} {unit} | {k:.2} {unit} | {:.2} | {f:.2} {unit} |",
+            o / k
+        );
+    }
+}

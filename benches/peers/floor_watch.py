@@ -1,0 +1,46 @@
+"""The floor of `make bench-peers` (benches/peers.rs): a plain list-then-watch loop on
+Pods with no framework (stdlib only), appending the time (ns) and each object's name to
+$OUT. Reads the server address from $KUBE_URL (kube-sim serves plain http)."""
+import http.client
+import json
+import os
+import time
+import urllib.parse
+
+OUT = os.environ["OUT"]
+URL = urllib.parse.urlparse(os.environ["KUBE_URL"])
+
+
+def connect():
+    return http.client.HTTPConnection(URL.hostname, URL.port)
+
+
+def initial_list(out):
+    conn = connect()
+    conn.request("GET", "/api/v1/pods")
+    body = json.loads(conn.getresponse().read())
+    now = time.time_ns()
+    out.write("".join(f"{now} {p['metadata']['name']}\n" for p in body["items"]))
+    out.flush()
+    return body["metadata"]["resourceVersion"]
+
+
+def watch(out, rv):
+    conn = connect()
+    conn.request("GET", f"/api/v1/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
+    stream = conn.getresponse()
+    for line in stream:
+        now = time.time_ns()
+        event = json.loads(line)
+        if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+            out.write(f"{now} {event['object']['metadata']['name']}\n")
+            out.flush()
+
+
+def main():
+    with open(OUT, "a") as out:
+        watch(out, initial_list(out))
+
+
+if __name__ == "__main__":
+    main()
