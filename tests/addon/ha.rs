@@ -89,7 +89,16 @@ fn takeover_does_not_reinstall_unchanged_releases() {
         )
         .expect("lease");
     assert_eq!(lease["spec"]["holderIdentity"], "a.127-0-0-1.addons.pod");
-    let (code, text) = get("127.0.0.2", port, "/readyz");
+    // The standby knows the holder after its first read of the Lease, which may come
+    // just after its "waiting" line: until then it answers 500 (no holder known).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (code, text) = loop {
+        let answer = get("127.0.0.2", port, "/readyz");
+        if answer.0 == 200 || std::time::Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(
         (code, text.as_str()),
         (

@@ -229,6 +229,8 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("unshare must be available (util-linux)");
+    let lines = common::stdout_lines(&mut child);
+    let mut logs = String::new();
     let out = dir.0.join("out");
     let deadline = Instant::now() + Duration::from_secs(20);
     let orphans_started = || {
@@ -256,14 +258,18 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         .next()
         .expect("operator pid")
         .to_string();
+    // Wait for the reaping and for the failing hook's logged status (the hook's
+    // runs.log line is written when it starts, before it exits).
     let mut left = orphans_left(&operator_pid);
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    while (!left.is_empty() || !logs.contains("exit status 7")) && Instant::now() < deadline {
+        while let Ok(line) = lines.recv_timeout(Duration::from_millis(20)) {
+            logs.push_str(&line);
+            logs.push('\n');
+        }
         left = orphans_left(&operator_pid);
     }
     let _ = child.kill();
-    let output = child.wait_with_output().expect("output");
-    let logs = String::from_utf8_lossy(&output.stdout);
+    let _ = child.wait();
     assert!(left.is_empty(), "orphans not reaped (pid, state): {left:?}");
     assert!(logs.contains("running as PID 1"), "{logs}");
     assert!(
