@@ -3,6 +3,9 @@
 //! resourceVersion gets 410 and the operator must relist), bursts of 500s and of
 //! 429s (kube-sim adds `Retry-After: 1`), and slow responses. Each burst and
 //! compaction also drops the watches so the operator's reconnect meets it at once.
+//! The last 6 s of the drive are always the same finale (slow responses with a
+//! 429 burst, then a 500 burst with a compaction), so the recovery figure measured
+//! after it compares across runs and seeds.
 
 use crate::settings::Rng;
 use kube_sim::Sim;
@@ -18,6 +21,7 @@ pub struct Injector {
     /// When the last fault was injected.
     pub last_injected: Option<Instant>,
     started: Instant,
+    finale_step: u8,
 }
 
 impl Injector {
@@ -30,12 +34,17 @@ impl Injector {
             counts: BTreeMap::new(),
             last_injected: None,
             started: now,
+            finale_step: 0,
         }
     }
 
-    /// Injects the next fault when it is due; ends a slow spell when it is over.
-    pub fn tick(&mut self, sim: &Sim) {
+    /// Injects the next fault when it is due (`left`: drive time remaining); ends a
+    /// slow spell when it is over.
+    pub fn tick(&mut self, sim: &Sim, left: Duration) {
         let now = Instant::now();
+        if left <= Duration::from_secs(6) {
+            return self.finale(sim, left);
+        }
         if self.slow_until.is_some_and(|t| now >= t) {
             sim.set_delay(Duration::ZERO);
             self.slow_until = None;
@@ -44,12 +53,41 @@ impl Injector {
             return;
         }
         let fault = self.inject(sim);
-        println!(
-            "soak: t={:>6.1}s fault {fault}",
-            self.started.elapsed().as_secs_f64()
-        );
+        self.note(fault);
         self.next_at = now + self.rng.millis(1_500, 5_000);
-        self.last_injected = Some(now);
+    }
+
+    fn note(&mut self, fault: String) {
+        let t = self.started.elapsed().as_secs_f64();
+        println!("soak: t={t:>6.1}s fault {fault}");
+        self.last_injected = Some(Instant::now());
+    }
+
+    /// 6 s before the end: 300 ms responses, 6 × 429, watches dropped; 3 s before:
+    /// 10 × 500, compaction, watches dropped. [`Injector::quiet`] ends both.
+    fn finale(&mut self, sim: &Sim, left: Duration) {
+        if self.finale_step == 0 {
+            self.slow_until = None;
+            sim.set_delay(Duration::from_millis(300));
+            sim.fail_next(6, 429);
+            sim.drop_watches();
+            self.finale_step = 1;
+            self.count(&["slow", "burst_429"]);
+            self.note("finale: slow 300ms + burst_429 x6".to_string());
+        } else if self.finale_step == 1 && left <= Duration::from_secs(3) {
+            sim.fail_next(10, 500);
+            sim.compact();
+            sim.drop_watches();
+            self.finale_step = 2;
+            self.count(&["burst_500", "compact"]);
+            self.note("finale: burst_500 x10 + compact".to_string());
+        }
+    }
+
+    fn count(&mut self, names: &[&'static str]) {
+        for name in names {
+            *self.counts.entry(name).or_default() += 1;
+        }
     }
 
     fn inject(&mut self, sim: &Sim) -> String {

@@ -118,7 +118,7 @@ fn drive(
             driver.change(ledgers);
             done += 1;
         }
-        faults.tick(sim);
+        faults.tick(sim, s.drive().saturating_sub(began.elapsed()));
         std::thread::sleep(Duration::from_millis(20));
     }
 }
