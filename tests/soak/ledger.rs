@@ -170,3 +170,108 @@ impl KindLedger {
         self.problems.push(text);
     }
 }
+
+/// The replay itself, on hand-written ledgers: it must flag each breach.
+#[cfg(test)]
+mod replay {
+    use super::KindLedger;
+    use crate::common::TempDir;
+
+    fn replay(lines: &[&str]) -> KindLedger {
+        let dir = TempDir::new("ledger");
+        let path = dir.0.join("x.ledger");
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write ledger");
+        let mut ledger = KindLedger::new(path);
+        ledger.poll();
+        ledger
+    }
+
+    fn event(kind: &str, name: &str, counter: u64) -> String {
+        format!(
+            r#"{{"binding":"cms","type":"Event","watchEvent":"{kind}","filterResult":{{"n":"{name}","c":"{counter}"}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_clean_ledger_replays_to_its_view() {
+        let sync = r#"[{"binding":"cms","type":"Synchronization","objects":[{"filterResult":{"n":"a","c":"0"}}]}]"#;
+        let events = format!(
+            "[{},{},{}]",
+            event("Added", "b", 0),
+            event("Modified", "a", 3),
+            event("Deleted", "b", 0)
+        );
+        let l = replay(&[sync, &events]);
+        assert!(l.problems.is_empty(), "{:?}", l.problems);
+        assert_eq!(
+            l.view.into_iter().collect::<Vec<_>>(),
+            [("a".to_string(), 3)]
+        );
+        assert_eq!((l.runs, l.contexts, l.synchronizations), (2, 4, 1));
+    }
+
+    #[test]
+    fn each_breach_of_exactly_once_is_flagged() {
+        let cases = [
+            (
+                vec![event("Added", "a", 0), event("Added", "a", 1)],
+                "appeared again",
+            ),
+            (
+                vec![event("Added", "a", 2), event("Modified", "a", 2)],
+                "twice or out of order",
+            ),
+            (
+                vec![event("Added", "a", 2), event("Modified", "a", 1)],
+                "twice or out of order",
+            ),
+            (
+                vec![event("Modified", "a", 1)],
+                "which the hooks do not have",
+            ),
+            (
+                vec![event("Deleted", "a", 0)],
+                "which the hooks do not have",
+            ),
+            (
+                vec![
+                    event("Added", "a", 0),
+                    event("Deleted", "a", 0),
+                    event("Deleted", "a", 0),
+                ],
+                "Deleted twice",
+            ),
+            (
+                vec![
+                    event("Added", "a", 0),
+                    event("Deleted", "a", 0),
+                    event("Added", "a", 0),
+                ],
+                "after its Deleted: true",
+            ),
+        ];
+        for (contexts, want) in cases {
+            let line = format!("[{}]", contexts.join(","));
+            let l = replay(&[&line]);
+            assert!(
+                l.problems.iter().any(|p| p.contains(want)),
+                "{line}: want {want:?}, got {:?}",
+                l.problems
+            );
+        }
+    }
+
+    #[test]
+    fn a_partial_last_line_waits_for_its_end() {
+        let dir = TempDir::new("ledger-partial");
+        let path = dir.0.join("x.ledger");
+        let line = format!("[{}]", event("Added", "a", 0));
+        std::fs::write(&path, &line[..10]).expect("write");
+        let mut l = KindLedger::new(path.clone());
+        l.poll();
+        assert_eq!(l.runs, 0);
+        std::fs::write(&path, format!("{line}\n")).expect("write");
+        l.poll();
+        assert_eq!((l.runs, l.problems.len(), l.view.len()), (1, 0, 1));
+    }
+}
