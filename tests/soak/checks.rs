@@ -268,31 +268,51 @@ impl Report<'_> {
     }
 
     /// No zombie left unreaped during the run; after the exit no process of the
-    /// hooks' groups and none running a hook remains.
+    /// hooks' groups and none running a hook remains (10 s of grace). A hook's
+    /// child killed together with its shell is re-parented to PID 1 and is a zombie
+    /// until PID 1 reaps it; this machine's PID 1 does that late, so such dead
+    /// processes are reported, not failed.
     fn assert_nothing_left(&self, hooks_dir: &Path) {
         assert!(
             self.observed.lasting_zombies.is_empty(),
             "unreaped zombies: {:?}",
             self.observed.lasting_zombies
         );
-        // SAFETY: getpgrp(2) has no preconditions.
-        let own_group = unsafe { libc::getpgrp() };
-        let left: Vec<_> = procs::all_processes()
-            .into_iter()
-            .filter(|p| p.pgid != own_group && self.observed.child_groups.contains(&p.pgid))
-            .collect();
         assert!(
-            left.is_empty(),
-            "processes of the hooks' groups outlived the operator: {left:?}"
+            !self.observed.child_groups.is_empty(),
+            "the sampler saw no hook process at all"
+        );
+        let mut left = self.hook_group_processes();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while left.iter().any(|p| !dead_under_init(p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            left = self.hook_group_processes();
+        }
+        let (dead, live): (Vec<_>, Vec<_>) = left.into_iter().partition(dead_under_init);
+        if !dead.is_empty() {
+            println!("soak: zombies of hook children waiting for PID 1 to reap them: {dead:?}");
+        }
+        assert!(
+            live.is_empty(),
+            "processes of the hooks' groups outlived the operator: {live:?}"
         );
         assert_eq!(
             crate::common::processes_mentioning(hooks_dir),
             0,
             "hook processes left"
         );
-        assert!(
-            !self.observed.child_groups.is_empty(),
-            "the sampler saw no hook process at all"
-        );
     }
+
+    fn hook_group_processes(&self) -> Vec<procs::Proc> {
+        // SAFETY: getpgrp(2) has no preconditions.
+        let own_group = unsafe { libc::getpgrp() };
+        procs::all_processes()
+            .into_iter()
+            .filter(|p| p.pgid != own_group && self.observed.child_groups.contains(&p.pgid))
+            .collect()
+    }
+}
+
+fn dead_under_init(p: &procs::Proc) -> bool {
+    p.state == 'Z' && p.ppid == 1
 }
