@@ -151,6 +151,12 @@ impl Report<'_> {
             "soak: RSS median first third {rss0} kB, last third {rss1} kB ({:+.1} %)",
             (rss1 as f64 - rss0 as f64) * 100.0 / rss0.max(1) as f64
         );
+        let (anon0, anon1) = procs::thirds_medians(&steady, |s| s.anon_kb);
+        println!("soak: RssAnon median first third {anon0} kB, last third {anon1} kB");
+        println!(
+            "soak: after warm-up, by sixths (medians, kB): {}",
+            timeline(&steady)
+        );
         println!(
             "soak: fds min..max {:?}, threads min..max {:?} (after warm-up)",
             procs::spread(&steady, |s| s.fds),
@@ -311,6 +317,25 @@ impl Report<'_> {
             .filter(|p| p.pgid != own_group && self.observed.child_groups.contains(&p.pgid))
             .collect()
     }
+}
+
+/// `t=…s rss/anon/file` for each sixth of `samples`.
+fn timeline(samples: &[Sample]) -> String {
+    let size = samples.len().div_ceil(6).max(1);
+    samples
+        .chunks(size)
+        .map(|part| {
+            let m = |f: fn(&Sample) -> u64| procs::median(&part.iter().map(f).collect::<Vec<_>>());
+            format!(
+                "t={:.0}s {}/{}/{}",
+                part[0].at.as_secs_f64(),
+                m(|s| s.rss_kb),
+                m(|s| s.anon_kb),
+                m(|s| s.file_kb)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn dead_under_init(p: &procs::Proc) -> bool {

@@ -1,6 +1,6 @@
 //! Watches the operator process from outside through /proc: every 2 s its RSS
 //! (VmRSS), open file descriptors (/proc/PID/fd) and threads (/proc/PID/task);
-//! every 0.5 s its children, to learn the hooks' process groups (checked to be
+//! (also split in RssAnon and RssFile); every 0.5 s its children, to learn the hooks' process groups (checked to be
 //! gone after the operator exits) and to catch zombies it does not reap.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +13,12 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
     pub at: Duration,
+    /// VmRSS: anonymous + file-backed + shared memory pages.
     pub rss_kb: u64,
+    /// RssAnon: heap, stacks — what a leak grows.
+    pub anon_kb: u64,
+    /// RssFile: mapped files, mostly the binary's code as it is paged in.
+    pub file_kb: u64,
     pub fds: u64,
     pub threads: u64,
 }
@@ -84,16 +89,20 @@ fn run(pid: i32, started: Instant, stop: &AtomicBool, sink: &Mutex<Observed>) {
 /// RSS, fds and threads of `pid` now; None once it is gone.
 pub fn sample(pid: i32, at: Duration) -> Option<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
     Some(Sample {
         at,
-        rss_kb,
+        rss_kb: field("VmRSS:")?,
+        anon_kb: field("RssAnon:")?,
+        file_kb: field("RssFile:")?,
         fds: count_entries(&format!("/proc/{pid}/fd")),
         threads: count_entries(&format!("/proc/{pid}/task")),
     })
