@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
+.PHONY: build test soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -11,6 +11,14 @@ build:
 # The whole test suite: unit tests, integration tests on the real binary, kube-sim.
 test:
 	$(CARGO) test --workspace --no-fail-fast
+
+# The soak test (tests/soak, docs/soak.md) on the release binary for SOAK_SECONDS
+# (default 1 h): ~100 object changes/s, random API faults (SOAK_SEED replays a run),
+# ledger, RSS/fd/thread and leftover checks. `make test` runs it for 2 minutes.
+SOAK_SECONDS ?= 3600
+soak:
+	$(CARGO) build --release
+	SOAK_RELEASE=1 SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --test soak -- --nocapture
 
 # Fully static musl binary (needs Debian's musl-tools for ring's C code).
 static:
