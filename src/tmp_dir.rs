@@ -7,9 +7,11 @@
 //! - it is created 0700 if missing (parents as needed);
 //! - it is opened with `O_NOFOLLOW | O_DIRECTORY`: a symlink is refused, never
 //!   followed (and its target never chmodded);
-//! - the opened directory must belong to our effective uid, and its parent must not
-//!   let others rename it away (writable by others only with the sticky bit, as
-//!   `/tmp`);
+//! - the opened directory must belong to our effective uid, and its parent to us or
+//!   root (another user owning the parent could rename ours away). A parent that
+//!   others may write to is accepted: `/tmp` has the sticky bit, and a pod's
+//!   emptyDir (mode 0777, no sticky bit) is shared only by the pod's own containers;
+//!   the README says so;
 //! - it is then set to 0700 through the open descriptor.
 //!
 //! Files inside are created with `O_CREAT | O_EXCL` (executor.rs), which never
@@ -69,22 +71,20 @@ fn open_no_follow(dir: &Path) -> Result<File, String> {
     })
 }
 
-/// A parent that others may write to lets them rename our directory and put
-/// theirs in its place, unless it has the sticky bit (as `/tmp` has).
+/// The owner of the parent can rename our directory and put theirs in its place:
+/// it must be us or root.
 fn check_parent(parent: &Path, uid: u32) -> Result<(), String> {
     let meta = std::fs::metadata(parent).map_err(|e| format!("cannot stat its parent: {e}"))?;
-    let others_write = meta.mode() & 0o022 != 0;
-    let sticky = meta.mode() & 0o1000 != 0;
-    let trusted_owner = meta.uid() == uid || meta.uid() == 0;
-    if others_write && !sticky || !trusted_owner {
-        return Err(format!(
-            "its parent {} (owner uid {}, mode {:o}) lets other users replace it",
-            parent.display(),
-            meta.uid(),
-            meta.mode() & 0o7777
-        ));
+    parent_owner_ok(meta.uid(), uid).map_err(|e| format!("its parent {}: {e}", parent.display()))
+}
+
+fn parent_owner_ok(owner: u32, uid: u32) -> Result<(), String> {
+    match owner == uid || owner == 0 {
+        true => Ok(()),
+        false => Err(format!(
+            "owned by uid {owner}, who could replace the tmp dir (want uid {uid} or root)"
+        )),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -147,14 +147,19 @@ mod tests {
     }
 
     #[test]
-    fn a_parent_others_may_write_without_sticky_bit_is_refused() {
+    fn a_parent_of_another_user_is_refused_and_an_open_one_accepted() {
+        assert_eq!(parent_owner_ok(7, 7), Ok(()));
+        assert_eq!(parent_owner_ok(0, 7), Ok(()));
+        assert_eq!(
+            parent_owner_ok(8, 7),
+            Err("owned by uid 8, who could replace the tmp dir (want uid 7 or root)".into())
+        );
+        // An emptyDir-like parent (0777, no sticky bit) of ours or root's is fine.
         let base = scratch("parent");
         let open = base.join("open");
         std::fs::create_dir(&open).expect("mkdir");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-        let err = prepare(&open.join("t")).expect_err("open parent");
-        assert!(err.contains("lets other users replace it"), "{err}");
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
-        prepare(&open.join("t")).expect("sticky parent is fine");
+        prepare(&open.join("t")).expect("an open parent we own");
+        assert_eq!(mode(&open.join("t")), 0o700);
     }
 }
