@@ -130,10 +130,15 @@ fn main() {
             mb(after)
         );
     }
-    let (p50, p99) = latency(&operator, &sim, &work);
+    let (p50, p99) = latency(&operator, &sim, &work, Hook::Shell);
     println!(
         "event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms",
         p50, p99
+    );
+    let (c50, c99) = latency(&operator, &sim, &work, Hook::StaticC);
+    println!(
+        "  the same with a static C hook (no sh, no date): p50 {c50:.1} ms, p99 {c99:.1} ms \
+         (the operator's own part + fork/exec)"
     );
     drop(sim);
     let _ = std::fs::remove_dir_all(&work);
@@ -225,6 +230,11 @@ fn write_hook(dir: &Path, binding: &str, body: &str) {
 /// Starts the operator with one binding; waits until it is ready.
 fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -> (Child, u16) {
     write_hook(&work.join("hooks"), binding, body);
+    start_on_hooks(bin, sim, work)
+}
+
+/// Starts the operator on the hooks already in `work/hooks`; waits until ready.
+fn start_on_hooks(bin: &Path, sim: &KubeSim, work: &Path) -> (Child, u16) {
     let kubeconfig = sim.kubeconfig.to_str().expect("utf8 path");
     let (child, port) = common::start_operator(
         bin,
@@ -337,11 +347,33 @@ fn handled_events(port: u16) -> f64 {
 
 /// Creates ConfigMaps one at a time against an idle operator; each hook run records
 /// when it started. Returns (p50, p99) in milliseconds.
-fn latency(bin: &Path, sim: &KubeSim, work: &Path) -> (f64, f64) {
+/// Which hook stamps its start time.
+#[derive(Clone, Copy, PartialEq)]
+enum Hook {
+    /// `#!/bin/sh` running `date +%s%N` (what a typical hook pays).
+    Shell,
+    /// `benches/latency_hook.c`, compiled static here: no shell, no `date`.
+    StaticC,
+}
+
+fn latency(bin: &Path, sim: &KubeSim, work: &Path, hook: Hook) -> (f64, f64) {
     let out = work.join("out");
     let _ = std::fs::remove_file(&out);
     let binding = "kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [latency]\n  executeHookOnSynchronization: false";
-    let (mut child, _) = operator(bin, sim, work, binding, "date +%s%N >> \"$OUT\"");
+    write_hook(&work.join("hooks"), binding, "date +%s%N >> \"$OUT\"");
+    if hook == Hook::StaticC {
+        let hook_path = work.join("hooks/h.sh");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/latency_hook.c");
+        let ok = std::process::Command::new("gcc")
+            .args(["-O2", "-static", "-o"])
+            .arg(&hook_path)
+            .arg(&source)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "gcc -static benches/latency_hook.c failed");
+    }
+    let (mut child, _) = start_on_hooks(bin, sim, work);
+    let tag = if hook == Hook::Shell { "sh" } else { "c" };
     let agent = ureq::Agent::new_with_defaults();
     let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"latency"}}"#;
     let _ = agent
@@ -351,7 +383,7 @@ fn latency(bin: &Path, sim: &KubeSim, work: &Path) -> (f64, f64) {
     let mut sent = Vec::new();
     for i in 0..100 {
         let body = format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{i}","namespace":"latency"}}}}"#
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{tag}-{i}","namespace":"latency"}}}}"#
         );
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
