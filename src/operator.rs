@@ -8,9 +8,9 @@
 //! ```text
 //! thread              spawned by              reads                         writes
 //! main                -                       signal, election notes        (ticks metrics, expiry), shutdown
-//! signals             operator.rs             SIGTERM/SIGINT                signal
-//! http                operator.rs             metrics port (accepts)        connections → http-N
-//! debug, debug-http   operator.rs             debug socket / HTTP (accept)  connections → debug-N …
+//! signals             operator.rs             stop signals (USR1/2 dropped) signal
+//! http                operator.rs             metrics port (poll loop)      whole requests → http-N
+//! debug, debug-http   operator.rs             debug socket / HTTP (poll)    whole requests → debug-N …
 //! queue-<name> × Q    operator.rs             task[name], stop              schedule control, monitor control,
 //!                                                                           kube event (releases); runs hooks
 //! router              operator.rs             fire, kube event, stop        task[*]
@@ -18,16 +18,16 @@
 //! scheduler           operator.rs             schedule control, stop        fire
 //! addon-resource-     operator.rs             stop (a check every period)   ModuleRun task[main]
 //!   monitor           (addon-operator only)   helm, API lists
-//! webhook-<server>    operator.rs             webhook port (TLS)            connections → its handlers
+//! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
 //! webhook-crds        operator.rs             webhook stop                  CRD conversion config
 //! reaper              operator.rs (PID 1)     child exits                   exit per child
 //! leader-election     operator.rs (--ha)      its stop; the Lease (API)     notes (acquired, lost); the Lease
 //! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel per watch)
 //!                     (asked by monitor)
-//! <server>-N          listen/mod.rs           connections                   replies (webhooks run hooks)
+//! <server>-N          listen/mod.rs           whole requests                replies; keep-alive conns back
 //!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)
-//! hook-output × 2     process.rs (per run     a child's stdout / stderr     its bytes, once
-//!                     with captured output)
+//! child-output × 2    process/capture.rs      a child's stdout / stderr     its bytes (capped), once
+//!                     (per run with captured output)
 //! ```
 //!
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is
@@ -253,9 +253,14 @@ impl Bound {
         let (signal_tx, signal_rx) = bounded::<i32>(4);
         let mut signals = self.signals;
         // Not joined: it waits for signals for good, and the process exit ends it.
+        // Only stop signals go on; the ignored ones end here, logged.
         threads::spawn("signals", move || {
             for sig in signals.forever() {
-                let _ = signal_tx.send(sig);
+                if IGNORED_SIGNALS.contains(&sig) {
+                    log::info("signal ignored", &[("signal", &sig.to_string())]);
+                } else {
+                    let _ = signal_tx.send(sig);
+                }
             }
         })?;
         let http_stopper = self
@@ -411,20 +416,13 @@ impl Bound {
 /// Blocks until the election reports the Lease acquired (`Ok(None)`) or a signal
 /// arrives first (`Ok(Some(signal))`): a standby serves but acts on nothing.
 fn wait_for_lease(handle: &leader::Handle, signals: &Receiver<i32>) -> Result<Option<i32>, String> {
-    loop {
-        select! {
-            recv(handle.notes) -> note => return match note {
-                Ok(leader::Note::Acquired) => Ok(None),
-                Ok(leader::Note::Lost(why)) => Err(format!("leader election: {why}")),
-                Err(_) => Err("leader election thread ended".into()),
-            },
-            recv(signals) -> sig => match sig {
-                Ok(s) if IGNORED_SIGNALS.contains(&s) => {
-                    log::info("signal ignored", &[("signal", &s.to_string())]);
-                }
-                s => return Ok(Some(s.unwrap_or(0))),
-            },
-        }
+    select! {
+        recv(handle.notes) -> note => match note {
+            Ok(leader::Note::Acquired) => Ok(None),
+            Ok(leader::Note::Lost(why)) => Err(format!("leader election: {why}")),
+            Err(_) => Err("leader election thread ended".into()),
+        },
+        recv(signals) -> sig => Ok(Some(sig.unwrap_or(0))),
     }
 }
 
@@ -595,12 +593,7 @@ fn tick_until_end(
     update_queue_lengths(metrics, views);
     loop {
         select! {
-            recv(signals) -> sig => match sig {
-                Ok(s) if IGNORED_SIGNALS.contains(&s) => {
-                    log::info("signal ignored", &[("signal", &s.to_string())]);
-                }
-                s => return End::Signal(s.unwrap_or(0)),
-            },
+            recv(signals) -> sig => return End::Signal(sig.unwrap_or(0)),
             recv(notes) -> note => return End::Lost(match note {
                 Ok(leader::Note::Lost(why)) => why,
                 Ok(other) => format!("unexpected election note {other:?}"),
