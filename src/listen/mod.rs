@@ -317,7 +317,9 @@ impl Server {
     ) {
         let io = self.limits.io_timeout;
         let tls = self.tls.as_ref();
-        let mut held: usize = waiting.iter().map(|p| p.buf.len()).sum();
+        // Bytes held by every waiting connection, kept up to date as each is read
+        // (growth added) and as it leaves (its bytes taken off).
+        let mut held: usize = waiting.iter().chain(&fresh).map(|p| p.buf.len()).sum();
         let now = Instant::now();
         let mut kept = Vec::with_capacity(waiting.len() + fresh.len());
         let polled = waiting.drain(..).zip(marked.iter().copied());
@@ -328,19 +330,14 @@ impl Server {
                 false if now >= p.deadline => Progress::Closed,
                 false => Progress::Waiting,
             };
-            held = (held + p.buf.len()).saturating_sub(before);
-            match progress {
-                Progress::Waiting if now < p.deadline => kept.push(p),
-                Progress::Waiting | Progress::Closed => held = held.saturating_sub(p.buf.len()),
-                Progress::Complete => {
-                    held = held.saturating_sub(p.buf.len());
-                    if tx.try_send(p).is_err() {
-                        crate::log::warn(
-                            "server busy: connection closed",
-                            &[("server", &self.name)],
-                        );
-                    }
-                }
+            held = held - before + p.buf.len();
+            if progress == Progress::Waiting && now < p.deadline {
+                kept.push(p);
+                continue;
+            }
+            held -= p.buf.len();
+            if progress == Progress::Complete && tx.try_send(p).is_err() {
+                crate::log::warn("server busy: connection closed", &[("server", &self.name)]);
             }
         }
         if kept.len() > MAX_WAITING {
