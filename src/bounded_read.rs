@@ -1,11 +1,13 @@
-//! Reading a file the operator is pointed at but does not own (a kubeconfig and the
-//! certificate, key and token files it names, the in-cluster service account files,
-//! webhook certificates) without trusting its size: only a regular file (a symlink
-//! to one is fine, as Kubernetes mounts Secrets), and at most [`MAX_CONFIG_FILE`]
-//! bytes. `certificate-authority: /dev/zero` is then a clear error, not an
-//! out-of-memory kill.
+//! Reading a file the operator does not own (a kubeconfig and the certificate, key
+//! and token files it names, the in-cluster service account files, webhook
+//! certificates, the output files hooks write) without trusting it: only a regular
+//! file (a symlink to one is fine, as Kubernetes mounts Secrets), opened without
+//! blocking (a FIFO in its place cannot hang us), and at most a given size, checked
+//! before and while reading. `certificate-authority: /dev/zero` is then a clear
+//! error, not an out-of-memory kill.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Most a configuration file may hold: 4 MiB (kubeconfigs and PEM files are KiBs).
@@ -13,11 +15,17 @@ pub const MAX_CONFIG_FILE: u64 = 4 << 20;
 
 /// The file's bytes, if it is a regular file of at most `max` bytes.
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
     let meta = file.metadata()?;
     let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
     if !meta.is_file() {
         return refuse("not a regular file".into());
+    }
+    if meta.len() > max {
+        return refuse(format!("larger than {max} bytes"));
     }
     let mut bytes = Vec::new();
     file.take(max + 1).read_to_end(&mut bytes)?;

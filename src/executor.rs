@@ -12,7 +12,7 @@ use crate::log::HookOutput;
 use crate::pipes::{self, ReadFd, Stream};
 use crate::process::{self, ExitStatus, Usage};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -256,40 +256,14 @@ fn create_new(path: &Path) -> std::io::Result<File> {
 /// error naming the variable and the path. The bytes are not decoded here: each
 /// reader refuses what is not valid UTF-8 JSON or YAML with its own message.
 fn read_output(path: &Path, var: &str) -> std::io::Result<Vec<u8>> {
-    let bad = |e: std::io::Error| {
-        let text = format!("${var} file {}: cannot read it: {e}", path.display());
-        std::io::Error::new(e.kind(), text)
-    };
-    // O_NONBLOCK: a FIFO put in the file's place must not hang the run here.
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path);
-    let file = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(bad(e)),
-    };
-    if !file.metadata().map_err(bad)?.is_file() {
-        let kind = std::io::ErrorKind::InvalidInput;
-        return Err(bad(std::io::Error::new(kind, "not a regular file")));
+    match crate::bounded_read::read(path, MAX_OUTPUT_FILE) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => {
+            let text = format!("${var} file {}: cannot read it: {e}", path.display());
+            Err(std::io::Error::new(e.kind(), text))
+        }
+        ok => ok,
     }
-    let too_big = || {
-        let text = format!("larger than {MAX_OUTPUT_FILE} bytes; nothing of it is used");
-        bad(std::io::Error::new(std::io::ErrorKind::InvalidData, text))
-    };
-    if file.metadata().map_err(bad)?.len() > MAX_OUTPUT_FILE {
-        return Err(too_big());
-    }
-    // Still capped while reading: the hook's group may go on writing.
-    let mut bytes = Vec::new();
-    file.take(MAX_OUTPUT_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(bad)?;
-    if bytes.len() as u64 > MAX_OUTPUT_FILE {
-        return Err(too_big());
-    }
-    Ok(bytes)
 }
 
 fn keep_tail(kept: &mut Vec<u8>, line: &str) {
@@ -431,9 +405,7 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         let text = err.to_string();
         assert!(
             text.starts_with("$KUBERNETES_PATCH_PATH file ")
-                && text.ends_with(
-                    ": cannot read it: larger than 67108864 bytes; nothing of it is used"
-                ),
+                && text.ends_with(": cannot read it: larger than 67108864 bytes"),
             "{text}"
         );
     }
