@@ -119,12 +119,7 @@ fn run_script(
 
 /// Reads at most 4 KiB: the answer is one word.
 fn read_bounded(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(4096)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    crate::bounded_read::read_to_string(path, 4096)
 }
 
 /// Temp files removed on drop.

@@ -407,3 +407,29 @@ fn a_release_left_pending_by_a_killed_helm_is_recovered() {
         .expect("release");
     assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
 }
+
+/// An `enabled` script that puts a FIFO in place of `$MODULE_ENABLED_RESULT` fails
+/// the computation with an error naming the file; it used to hang the converge
+/// for good (the result was opened blocking).
+#[test]
+fn a_fifo_as_enabled_result_fails_instead_of_hanging() {
+    let mut layout: Vec<(String, String)> = vec![
+        ("modules/values.yaml".into(), "fifoEnabled: true\n".into()),
+        (
+            "modules/001-fifo/enabled".into(),
+            "#!/bin/sh\nrm \"$MODULE_ENABLED_RESULT\" && mkfifo \"$MODULE_ENABLED_RESULT\"\n"
+                .into(),
+        ),
+    ];
+    layout.extend(chart("modules/001-fifo", "fifo", "fifo"));
+    let files: Vec<(&str, String)> = layout
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let addon = Addon::start(&files, None, 4);
+    let line = addon.wait_log(
+        &["modules discovery failed", "fifo", "MODULE_ENABLED_RESULT"],
+        LONG,
+    );
+    assert!(line.contains("not a regular file"), "{line}");
+}
