@@ -84,6 +84,7 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
         tmp_dir: tmp.to_path_buf(),
         keep_tmp_files: false,
         timeout: None,
+        ..Default::default()
     };
     executor.prepare_tmp_dir().expect("tmp");
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();

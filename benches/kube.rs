@@ -8,12 +8,15 @@
 //!    holds the watch events' copies), and `keepFullObjectsInMemory: false` with a
 //!    small filter (vs the filter output plus 100 bytes per object), over the idle
 //!    baseline.
-//! 3. Event-to-hook-start latency, p50/p99, with an idle queue.
+//! 3. Event-to-hook-start latency, p50/p99, with an idle queue, and where it goes
+//!    (`kube/latency.rs`).
 //!
 //! kube-sim runs as its own process (`target/release/kube-sim`), so its memory is
 //! not counted; the operator is `target/release/shell-operator` unless `--operator`.
 
 mod common;
+#[path = "kube/latency.rs"]
+mod latency;
 
 use common::pods::{KubeSim, MonitorRun, PODS, write_pods};
 use shell_operator::kube::{Client, WatchParams};
@@ -130,16 +133,23 @@ fn main() {
             mb(after)
         );
     }
-    let (p50, p99) = latency(&operator, &sim, &work, Hook::Shell);
+    let (p50, p99) = latency::run(&operator, &sim, &work, latency::Hook::Shell).p50_p99();
     println!(
         "event-to-hook-start latency, idle queue: p50 {:.1} ms, p99 {:.1} ms",
         p50, p99
     );
-    let (c50, c99) = latency(&operator, &sim, &work, Hook::StaticC);
+    let traced = latency::run(&operator, &sim, &work, latency::Hook::StaticC);
+    let (c50, c99) = traced.p50_p99();
     println!(
         "  the same with a static C hook (no sh, no date): p50 {c50:.1} ms, p99 {c99:.1} ms \
          (the operator's own part + fork/exec)"
     );
+    println!(
+        "  where the static hook's time goes (median per stage, SHELL_OPERATOR_LATENCY_TRACE):"
+    );
+    for (stage, v) in traced.stages() {
+        println!("    {stage:<40} {v:>8.0}");
+    }
     drop(sim);
     let _ = std::fs::remove_dir_all(&work);
 }
@@ -235,14 +245,19 @@ fn operator(bin: &Path, sim: &KubeSim, work: &Path, binding: &str, body: &str) -
 
 /// Starts the operator on the hooks already in `work/hooks`; waits until ready.
 fn start_on_hooks(bin: &Path, sim: &KubeSim, work: &Path) -> (Child, u16) {
+    start_on_hooks_with(bin, sim, work, &[("OUT", &work.join("out"))])
+}
+
+/// [`start_on_hooks`] with the operator's environment given.
+fn start_on_hooks_with(
+    bin: &Path,
+    sim: &KubeSim,
+    work: &Path,
+    env: &[(&str, &Path)],
+) -> (Child, u16) {
     let kubeconfig = sim.kubeconfig.to_str().expect("utf8 path");
-    let (child, port) = common::start_operator(
-        bin,
-        work,
-        &["--kube-config", kubeconfig],
-        &[("OUT", &work.join("out"))],
-    )
-    .expect("start operator");
+    let (child, port) = common::start_operator(bin, work, &["--kube-config", kubeconfig], env)
+        .expect("start operator");
     let deadline = Instant::now() + Duration::from_secs(120);
     while !common::ready(port) {
         assert!(Instant::now() < deadline, "operator never ready");
@@ -343,77 +358,4 @@ fn handled_events(port: u16) -> f64 {
         .filter(|l| l.starts_with("shell_operator_kube_event_duration_seconds_count"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
-}
-
-/// Creates ConfigMaps one at a time against an idle operator; each hook run records
-/// when it started. Returns (p50, p99) in milliseconds.
-/// Which hook stamps its start time.
-#[derive(Clone, Copy, PartialEq)]
-enum Hook {
-    /// `#!/bin/sh` running `date +%s%N` (what a typical hook pays).
-    Shell,
-    /// `benches/latency_hook.c`, compiled static here: no shell, no `date`.
-    StaticC,
-}
-
-fn latency(bin: &Path, sim: &KubeSim, work: &Path, hook: Hook) -> (f64, f64) {
-    let out = work.join("out");
-    let _ = std::fs::remove_file(&out);
-    let binding = "kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [latency]\n  executeHookOnSynchronization: false";
-    write_hook(&work.join("hooks"), binding, "date +%s%N >> \"$OUT\"");
-    if hook == Hook::StaticC {
-        let hook_path = work.join("hooks/h.sh");
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/latency_hook.c");
-        let ok = std::process::Command::new("gcc")
-            .args(["-O2", "-static", "-o"])
-            .arg(&hook_path)
-            .arg(&source)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "gcc -static benches/latency_hook.c failed");
-    }
-    let (mut child, _) = start_on_hooks(bin, sim, work);
-    let tag = if hook == Hook::Shell { "sh" } else { "c" };
-    let agent = ureq::Agent::new_with_defaults();
-    let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"latency"}}"#;
-    let _ = agent
-        .post(format!("{}/api/v1/namespaces", sim.url))
-        .header("Content-Type", "application/json")
-        .send(ns);
-    let mut sent = Vec::new();
-    for i in 0..100 {
-        let body = format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"lat-{tag}-{i}","namespace":"latency"}}}}"#
-        );
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_nanos();
-        let _ = agent
-            .post(format!("{}/api/v1/namespaces/latency/configmaps", sim.url))
-            .header("Content-Type", "application/json")
-            .send(body);
-        sent.push(t);
-        std::thread::sleep(Duration::from_millis(60));
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    let _ = child.kill();
-    let _ = child.wait();
-    let started: Vec<u128> = std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    let mut lat: Vec<f64> = sent
-        .iter()
-        .zip(started.iter())
-        .map(|(s, h)| h.saturating_sub(*s) as f64 / 1e6)
-        .collect();
-    lat.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (pct(0.5), pct(0.99))
 }

@@ -240,6 +240,7 @@ fn rss_growth(dir: &Path, runs: usize) {
         tmp_dir: dir.join("tmp"),
         keep_tmp_files: false,
         timeout: None,
+        ..Default::default()
     };
     executor.prepare_tmp_dir().expect("tmp");
     let metrics = Arc::new(Metrics::new("shell_operator_").expect("metrics"));

@@ -203,6 +203,7 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
         tmp_dir: work.join("tmp"),
         keep_tmp_files: false,
         timeout: None,
+        ..Default::default()
     };
     executor.prepare_tmp_dir().expect("tmp");
     let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));

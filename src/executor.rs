@@ -4,27 +4,74 @@
 //! 0700 tmp dir), creates the empty output files hooks write to (metrics, object
 //! patches, admission and conversion responses), and execs the hook directly (never
 //! through a shell) with no arguments, in the hook's own directory, with the operator's
-//! environment plus the `*_PATH` variables. Output lines are logged as they arrive;
+//! environment plus the `*_PATH` variables. Creating a file changes the directory,
+//! which on a disk-backed tmp dir can wait on the file system's journal: so once a
+//! hook has run, a set of empty files for its next run is made right away (a
+//! "spare"), and the next event only fills in the binding context. Output lines are logged as they arrive;
 //! the exit status and rusage come from the reaper (`process.rs`). Queue threads and
 //! webhook handler threads call [`Executor::run`]; it blocks until the hook ends.
 
 use crate::log::HookOutput;
 use crate::pipes::{self, ReadFd, Stream};
 use crate::process::{self, ExitStatus, Usage};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Shared settings of every run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Executor {
     pub tmp_dir: PathBuf,
     pub keep_tmp_files: bool,
     pub timeout: Option<Duration>,
+    /// Each hook's files for its next run, made after its last one; shared by
+    /// every clone, removed when the last clone is dropped.
+    pub spares: Spares,
+}
+
+/// Empty temp-file sets made ahead, one per hook name at most; `None` once closed.
+#[derive(Debug, Clone)]
+pub struct Spares(Arc<Mutex<Option<HashMap<String, TempFiles>>>>);
+
+impl Default for Spares {
+    fn default() -> Self {
+        Spares(Arc::new(Mutex::new(Some(HashMap::new()))))
+    }
+}
+
+impl Spares {
+    /// At shutdown: removes every spare file; none are kept from now on.
+    pub fn close(&self) {
+        let closed = self.0.lock().map(|mut m| m.take());
+        drop(closed);
+    }
+
+    fn take(&self, hook: &str) -> Option<TempFiles> {
+        self.0.lock().ok()?.as_mut()?.remove(hook)
+    }
+
+    /// Whether a spare set for `hook` would be kept (none yet, not closed).
+    fn wanted(&self, hook: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|m| m.as_ref().is_some_and(|m| !m.contains_key(hook)))
+    }
+
+    /// Keeps `files` unless the hook already has a spare or the set is closed
+    /// (dropping them removes them).
+    fn put(&self, hook: &str, files: TempFiles) {
+        if let Ok(mut guard) = self.0.lock() {
+            if let Some(map) = guard.as_mut() {
+                map.entry(hook.to_string()).or_insert(files);
+            }
+        }
+    }
 }
 
 /// Labels that go on every log line of a run (and on its metrics).
@@ -81,6 +128,7 @@ pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 /// The temp files of one run; removed on drop unless kept for debugging.
+#[derive(Debug)]
 struct TempFiles {
     /// The five shell-operator files, then the caller's extra files in order.
     paths: Vec<PathBuf>,
@@ -136,14 +184,7 @@ impl Executor {
         labels: &RunLabels,
         extra: &[ExtraFile],
     ) -> std::io::Result<RunResult> {
-        let files = self.temp_files(&labels.hook, extra)?;
-        let mut file = std::io::BufWriter::new(create_new(&files.paths[0])?);
-        context(&mut file)?;
-        file.flush()?;
-        drop(file);
-        for p in &files.paths[1..5] {
-            create_new(p)?;
-        }
+        let files = self.files_for(&labels.hook, extra, context)?;
         for (file, p) in extra.iter().zip(&files.paths[5..]) {
             let mut f = create_new(p)?;
             if let Some(content) = &file.content {
@@ -166,7 +207,9 @@ impl Executor {
             cmd.env(file.env, p);
         }
         let started = Instant::now();
+        crate::latency_trace::mark(crate::latency_trace::Stage::FilesWritten);
         let (running, mut child) = process::spawn(&mut cmd)?;
+        crate::latency_trace::spawned();
         let fields = [
             ("hook", labels.hook.as_str()),
             ("binding", labels.binding.as_str()),
@@ -191,7 +234,7 @@ impl Executor {
         stdout_log.flush();
         stderr_log.flush();
         let duration = started.elapsed();
-        Ok(RunResult {
+        let result = RunResult {
             status: exit.status,
             usage: exit.usage,
             duration,
@@ -206,39 +249,101 @@ impl Executor {
                 .filter(|(f, _)| f.content.is_none())
                 .map(|(f, p)| read_output(p, f.env))
                 .collect::<std::io::Result<_>>()?,
-        })
+        };
+        drop(files);
+        self.make_spare(&labels.hook);
+        Ok(result)
     }
 
-    fn temp_files(&self, hook: &str, extra: &[ExtraFile]) -> std::io::Result<TempFiles> {
+    /// The run's temp files with the binding context written: the hook's spare set
+    /// when it has one, else a new set. The caller's extra files get new names.
+    fn files_for(
+        &self,
+        hook: &str,
+        extra: &[ExtraFile],
+        context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<TempFiles> {
+        let spare = self.spares.take(hook).and_then(|files| {
+            // Ours, in our 0700 dir: refuse anything but the empty file we made. Not
+            // truncated on open: on ext4 that makes close() flush the new data.
+            let file = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&files.paths[0])
+                .ok()?;
+            let untouched = file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0);
+            untouched.then_some((files, file))
+        });
+        let (mut files, file) = match spare {
+            Some(found) => found,
+            None => {
+                let files = self.temp_files(hook)?;
+                let file = create_new(&files.paths[0])?;
+                for p in &files.paths[1..5] {
+                    create_new(p)?;
+                }
+                (files, file)
+            }
+        };
+        let mut file = std::io::BufWriter::new(file);
+        context(&mut file)?;
+        file.flush()?;
+        drop(file);
+        let id = unique_id();
         let safe = crate::hook::safe_name(hook);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let id = format!(
-            "{:x}-{:x}-{:08x}",
-            std::process::id(),
-            UNIQUE.fetch_add(1, Ordering::Relaxed),
-            nanos
-        );
+        files.paths.extend(extra.iter().map(|f| {
+            let kind = f.env.to_lowercase().replace('_', "-");
+            self.tmp_dir.join(format!("hook-{safe}-{kind}-{id}.json"))
+        }));
+        Ok(files)
+    }
+
+    /// After a run: empty files for the hook's next one, unless it has them. A
+    /// failure here only means the next run makes its own.
+    fn make_spare(&self, hook: &str) {
+        if !self.spares.wanted(hook) {
+            return;
+        }
+        let Ok(files) = self.temp_files(hook) else {
+            return;
+        };
+        if files.paths.iter().all(|p| create_new(p).is_ok()) {
+            self.spares.put(hook, files);
+        }
+    }
+
+    /// Names for shell-operator's five files of one run (not created yet); the
+    /// set removes whatever exists of them when dropped.
+    fn temp_files(&self, hook: &str) -> std::io::Result<TempFiles> {
+        let safe = crate::hook::safe_name(hook);
+        let id = unique_id();
         let name = |kind: &str| self.tmp_dir.join(format!("hook-{safe}-{kind}-{id}.json"));
-        let mut paths = vec![
+        let paths = vec![
             name("binding-context"),
             name("metrics"),
             name("kubernetes-patch"),
             name("admission-response"),
             name("conversion-response"),
         ];
-        paths.extend(
-            extra
-                .iter()
-                .map(|f| name(&f.env.to_lowercase().replace('_', "-"))),
-        );
         Ok(TempFiles {
             paths,
             keep: self.keep_tmp_files,
         })
     }
+}
+
+/// A part of temp file names no other run of this process or another one shares.
+fn unique_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{:x}-{:x}-{:08x}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed),
+        nanos
+    )
 }
 
 /// Creates `path` empty, 0600, never opening an existing file.
@@ -294,6 +399,7 @@ mod tests {
             tmp_dir: tmp.join("tmp"),
             keep_tmp_files: false,
             timeout: None,
+            ..Default::default()
         };
         e.prepare_tmp_dir().expect("tmp dir");
         e
@@ -307,6 +413,7 @@ mod tests {
             &dir,
             r#"cat "$BINDING_CONTEXT_PATH" > "$PWD/seen.json"
 stat -c %a "$BINDING_CONTEXT_PATH" > "$PWD/mode"
+env | grep "_PATH=$(dirname "$METRICS_PATH")/" | sort > "$PWD/paths"
 echo '{"name":"m","action":"set","value":1}' > "$METRICS_PATH"
 test "$ADMISSION_RESPONSE_PATH" = "$VALIDATING_RESPONSE_PATH" || exit 9
 test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
@@ -333,10 +440,21 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
             run.metrics,
             b"{\"name\":\"m\",\"action\":\"set\",\"value\":1}\n"
         );
+        let paths = std::fs::read_to_string(dir.join("paths")).expect("paths");
+        let used: Vec<&str> = paths
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(_, p)| p)
+            .collect();
+        assert_eq!(used.len(), 6, "{paths}");
+        assert!(
+            used.iter().all(|p| !Path::new(p).exists()),
+            "the run's files removed: {paths}"
+        );
         assert_eq!(
-            std::fs::read_dir(&e.tmp_dir).expect("ls").count(),
-            0,
-            "temp files removed"
+            names_in(&e.tmp_dir).len(),
+            5,
+            "a spare set for the next run"
         );
         let mode = std::fs::metadata(&e.tmp_dir)
             .expect("stat")
@@ -344,6 +462,67 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
             .mode()
             & 0o777;
         assert_eq!(mode, 0o700);
+        let tmp = e.tmp_dir.clone();
+        drop(e);
+        assert_eq!(
+            names_in(&tmp),
+            Vec::<String>::new(),
+            "spares removed with the executor"
+        );
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The second run of a hook uses the files made after the first (nothing is
+    /// created on the way to its start), and a spare someone wrote into is not used.
+    #[test]
+    fn the_next_run_uses_the_spare_files_unless_they_were_touched() {
+        let e = executor("spare");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(&dir, r#"cat "$BINDING_CONTEXT_PATH" >> "$PWD/seen""#);
+        let labels = RunLabels {
+            hook: "spare.sh".into(),
+            ..RunLabels::default()
+        };
+        let run = |text: &'static [u8]| {
+            let r = e.run(&hook, &|w| w.write_all(text), &labels).expect("run");
+            assert!(r.success(), "{}", r.error_text());
+        };
+        run(b"first\n");
+        let spare = names_in(&e.tmp_dir);
+        assert_eq!(spare.len(), 5, "{spare:?}");
+        assert!(
+            spare.iter().all(|n| n.starts_with("hook-spare-sh-")),
+            "{spare:?}"
+        );
+        run(b"second\n");
+        let after_second = names_in(&e.tmp_dir);
+        assert!(
+            spare.iter().all(|n| !after_second.contains(n)),
+            "the spare set was used up"
+        );
+        // A spare that is no longer empty is left alone; the run makes fresh files.
+        let context = after_second
+            .iter()
+            .find(|n| n.contains("binding-context"))
+            .expect("spare context");
+        std::fs::write(
+            e.tmp_dir.join(context),
+            "stale bytes that are longer than the context",
+        )
+        .expect("write");
+        run(b"third\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("seen")).expect("seen"),
+            "first\nsecond\nthird\n"
+        );
     }
 
     #[test]

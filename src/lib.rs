@@ -25,6 +25,7 @@ pub mod jq;
 pub(crate) mod jq_cli;
 pub(crate) mod json_kind;
 pub mod kube;
+pub(crate) mod latency_trace;
 pub mod leader;
 pub(crate) mod listen;
 pub mod log;

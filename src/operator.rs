@@ -141,6 +141,7 @@ impl Bound {
             tmp_dir: config.tmp_dir.clone(),
             keep_tmp_files: config.debug.keep_tmp_files,
             timeout: config.hook_run_timeout,
+            ..Default::default()
         };
         executor
             .prepare_tmp_dir()
@@ -291,6 +292,7 @@ impl Bound {
             webhooks: None,
             election: None,
             early_signal: None,
+            spares: self.executor.spares.clone(),
         };
         if let Some((handle, body)) = self.election.take() {
             let thread = threads::spawn("leader-election", body)?;
@@ -443,6 +445,8 @@ struct Running {
     election: Option<(leader::Handle, JoinHandle<()>)>,
     /// A signal that came while waiting for the Lease: shut down at once.
     early_signal: Option<i32>,
+    /// Hooks' temp files made ahead for their next runs (removed at the end).
+    spares: crate::executor::Spares,
 }
 
 /// Why the main loop ended.
@@ -484,6 +488,7 @@ impl Running {
         for t in self.threads {
             let _ = t.join();
         }
+        self.spares.close();
         // Released only now: no hook of ours runs any more.
         if let Some((handle, thread)) = self.election {
             handle.release();
@@ -503,6 +508,7 @@ impl Running {
                 .min(t.lease_duration.saturating_sub(t.renew_deadline) / 2)
         });
         process::terminate_all(grace);
+        self.spares.close();
         log::info("stopped", &[]);
     }
 }

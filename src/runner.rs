@@ -254,6 +254,7 @@ impl Handler for Runner {
     }
 
     fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+        crate::latency_trace::mark(crate::latency_trace::Stage::RunStarted);
         let result = match (task.kind, &self.kube) {
             (TaskKind::HookRun, kube) => self.run_hook(task, queue).map(|()| {
                 if let Some(kube) = kube {

@@ -1,7 +1,10 @@
-//! The three programs `make bench-peers` compares, each started as one process
-//! against a kube-sim: our operator with a `#!/bin/sh` hook, kopf with an
-//! `on.event` handler, and the floor, a plain Python list-then-watch loop. Each
-//! appends `<unix ns> <pod name>` to the same kind of out file.
+//! The programs `make bench-peers` compares, each started as one process against
+//! a kube-sim: our operator with a `#!/bin/sh` hook, kopf with an `on.event`
+//! handler, and the floor, a plain Python list-then-watch loop. Each appends
+//! `<unix ns> <pod name>` to the same kind of out file. Our operator runs twice:
+//! once with the hook taking its start time with `date` (after its shell and
+//! `date` have started), once with the same hook behind `stamp_exec.c`, which
+//! takes the time as the hook process starts.
 
 use crate::common;
 use crate::common::pods::KubeSim;
@@ -12,6 +15,8 @@ use std::process::{Child, Command, Stdio};
 #[derive(Clone, Copy, PartialEq)]
 pub enum Contender {
     Ours,
+    /// The same operator and hook, the start time taken at exec.
+    OursAtExec,
     Kopf,
     Floor,
 }
@@ -20,6 +25,7 @@ impl Contender {
     pub fn label(self) -> &'static str {
         match self {
             Contender::Ours => "ours",
+            Contender::OursAtExec => "ours, stamped at exec",
             Contender::Kopf => "kopf",
             Contender::Floor => "floor",
         }
@@ -44,7 +50,7 @@ kubernetes:
 EOF
 exit 0
 fi
-t=$(date +%s%N)
+t=${HOOK_STARTED_NS:-$(date +%s%N)}
 jq -r '.[] | (.object.metadata.name // empty), (.objects[]?.object.metadata.name)' "$BINDING_CONTEXT_PATH" | sed "s/^/$t /" >> "$OUT"
 "#;
 
@@ -72,6 +78,23 @@ pub fn start(
             )?;
             Ok(child)
         }
+        Contender::OursAtExec => {
+            let _ = std::fs::remove_dir_all(dir.join("hooks"));
+            let body = dir.join("hook-body.sh");
+            common::write_exec(&body, HOOK);
+            std::fs::create_dir_all(dir.join("hooks")).map_err(|e| e.to_string())?;
+            compile_static(
+                &programs.scripts.join("stamp_exec.c"),
+                &dir.join("hooks/pods"),
+            )?;
+            let (child, _port) = common::start_operator(
+                &programs.operator,
+                dir,
+                &["--kube-config", kubeconfig],
+                &[("OUT", out), ("HOOK_BODY", &body)],
+            )?;
+            Ok(child)
+        }
         Contender::Kopf => python(programs, "kopf", out)
             .args(["run", "--standalone", "--all-namespaces"])
             .arg(programs.scripts.join("kopf_handler.py"))
@@ -84,6 +107,20 @@ pub fn start(
             .spawn()
             .map_err(|e| format!("start the floor watch loop: {e}")),
     }
+}
+
+/// `gcc -O2 -static -o out source`.
+fn compile_static(source: &Path, out: &Path) -> Result<(), String> {
+    let status = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(out)
+        .arg(source)
+        .status()
+        .map_err(|e| format!("gcc: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("gcc -static {} failed", source.display()))
 }
 
 /// A command for `bin` in the venv, output discarded, `OUT` set.

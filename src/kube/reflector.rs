@@ -479,6 +479,7 @@ impl Reflector {
                 );
             }
         }
+        crate::latency_trace::mark(crate::latency_trace::Stage::LineRead);
         let line = std::mem::take(&mut self.line);
         let next = self.apply_line(&line, rv, stream);
         self.line = line;
@@ -493,6 +494,7 @@ impl Reflector {
             Applied::Object { event, rv: new_rv } => {
                 self.backoff.reset();
                 if let Some(e) = event {
+                    crate::latency_trace::mark(crate::latency_trace::Stage::Decoded);
                     if !self.send(e) {
                         return State::Stopped;
                     }

@@ -60,6 +60,7 @@ impl Monitor {
         let steps = self.store.step(sub.hook, sub.binding, input);
         self.count_snapshot(sub);
         for event in steps.events {
+            crate::latency_trace::mark(crate::latency_trace::Stage::Routed);
             let _ = self.events.send(event);
         }
     }

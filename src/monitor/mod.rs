@@ -173,6 +173,7 @@ impl Monitor {
                 recv(stop) -> _ => break,
                 recv(self.watch_rx) -> e => {
                     if let Ok((id, ev)) = e {
+                        crate::latency_trace::mark(crate::latency_trace::Stage::MonitorGot);
                         self.dispatch(id, ev);
                     }
                 }

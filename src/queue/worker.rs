@@ -116,6 +116,7 @@ impl Worker {
     }
 
     fn push(&mut self, task: Task) {
+        crate::latency_trace::mark(crate::latency_trace::Stage::Queued);
         let started = Instant::now();
         self.tasks.push_back(task);
         let compacted = compact(&mut self.tasks);

@@ -307,6 +307,12 @@ fn sigterm_stops_a_running_hook_gracefully_and_exits_zero() {
         std::fs::read_to_string(&signals).expect("signals"),
         "started\nterm\n"
     );
+    // Neither the run's temp files nor those made ahead for a next run are left.
+    let left: Vec<_> = std::fs::read_dir(op.dir.0.join("tmp"))
+        .expect("tmp dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the tmp dir: {left:?}");
 }
 
 #[test]
