@@ -1,16 +1,18 @@
-//! One pass from an object's JSON text to the form hooks get: compact, object
-//! keys sorted (exactly what serde_json writes for the same object as a `Value`),
-//! optionally with `apiVersion`/`kind` filled in, plus the metadata the client
-//! needs (namespace, name, resourceVersion). No tree of values is built: each
-//! object level borrows its entries from the input, sorts them, and writes them
-//! out, so the cost is about one output string, not a `Value` tree ten times the
-//! object's size. Used by the reflector for every watch event and by the monitor
-//! for listed objects.
+//! From an object's JSON text to the form hooks get: compact, object keys sorted
+//! (exactly what serde_json writes for the same object as a `Value`), optionally
+//! with `apiVersion`/`kind` filled in, plus the metadata the client needs
+//! (namespace, name, resourceVersion). Used by the reflector for every watch
+//! event, by the monitor for listed objects and by jq for its results.
+//!
+//! No tree of values is built: a small JSON scanner checks an object's entries,
+//! keeping their keys (borrowed from the input) and where their values are on a
+//! stack shared by all levels, sorts them, and writes each value as it reads it
+//! again. Nested text is scanned once more per level, by a loop over bytes that
+//! allocates nothing; the output is the only buffer about the object's size.
+//! Strings with escapes and numbers not already in serde_json's form (rare in
+//! Kubernetes objects) are handed to serde_json for exactly its output.
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::fmt;
 
 /// The metadata read while writing an object.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -25,256 +27,475 @@ pub struct Meta {
 /// The canonical text of the JSON object `text` and its metadata. `type_meta`
 /// (apiVersion, kind) is added where the object lacks those keys.
 pub fn canonicalize(text: &str, type_meta: Option<(&str, &str)>) -> Result<(String, Meta), String> {
-    let bad = |e: serde_json::Error| format!("bad object: {e}");
-    // The type meta as JSON strings, made first so the entries can borrow them.
-    let quoted: Vec<(&str, Box<RawValue>)> = type_meta
-        .into_iter()
-        .flat_map(|(api, kind)| [("apiVersion", api), ("kind", kind)])
-        .filter_map(|(k, v)| {
-            Some((
-                k,
-                RawValue::from_string(serde_json::to_string(v).ok()?).ok()?,
-            ))
-        })
-        .collect();
-    let mut w = Writer::new(text.len() + 64);
-    w.read_entries(text).map_err(bad)?;
-    let has = |key: &str| w.scratch.iter().any(|(k, _)| k == key);
-    let (has_api_version, has_kind) = (has("apiVersion"), has("kind"));
-    let mut meta = Meta {
-        has_type_meta: has_api_version && has_kind,
-        ..Meta::default()
-    };
-    for (key, value) in &quoted {
-        let present = if *key == "kind" {
-            has_kind
-        } else {
-            has_api_version
-        };
-        if !present {
-            w.scratch.push((Cow::Borrowed(*key), &**value));
-        }
+    let mut s = Scanner::new(text);
+    s.skip_ws();
+    if s.peek() != Some(b'{') {
+        return Err("bad object: not a JSON object".into());
     }
-    w.write_entries(0, Some(&mut meta), 0).map_err(bad)?;
-    let text = String::from_utf8(w.out).map_err(|e| format!("bad object: {e}"))?;
+    let mut meta = Meta::default();
+    s.object(0, true, Some((&mut meta, type_meta)))
+        .and_then(|()| s.end())
+        .map_err(|e| format!("bad object: {e}"))?;
+    let text = String::from_utf8(s.buf).map_err(|e| format!("bad object: {e}"))?;
     Ok((text, meta))
 }
 
 /// The canonical text of any JSON value (a jq filter's result, say).
 pub fn canonical_value(text: &str) -> Result<String, String> {
-    let raw: &RawValue = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let mut w = Writer::new(text.len());
-    w.write_value(raw, 0).map_err(|e| e.to_string())?;
-    String::from_utf8(w.out).map_err(|e| e.to_string())
+    let mut s = Scanner::new(text);
+    s.value(0, true).and_then(|()| s.end())?;
+    String::from_utf8(s.buf).map_err(|e| e.to_string())
 }
 
-/// An object entry, borrowed from the input.
-type Entry<'a> = (Cow<'a, str>, &'a RawValue);
+/// serde_json's own nesting limit: 127 containers inside one another, a 128th
+/// is refused.
+const MAX_DEPTH: usize = 127;
 
-/// serde_json's own nesting limit for a value tree.
-const MAX_DEPTH: usize = 128;
+/// The top level's own handling: where its metadata goes, and the type meta to add.
+type Top<'m, 't> = Option<(&'m mut Meta, Option<(&'t str, &'t str)>)>;
 
-/// The output and one scratch list of entries shared by every object level: a
-/// level appends its entries, sorts its own part, writes them, and truncates.
-struct Writer<'a> {
-    out: Vec<u8>,
-    scratch: Vec<Entry<'a>>,
+/// An object entry on the shared stack: its key and where its value's text lies
+/// in the input; for a type meta field we add, `ADDED..i` with `i` its place in
+/// [`Scanner::added`].
+struct Entry<'a> {
+    key: Cow<'a, str>,
+    value: std::ops::Range<usize>,
 }
 
-impl<'a> Writer<'a> {
-    fn new(capacity: usize) -> Writer<'a> {
-        Writer {
-            out: Vec::with_capacity(capacity),
-            // Entries live along one path from the top: 16 hold a typical object.
-            scratch: Vec::with_capacity(16),
+const ADDED: usize = usize::MAX;
+
+struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+    /// The canonical text written so far.
+    buf: Vec<u8>,
+    entries: Vec<Entry<'a>>,
+    /// The JSON text of type meta values added at the top level.
+    added: Vec<String>,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str) -> Scanner<'a> {
+        Scanner {
+            text,
+            pos: 0,
+            buf: Vec::with_capacity(text.len() + 64),
+            entries: Vec::with_capacity(16),
+            added: Vec::new(),
         }
     }
 
-    /// Appends the entries of the object `text` to the scratch list.
-    fn read_entries(&mut self, text: &'a str) -> Result<(), serde_json::Error> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        serde::de::DeserializeSeed::deserialize(AppendEntries(&mut self.scratch), &mut de)?;
-        de.end()
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
     }
 
-    /// Writes one JSON value canonically, `depth` levels down.
-    fn write_value(&mut self, raw: &'a RawValue, depth: usize) -> Result<(), serde_json::Error> {
-        if depth > MAX_DEPTH {
-            return Err(de::Error::custom("nested too deep"));
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
         }
-        let text = raw.get();
-        match text.as_bytes().first() {
-            Some(b'{') => {
-                let start = self.scratch.len();
-                self.read_entries(text)?;
-                self.write_entries(start, None, depth)
-            }
-            Some(b'[') => {
-                self.out.push(b'[');
-                let mut de = serde_json::Deserializer::from_str(text);
-                de::Deserializer::deserialize_seq(&mut de, WriteItems { w: self, depth })?;
-                de.end()?;
-                self.out.push(b']');
-                Ok(())
-            }
-            // Without escapes a string is already in serde_json's form: a raw
-            // string holds no quote, backslash or control character.
-            Some(b'"') if !text.contains('\\') => {
-                self.out.extend_from_slice(text.as_bytes());
-                Ok(())
-            }
+    }
+
+    fn error(&self, what: &str) -> String {
+        format!("{what} at byte {}", self.pos)
+    }
+
+    fn expect(&mut self, byte: u8) -> Result<(), String> {
+        self.skip_ws();
+        if self.peek() != Some(byte) {
+            return Err(self.error(&format!("expected '{}'", byte as char)));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Nothing but whitespace may follow the value.
+    fn end(&mut self) -> Result<(), String> {
+        self.skip_ws();
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(self.error("trailing characters")),
+        }
+    }
+
+    /// Reads one value; with `emit`, appends its canonical text to the buffer,
+    /// else only checks it (an object's entries are checked first, then written
+    /// in key order).
+    fn value(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b'{') => self.object(depth, emit, None),
+            Some(b'[') => self.array(depth, emit),
             Some(b'"') => {
-                let s: Str = serde_json::from_str(text)?;
-                serde_json::to_writer(&mut self.out, &*s.0)
-            }
-            _ if is_plain(text) => {
-                self.out.extend_from_slice(text.as_bytes());
+                let (raw, escaped) = self.string()?;
+                if escaped {
+                    let s: String =
+                        serde_json::from_str(raw).map_err(|e| self.error(&e.to_string()))?;
+                    if emit {
+                        write_str(&mut self.buf, &s);
+                    }
+                } else if emit {
+                    self.buf.extend_from_slice(raw.as_bytes());
+                }
                 Ok(())
             }
-            _ => {
-                // Numbers, booleans and null: serde_json's own form (`1e3` → `1000.0`).
-                let scalar: serde_json::Value = serde_json::from_str(text)?;
-                serde_json::to_writer(&mut self.out, &scalar)
+            Some(b't') => self.literal("true", emit),
+            Some(b'f') => self.literal("false", emit),
+            Some(b'n') => self.literal("null", emit),
+            Some(b'-' | b'0'..=b'9') => self.number(emit),
+            _ => Err(self.error("expected a JSON value")),
+        }
+    }
+
+    fn literal(&mut self, word: &str, emit: bool) -> Result<(), String> {
+        if !self.text[self.pos..].starts_with(word) {
+            return Err(self.error("expected a JSON value"));
+        }
+        self.pos += word.len();
+        if emit {
+            self.buf.extend_from_slice(word.as_bytes());
+        }
+        Ok(())
+    }
+
+    /// A string's raw text, quotes included, and whether it has escapes (checked
+    /// by serde_json when it decodes them).
+    fn string(&mut self) -> Result<(&'a str, bool), String> {
+        let start = self.pos;
+        let bytes = self.text.as_bytes();
+        let mut escaped = false;
+        self.pos += 1;
+        loop {
+            let rest = bytes.get(self.pos..).unwrap_or_default();
+            let Some(found) = rest
+                .iter()
+                .position(|b| *b == b'"' || *b == b'\\' || *b < 0x20)
+            else {
+                self.pos = bytes.len();
+                return Err(self.error("unterminated string"));
+            };
+            self.pos += found;
+            match bytes[self.pos] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.pos += 2;
+                }
+                _ => return Err(self.error("control character in string")),
+            }
+        }
+        self.pos += 1;
+        let text = self.text;
+        let raw = text
+            .get(start..self.pos)
+            .ok_or_else(|| self.error("bad string"))?;
+        Ok((raw, escaped))
+    }
+
+    /// A number by JSON's grammar. An integer that fits an `i64` (not `-0`) is
+    /// already in serde_json's form; any other goes through serde_json.
+    fn number(&mut self, emit: bool) -> Result<(), String> {
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let digits = |pos: &mut usize| {
+            let from = *pos;
+            while bytes.get(*pos).is_some_and(u8::is_ascii_digit) {
+                *pos += 1;
+            }
+            *pos > from
+        };
+        let mut pos = start + usize::from(bytes.get(start) == Some(&b'-'));
+        let int_start = pos;
+        if !digits(&mut pos) || (bytes[int_start] == b'0' && pos - int_start > 1) {
+            return Err(self.error("bad number"));
+        }
+        let mut plain = true;
+        if bytes.get(pos) == Some(&b'.') {
+            pos += 1;
+            plain = false;
+            if !digits(&mut pos) {
+                return Err(self.error("bad number"));
+            }
+        }
+        if matches!(bytes.get(pos), Some(b'e' | b'E')) {
+            pos += 1;
+            plain = false;
+            pos += usize::from(matches!(bytes.get(pos), Some(b'+' | b'-')));
+            if !digits(&mut pos) {
+                return Err(self.error("bad number"));
+            }
+        }
+        self.pos = pos;
+        let raw = &self.text[start..pos];
+        if plain && pos - int_start <= 18 && raw != "-0" {
+            if emit {
+                self.buf.extend_from_slice(raw.as_bytes());
+            }
+            return Ok(());
+        }
+        let n: serde_json::Value =
+            serde_json::from_str(raw).map_err(|e| self.error(&e.to_string()))?;
+        if emit {
+            serde_json::to_writer(&mut self.buf, &n).map_err(|e| self.error(&e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+        if depth >= MAX_DEPTH {
+            return Err(self.error("nested too deep"));
+        }
+        self.pos += 1;
+        self.push(b'[', emit);
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            self.push(b']', emit);
+            return Ok(());
+        }
+        loop {
+            self.value(depth + 1, emit)?;
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.push(b',', emit);
+                }
+                Some(b']') => {
+                    self.pos += 1;
+                    self.push(b']', emit);
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected ',' or ']'")),
             }
         }
     }
 
-    /// Writes the scratch entries from `start` on, sorted by key (of duplicates the
-    /// last wins, as in a `Value`), then drops them. With `meta`, this is the top
-    /// level and its `metadata` is read too.
+    /// Moves past the value at `pos` without checking it: strings are jumped over,
+    /// brackets counted, a scalar ends at the next delimiter. Whatever is skipped
+    /// is checked when it is written, which must end exactly here.
+    fn skip(&mut self) -> Result<(), String> {
+        let bytes = self.text.as_bytes();
+        let mut depth = 0usize;
+        let mut pos = self.pos;
+        loop {
+            match bytes.get(pos) {
+                None => return Err(self.error("unexpected end of input")),
+                Some(b'"') => {
+                    pos =
+                        string_end(bytes, pos).ok_or_else(|| self.error("unterminated string"))?;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Some(b'{' | b'[') => {
+                    depth += 1;
+                    pos += 1;
+                }
+                Some(b'}' | b']') if depth > 0 => {
+                    depth -= 1;
+                    pos += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                Some(b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r') if depth == 0 => {
+                    break;
+                }
+                Some(_) => pos += 1,
+            }
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
+    fn push(&mut self, byte: u8, emit: bool) {
+        if emit {
+            self.buf.push(byte);
+        }
+    }
+
+    /// Reads an object: its entries (keys, and where their values are) are
+    /// checked first, then, with `emit`, written in key order, each value read
+    /// again from the input and written as it is read.
+    fn object(&mut self, depth: usize, emit: bool, top: Top<'_, '_>) -> Result<(), String> {
+        if depth >= MAX_DEPTH {
+            return Err(self.error("nested too deep"));
+        }
+        let first = self.entries.len();
+        self.pos += 1;
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+        } else {
+            self.read_entries(depth, emit)?;
+        }
+        let end = self.pos;
+        if emit {
+            if let Some((meta, type_meta)) = top {
+                self.add_type_meta(first, meta, type_meta);
+                self.write_entries(first, depth, Some(meta))?;
+            } else {
+                self.write_entries(first, depth, None)?;
+            }
+        }
+        self.entries.truncate(first);
+        self.pos = end;
+        Ok(())
+    }
+
+    /// Pushes the entries of the object whose first key is next, up to its `}`.
+    /// Values to be written are only skipped here (writing checks them); others
+    /// are checked now.
+    fn read_entries(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.error("expected a key"));
+            }
+            let (raw, escaped) = self.string()?;
+            let key = if escaped {
+                let key: String =
+                    serde_json::from_str(raw).map_err(|e| self.error(&e.to_string()))?;
+                Cow::Owned(key)
+            } else {
+                Cow::Borrowed(&raw[1..raw.len() - 1])
+            };
+            self.expect(b':')?;
+            self.skip_ws();
+            let from = self.pos;
+            if emit {
+                self.skip()?;
+            } else {
+                self.value(depth + 1, false)?;
+            }
+            self.entries.push(Entry {
+                key,
+                value: from..self.pos,
+            });
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected ',' or '}'")),
+            }
+        }
+    }
+
+    /// The top level: notes whether the object has its type meta, and adds the
+    /// given one where it lacks it.
+    fn add_type_meta(&mut self, first: usize, meta: &mut Meta, type_meta: Option<(&str, &str)>) {
+        let has = |key: &str| self.entries[first..].iter().any(|e| e.key == key);
+        let (has_api, has_kind) = (has("apiVersion"), has("kind"));
+        meta.has_type_meta = has_api && has_kind;
+        let Some((api, kind)) = type_meta else { return };
+        for (key, value, present) in [("apiVersion", api, has_api), ("kind", kind, has_kind)] {
+            if !present {
+                let mut json = Vec::new();
+                write_str(&mut json, value);
+                self.entries.push(Entry {
+                    key: Cow::Borrowed(key),
+                    value: ADDED..self.added.len(),
+                });
+                self.added.push(String::from_utf8_lossy(&json).into_owned());
+            }
+        }
+    }
+
+    /// Writes the entries from `first` on in key order; of duplicate keys the last
+    /// wins, as in a `Value`. With `meta`, `metadata` is read on the way.
     fn write_entries(
         &mut self,
-        start: usize,
-        mut meta: Option<&mut Meta>,
+        first: usize,
         depth: usize,
-    ) -> Result<(), serde_json::Error> {
-        let end = self.scratch.len();
+        mut meta: Option<&mut Meta>,
+    ) -> Result<(), String> {
         // Stable, so of equal keys the last stays last.
-        self.scratch[start..].sort_by(|a, b| a.0.cmp(&b.0));
-        self.out.push(b'{');
-        let mut first = true;
-        for i in start..end {
-            if i + 1 < end && self.scratch[i + 1].0 == self.scratch[i].0 {
+        self.entries[first..].sort_by(|a, b| a.key.cmp(&b.key));
+        self.buf.push(b'{');
+        let mut written = false;
+        for i in first..self.entries.len() {
+            if self
+                .entries
+                .get(i + 1)
+                .is_some_and(|next| next.key == self.entries[i].key)
+            {
+                // Not written (a later entry has the key), but it must be valid JSON.
+                self.pos = self.entries[i].value.start;
+                self.value(depth + 1, false)?;
                 continue;
             }
-            let (key, value) = self.scratch[i].clone();
-            if !first {
-                self.out.push(b',');
+            if written {
+                self.buf.push(b',');
             }
-            first = false;
-            serde_json::to_writer(&mut self.out, &*key)?;
-            self.out.push(b':');
-            if let (Some(meta), "metadata") = (meta.as_deref_mut(), &*key) {
-                read_meta(value, meta);
+            written = true;
+            write_str(&mut self.buf, &self.entries[i].key);
+            self.buf.push(b':');
+            let from = self.buf.len();
+            let value = self.entries[i].value.clone();
+            if value.start == ADDED {
+                let json = self.added.get(value.end).map_or("null", String::as_str);
+                self.buf.extend_from_slice(json.as_bytes());
+            } else {
+                self.pos = value.start;
+                self.value(depth + 1, true)?;
+                if self.pos != value.end {
+                    return Err(self.error("malformed value"));
+                }
             }
-            self.write_value(value, depth + 1)?;
+            if let (Some(meta), "metadata") = (meta.as_deref_mut(), &*self.entries[i].key) {
+                read_meta(&self.buf[from..], meta);
+            }
         }
-        self.scratch.truncate(start);
-        self.out.push(b'}');
+        self.buf.push(b'}');
         Ok(())
     }
 }
 
-/// Whether a scalar's text is already what serde_json writes: `true`, `false`,
-/// `null`, or an integer small enough for an `i64` without a leading minus zero.
-fn is_plain(text: &str) -> bool {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    matches!(text, "true" | "false" | "null")
-        || (!digits.is_empty()
-            && digits.len() <= 18
-            && digits.bytes().all(|b| b.is_ascii_digit())
-            && text != "-0")
+/// Just past the end of the string whose opening quote is at `open`.
+fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut pos = open + 1;
+    loop {
+        pos += bytes
+            .get(pos..)?
+            .iter()
+            .position(|b| *b == b'"' || *b == b'\\')?;
+        if bytes[pos] == b'"' {
+            return Some(pos + 1);
+        }
+        pos += 2;
+    }
 }
 
-/// Fills namespace, name and resourceVersion from a `metadata` object.
-fn read_meta(metadata: &RawValue, meta: &mut Meta) {
+/// A JSON string as serde_json writes it: only `"`, `\` and control characters
+/// are escaped.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else if serde_json::to_writer(&mut *out, s).is_err() {
+        // Writing a str into a Vec cannot fail; keep the output valid JSON anyway.
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// Fills namespace, name and resourceVersion from a `metadata` object's
+/// canonical text.
+fn read_meta(metadata: &[u8], meta: &mut Meta) {
     #[derive(serde::Deserialize, Default)]
     #[serde(default, rename_all = "camelCase")]
-    struct Fields<'a> {
-        #[serde(borrow)]
-        namespace: Option<Str<'a>>,
-        #[serde(borrow)]
-        name: Option<Str<'a>>,
-        #[serde(borrow)]
-        resource_version: Option<Str<'a>>,
+    struct Fields {
+        namespace: Option<String>,
+        name: Option<String>,
+        resource_version: Option<String>,
     }
-    if let Ok(f) = serde_json::from_str::<Fields>(metadata.get()) {
-        let own = |s: Option<Str>| s.map(|s| s.0.into_owned()).unwrap_or_default();
-        meta.namespace = own(f.namespace);
-        meta.name = own(f.name);
-        meta.resource_version = own(f.resource_version);
-    }
-}
-
-/// Reads an object's entries onto the end of a list.
-struct AppendEntries<'s, 'a>(&'s mut Vec<Entry<'a>>);
-
-impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for AppendEntries<'_, 'a> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for AppendEntries<'_, 'a> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Str>()? {
-            self.0.push((key.0, map.next_value::<&RawValue>()?));
-        }
-        Ok(())
-    }
-}
-
-/// Writes an array's items as they are read (arrays keep their order).
-struct WriteItems<'w, 'a> {
-    w: &'w mut Writer<'a>,
-    depth: usize,
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for WriteItems<'_, 'a> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut first = true;
-        while let Some(item) = seq.next_element::<&RawValue>()? {
-            if !first {
-                self.w.out.push(b',');
-            }
-            first = false;
-            self.w
-                .write_value(item, self.depth + 1)
-                .map_err(de::Error::custom)?;
-        }
-        Ok(())
-    }
-}
-
-/// A string borrowed from the input when it has no escapes.
-#[derive(Default)]
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Str<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'a>, E> {
-                Ok(Str(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'a>, E> {
-                Ok(Str(Cow::Owned(s.to_string())))
-            }
-        }
-        d.deserialize_str(V(std::marker::PhantomData))
+    if let Ok(f) = serde_json::from_slice::<Fields>(metadata) {
+        meta.namespace = f.namespace.unwrap_or_default();
+        meta.name = f.name.unwrap_or_default();
+        meta.resource_version = f.resource_version.unwrap_or_default();
     }
 }
 
@@ -321,6 +542,68 @@ mod tests {
             canonicalize(r#"{"kind":"X","apiVersion":"a/v1"}"#, Some(("v1", "Pod"))).expect("ok");
         assert_eq!(kept, r#"{"apiVersion":"a/v1","kind":"X"}"#);
         assert!(meta.has_type_meta);
+    }
+
+    /// The scanner accepts exactly what serde_json accepts, and writes what it
+    /// writes, on the edges of JSON's grammar.
+    #[test]
+    fn accepts_and_refuses_what_serde_json_does() {
+        for text in [
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":.5}"#,
+            r#"{"a":-}"#,
+            r#"{"a":-01}"#,
+            r#"{"a":1e}"#,
+            r#"{"a":1e+}"#,
+            r#"{"a":1E-2}"#,
+            r#"{"a":"\x"}"#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":"\u12"}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":nulll}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":1,}"#,
+            r#"{,}"#,
+            r#"{"a" 1}"#,
+            "{\"a\":\"tab\tin\"}",
+            r#"{"a":1e400}"#,
+            r#"{"a":-1e400}"#,
+            "{\"a\":\"x\"}  \n",
+            r#"{"a":1}{}"#,
+            r#"{"a":[[]],"b":{"c":{}}}"#,
+            r#"{1:2}"#,
+            r#"{"a":99999999999999999999}"#,
+            r#"{"a":-99999999999999999999}"#,
+            r#"{"a":123456789012345678}"#,
+            r#"{"a":-123456789012345678}"#,
+            r#"{"\u0041":1,"A":2}"#,
+            r#"{"a":"\u00e9\/"}"#,
+            "{\"a\":1\u{a0}}",
+            r#"{"a":[1 2]}"#,
+            r#"{"a":true false}"#,
+            r#"{"a":1,"a":1e400}"#,
+            r#"{"a":"\ud800","a":1}"#,
+            "{\"a\":\"\\\u{e9}\"}",
+        ] {
+            let ours = canonicalize(text, None).map(|(t, _)| t);
+            let theirs = serde_json::from_str::<Value>(text).map(|v| v.to_string());
+            match (&ours, &theirs) {
+                (Ok(o), Ok(t)) => assert_eq!(o, t, "{text}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{text}: ours {ours:?}, serde_json {theirs:?}"),
+            }
+        }
+        for depth in [126, 127, 128, 129] {
+            let text = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            let ours = canonical_value(&text).is_ok();
+            let theirs = serde_json::from_str::<Value>(&text).is_ok();
+            assert_eq!(ours, theirs, "arrays nested {depth} deep");
+            let text = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+            let ours = canonical_value(&text).is_ok();
+            let theirs = serde_json::from_str::<Value>(&text).is_ok();
+            assert_eq!(ours, theirs, "objects nested {depth} deep");
+        }
     }
 
     #[test]

@@ -177,11 +177,25 @@ pub fn exec_credential(data: &[u8]) {
 }
 
 /// A watch stream: each line applied in turn to one cache, in every cache mode.
+/// Each line is also canonicalised whole and checked against serde_json: both
+/// accept it and write the same text, or both refuse it.
 pub fn watch_events(data: &[u8]) {
     for mode in [Cache::Objects, Cache::Keys, Cache::Off] {
         let mut store = Store::new(mode);
         for line in data.split(|b| *b == b'\n') {
             let _ = crate::kube::decode::apply_line(&mut store, line);
+        }
+    }
+    for line in data
+        .split(|b| *b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+    {
+        let ours = crate::canonical::canonical_value(line);
+        let theirs = serde_json::from_str::<serde_json::Value>(line).map(|v| v.to_string());
+        match (ours, theirs) {
+            (Ok(o), Ok(t)) => assert_eq!(o, t, "canonical text differs for {line:?}"),
+            (Err(_), Err(_)) => {}
+            (o, t) => panic!("{line:?}: canonical {o:?}, serde_json {t:?}"),
         }
     }
 }

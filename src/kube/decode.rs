@@ -30,12 +30,12 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Applied::Blank;
     }
-    let (t, json) = match decode_event(line) {
-        Ok(d) => d,
-        Err(m) => return Applied::Failed(m),
-    };
-    match t {
-        EventType::Error => {
+    let decoded = decode_line(line, |json| {
+        Object::decode(json, None).map_err(|m| format!("bad watch object: {m}"))
+    });
+    match decoded {
+        Err(m) => Applied::Failed(m),
+        Ok(Line::Other(EventType::Error, json)) => {
             let st: Status = serde_json::from_str(json).unwrap_or_default();
             if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
                 return Applied::Expired(st.message);
@@ -45,12 +45,11 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
                 st.code, st.reason, st.message
             ))
         }
-        EventType::Bookmark => Applied::Bookmark(resource_version(json)),
-        t => {
-            let object = match Object::decode(json, None) {
-                Ok(o) => o,
-                Err(m) => return Applied::Failed(format!("bad watch object: {m}")),
-            };
+        Ok(Line::Other(t, json)) => match t {
+            EventType::Bookmark => Applied::Bookmark(resource_version(json)),
+            other => Applied::Failed(format!("watch event {other:?} without an object")),
+        },
+        Ok(Line::Object(t, object)) => {
             let rv = object.meta.resource_version.clone();
             let key = format!("{}/{}", object.meta.namespace, object.meta.name);
             let event = if t == EventType::Deleted {
@@ -93,31 +92,58 @@ fn item_of_text(text: &str) -> Result<Item, String> {
     })
 }
 
+/// One decoded watch line: an object event with its object decoded by the
+/// caller's decoder, or another type (BOOKMARK, ERROR) with its object's text.
+enum Line<'a, O> {
+    Object(EventType, O),
+    Other(EventType, &'a str),
+}
+
+/// Decodes a watch line, its object with `decode`. Fast path: API servers write
+/// exactly `{"type":"T","object":{...}}`, so for ADDED, MODIFIED and DELETED the
+/// object is the text between those fixed parts, handed to `decode` as it is:
+/// `decode` parses it whole and refuses trailing text, so that one pass both
+/// validates and decodes it. When the slice is not one object (fields after
+/// `object`, another key order) the general decoder reads the line.
+fn decode_line<O>(
+    line: &[u8],
+    decode: impl Fn(&str) -> Result<O, String>,
+) -> Result<Line<'_, O>, String> {
+    if let Some((t, obj)) = fast_split(line) {
+        if let Ok(o) = decode(obj) {
+            return Ok(Line::Object(t, o));
+        }
+    }
+    let (t, json) = decode_event(line)?;
+    match t {
+        EventType::Added | EventType::Modified | EventType::Deleted => {
+            decode(json).map(|o| Line::Object(t, o))
+        }
+        t => Ok(Line::Other(t, json)),
+    }
+}
+
+/// The type and object text of an object event written in the API server's exact
+/// form; `None` for anything else. Nothing is validated here.
+fn fast_split(line: &[u8]) -> Option<(EventType, &str)> {
+    let text = std::str::from_utf8(line).ok()?.trim_end();
+    let rest = text.strip_prefix("{\"type\":\"")?;
+    let (t, obj) = rest.split_once("\",\"object\":")?;
+    let t = match t {
+        "ADDED" => EventType::Added,
+        "MODIFIED" => EventType::Modified,
+        "DELETED" => EventType::Deleted,
+        _ => return None,
+    };
+    Some((t, obj.strip_suffix('}')?))
+}
+
 /// Splits a watch line into its type and the object's JSON text, borrowed from the
-/// line. Fast path: API servers write exactly `{"type":"T","object":{...}}`, so the
-/// object is the text between those fixed parts when that text is one JSON value
-/// (checked without building anything); anything else goes through a general
-/// decoder.
+/// line, with a general JSON decoder (any key order, extra fields).
 fn decode_event(line: &[u8]) -> Result<(EventType, &str), String> {
     let text = std::str::from_utf8(line)
         .map_err(|e| format!("bad watch event: {e}"))?
         .trim_end();
-    if let Some(rest) = text.strip_prefix("{\"type\":\"") {
-        let fast = rest.split_once("\",\"object\":").and_then(|(t, obj)| {
-            let t = match t {
-                "ADDED" => EventType::Added,
-                "MODIFIED" => EventType::Modified,
-                "DELETED" => EventType::Deleted,
-                _ => return None,
-            };
-            let obj = obj.strip_suffix('}')?;
-            serde_json::from_str::<serde::de::IgnoredAny>(obj).ok()?;
-            Some((t, obj))
-        });
-        if let Some(found) = fast {
-            return Ok(found);
-        }
-    }
     #[derive(serde::Deserialize)]
     struct Raw<'a> {
         #[serde(rename = "type")]
@@ -149,17 +175,17 @@ pub(crate) fn initial_line(line: &[u8]) -> Initial {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Initial::Skip;
     }
-    let (t, json) = match decode_event(line) {
-        Ok(d) => d,
-        Err(m) => return Initial::Failed(m),
-    };
-    match t {
-        EventType::Added => item_of_text(json).map_or_else(Initial::Failed, Initial::Item),
-        EventType::Bookmark => match initial_end(json) {
+    match decode_line(line, item_of_text) {
+        Err(m) => Initial::Failed(m),
+        Ok(Line::Object(EventType::Added, item)) => Initial::Item(item),
+        Ok(Line::Object(other, _)) => Initial::Failed(format!(
+            "{other:?} event before the initial-events-end bookmark"
+        )),
+        Ok(Line::Other(EventType::Bookmark, json)) => match initial_end(json) {
             Some(rv) => Initial::End(rv),
             None => Initial::Skip,
         },
-        EventType::Error => {
+        Ok(Line::Other(EventType::Error, json)) => {
             let st: Status = serde_json::from_str(json).unwrap_or_default();
             if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
                 return Initial::Expired(st.message);
@@ -169,7 +195,7 @@ pub(crate) fn initial_line(line: &[u8]) -> Initial {
                 st.code, st.reason, st.message
             ))
         }
-        other => Initial::Failed(format!(
+        Ok(Line::Other(other, _)) => Initial::Failed(format!(
             "{other:?} event before the initial-events-end bookmark"
         )),
     }
@@ -222,6 +248,23 @@ mod tests {
         let (t, json) = decode_event(fast.as_bytes()).unwrap();
         assert_eq!(t, EventType::Modified);
         assert_eq!(json, obj);
+        assert_eq!(
+            fast_split(fast.as_bytes()),
+            Some((EventType::Modified, obj))
+        );
+        // The fast slice is handed on unchecked; the object decoder refuses it when
+        // it is not one object, and the general decoder reads the line instead.
+        let tricky = format!("{{\"type\":\"ADDED\",\"object\":{obj},\"x\":{{\"y\":1}}}}");
+        let sliced = fast_split(tricky.as_bytes()).expect("fast slice");
+        assert_ne!(sliced.1, obj);
+        let canonical = |text: &str| Object::decode(text, None).map(|o| o.json.to_string());
+        assert!(canonical(sliced.1).is_err());
+        match decode_line(tricky.as_bytes(), canonical) {
+            Ok(Line::Object(EventType::Added, json)) => {
+                assert_eq!(json, canonical(obj).unwrap());
+            }
+            _ => panic!("tricky line not decoded"),
+        }
         // Reordered keys, spaces, extra fields: the general decoder.
         let slow = format!("{{ \"object\": {obj}, \"type\": \"DELETED\", \"x\": 1 }}");
         let (t, json) = decode_event(slow.as_bytes()).unwrap();
