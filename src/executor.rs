@@ -4,12 +4,14 @@
 //! 0700 tmp dir), creates the empty output files hooks write to (metrics, object
 //! patches, admission and conversion responses), and execs the hook directly (never
 //! through a shell) with no arguments, in the hook's own directory, with the operator's
-//! environment plus the `*_PATH` variables. Creating a file changes the directory,
-//! which on a disk-backed tmp dir can wait on the file system's journal: so once a
-//! hook has run, a set of empty files for its next run is made right away (a
-//! "spare"), and the next event only fills in the binding context. Output lines are logged as they arrive;
+//! environment plus the `*_PATH` variables. Output lines are logged as they arrive;
 //! the exit status and rusage come from the reaper (`process.rs`). Queue threads and
 //! webhook handler threads call [`Executor::run`]; it blocks until the hook ends.
+//!
+//! Creating a file changes its directory, which on a disk-backed tmp dir can wait
+//! for the file system's journal; so once a hook has run, the empty files for its
+//! next run are made right away (its "spare" set), and the next event only fills in
+//! the binding context (docs/threads.md, "Where an event's time goes").
 
 use crate::log::HookOutput;
 use crate::pipes::{self, ReadFd, Stream};
@@ -277,7 +279,7 @@ impl Executor {
         let (mut files, file) = match spare {
             Some(found) => found,
             None => {
-                let files = self.temp_files(hook)?;
+                let files = self.temp_files(hook);
                 let file = create_new(&files.paths[0])?;
                 for p in &files.paths[1..5] {
                     create_new(p)?;
@@ -304,9 +306,7 @@ impl Executor {
         if !self.spares.wanted(hook) {
             return;
         }
-        let Ok(files) = self.temp_files(hook) else {
-            return;
-        };
+        let files = self.temp_files(hook);
         if files.paths.iter().all(|p| create_new(p).is_ok()) {
             self.spares.put(hook, files);
         }
@@ -314,7 +314,7 @@ impl Executor {
 
     /// Names for shell-operator's five files of one run (not created yet); the
     /// set removes whatever exists of them when dropped.
-    fn temp_files(&self, hook: &str) -> std::io::Result<TempFiles> {
+    fn temp_files(&self, hook: &str) -> TempFiles {
         let safe = crate::hook::safe_name(hook);
         let id = unique_id();
         let name = |kind: &str| self.tmp_dir.join(format!("hook-{safe}-{kind}-{id}.json"));
@@ -325,10 +325,10 @@ impl Executor {
             name("admission-response"),
             name("conversion-response"),
         ];
-        Ok(TempFiles {
+        TempFiles {
             paths,
             keep: self.keep_tmp_files,
-        })
+        }
     }
 }
 
