@@ -270,6 +270,22 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Reads a value [`skip`](Self::skip) passed over (writing it with `emit`): it
+    /// must be one valid value that ends exactly where the skip ended.
+    fn check_skipped(
+        &mut self,
+        value: std::ops::Range<usize>,
+        depth: usize,
+        emit: bool,
+    ) -> Result<(), String> {
+        self.pos = value.start;
+        self.value(depth + 1, emit)?;
+        if self.pos != value.end {
+            return Err(self.error("malformed value"));
+        }
+        Ok(())
+    }
+
     /// Moves past the value at `pos` without checking it: strings are jumped over,
     /// brackets counted, a scalar ends at the next delimiter. Whatever is skipped
     /// is checked when it is written, which must end exactly here.
@@ -280,6 +296,8 @@ impl<'a> Scanner<'a> {
         loop {
             match bytes.get(pos) {
                 None => return Err(self.error("unexpected end of input")),
+                // A quote right after a scalar ends it (the check then fails there).
+                Some(b'"') if depth == 0 && pos > self.pos => break,
                 Some(b'"') => {
                     pos =
                         string_end(bytes, pos).ok_or_else(|| self.error("unterminated string"))?;
@@ -417,14 +435,14 @@ impl<'a> Scanner<'a> {
         self.buf.push(b'{');
         let mut written = false;
         for i in first..self.entries.len() {
+            let value = self.entries[i].value.clone();
             if self
                 .entries
                 .get(i + 1)
                 .is_some_and(|next| next.key == self.entries[i].key)
             {
                 // Not written (a later entry has the key), but it must be valid JSON.
-                self.pos = self.entries[i].value.start;
-                self.value(depth + 1, false)?;
+                self.check_skipped(value, depth, false)?;
                 continue;
             }
             if written {
@@ -434,16 +452,11 @@ impl<'a> Scanner<'a> {
             write_str(&mut self.buf, &self.entries[i].key);
             self.buf.push(b':');
             let from = self.buf.len();
-            let value = self.entries[i].value.clone();
             if value.start == ADDED {
                 let json = self.added.get(value.end).map_or("null", String::as_str);
                 self.buf.extend_from_slice(json.as_bytes());
             } else {
-                self.pos = value.start;
-                self.value(depth + 1, true)?;
-                if self.pos != value.end {
-                    return Err(self.error("malformed value"));
-                }
+                self.check_skipped(value, depth, true)?;
             }
             if let (Some(meta), "metadata") = (meta.as_deref_mut(), &*self.entries[i].key) {
                 read_meta(&self.buf[from..], meta);
@@ -584,6 +597,11 @@ mod tests {
             r#"{"a":true false}"#,
             r#"{"a":1,"a":1e400}"#,
             r#"{"a":"\ud800","a":1}"#,
+            // Found by fuzzing: a string right after a scalar, in an entry whose key
+            // comes again (so the value is only checked, never written).
+            r#"{"a":0"x","a":1}"#,
+            r#"{"a":0"x"}"#,
+            r#"{"a":[1]"x","a":2}"#,
             "{\"a\":\"\\\u{e9}\"}",
         ] {
             let ours = canonicalize(text, None).map(|(t, _)| t);
