@@ -220,3 +220,18 @@ pub fn raise_fd_limit(want: u64) {
         }
     }
 }
+
+/// `gcc -O2 -static -o out source`: the benches' stamping hooks are static C
+/// programs, so no shell or loader start-up is in what they measure.
+pub fn compile_static(source: &Path, out: &Path) -> Result<(), String> {
+    let status = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(out)
+        .arg(source)
+        .status()
+        .map_err(|e| format!("gcc: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| format!("gcc -static {} failed", source.display()))
+}

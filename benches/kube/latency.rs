@@ -102,7 +102,8 @@ pub fn run(bin: &Path, sim: &KubeSim, work: &Path, hook: Hook) -> Samples {
     crate::write_hook(&work.join("hooks"), binding, "date +%s%N >> \"$OUT\"");
     let mut env: Vec<(&str, &Path)> = vec![("OUT", &out)];
     if hook == Hook::StaticC {
-        compile_static_hook(&work.join("hooks/h.sh"));
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/latency_hook.c");
+        crate::common::compile_static(&source, &work.join("hooks/h.sh")).expect("static hook");
         env.push(("SHELL_OPERATOR_LATENCY_TRACE", &trace));
     }
     let (mut child, _) = crate::start_on_hooks_with(bin, sim, work, &env);
@@ -152,15 +153,4 @@ fn numbers(text: &str) -> Vec<Vec<u128>> {
                 .collect()
         })
         .collect()
-}
-
-fn compile_static_hook(hook_path: &Path) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/latency_hook.c");
-    let ok = std::process::Command::new("gcc")
-        .args(["-O2", "-static", "-o"])
-        .arg(hook_path)
-        .arg(&source)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "gcc -static benches/latency_hook.c failed");
 }

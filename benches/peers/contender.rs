@@ -83,7 +83,7 @@ pub fn start(
             let body = dir.join("hook-body.sh");
             common::write_exec(&body, HOOK);
             std::fs::create_dir_all(dir.join("hooks")).map_err(|e| e.to_string())?;
-            compile_static(
+            common::compile_static(
                 &programs.scripts.join("stamp_exec.c"),
                 &dir.join("hooks/pods"),
             )?;
@@ -107,20 +107,6 @@ pub fn start(
             .spawn()
             .map_err(|e| format!("start the floor watch loop: {e}")),
     }
-}
-
-/// `gcc -O2 -static -o out source`.
-fn compile_static(source: &Path, out: &Path) -> Result<(), String> {
-    let status = Command::new("gcc")
-        .args(["-O2", "-static", "-o"])
-        .arg(out)
-        .arg(source)
-        .status()
-        .map_err(|e| format!("gcc: {e}"))?;
-    status
-        .success()
-        .then_some(())
-        .ok_or_else(|| format!("gcc -static {} failed", source.display()))
 }
 
 /// A command for `bin` in the venv, output discarded, `OUT` set.

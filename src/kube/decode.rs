@@ -36,14 +36,7 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
     match decoded {
         Err(m) => Applied::Failed(m),
         Ok(Line::Other(EventType::Error, json)) => {
-            let st: Status = serde_json::from_str(json).unwrap_or_default();
-            if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
-                return Applied::Expired(st.message);
-            }
-            Applied::Failed(format!(
-                "watch ERROR {} {}: {}",
-                st.code, st.reason, st.message
-            ))
+            watch_error(json).map_or_else(Applied::Failed, Applied::Expired)
         }
         Ok(Line::Other(t, json)) => match t {
             EventType::Bookmark => Applied::Bookmark(resource_version(json)),
@@ -90,6 +83,19 @@ fn item_of_text(text: &str) -> Result<Item, String> {
         rv: o.metadata.resource_version,
         json,
     })
+}
+
+/// An ERROR event's Status: `Ok(message)` when it means 410 Gone / Expired (the
+/// watch must relist), else `Err` with the code, reason and message.
+fn watch_error(json: &str) -> Result<String, String> {
+    let st: Status = serde_json::from_str(json).unwrap_or_default();
+    if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
+        return Ok(st.message);
+    }
+    Err(format!(
+        "watch ERROR {} {}: {}",
+        st.code, st.reason, st.message
+    ))
 }
 
 /// One decoded watch line: an object event with its object decoded by the
@@ -186,14 +192,7 @@ pub(crate) fn initial_line(line: &[u8]) -> Initial {
             None => Initial::Skip,
         },
         Ok(Line::Other(EventType::Error, json)) => {
-            let st: Status = serde_json::from_str(json).unwrap_or_default();
-            if st.code == 410 || st.reason == "Expired" || st.reason == "Gone" {
-                return Initial::Expired(st.message);
-            }
-            Initial::Failed(format!(
-                "watch ERROR {} {}: {}",
-                st.code, st.reason, st.message
-            ))
+            watch_error(json).map_or_else(Initial::Failed, Initial::Expired)
         }
         Ok(Line::Other(other, _)) => Initial::Failed(format!(
             "{other:?} event before the initial-events-end bookmark"
