@@ -3,14 +3,29 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
+.PHONY: build test test-cluster cluster control-plane soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
 
-# The whole test suite: unit tests, integration tests on the real binary, kube-sim.
-test:
+# The whole test suite: unit tests, integration tests on the real binary against
+# kube-sim, and the cluster tier against a real kube-apiserver + etcd (built from
+# their Go modules on first use, then cached in .tools/control-plane).
+test: control-plane
 	$(CARGO) test --workspace --no-fail-fast
+
+# Builds kube-apiserver and etcd once (needs Go and the Go module proxy).
+control-plane:
+	scripts/install-control-plane.sh
+
+# Only the tests against the real API server (tests/cluster).
+test-cluster: control-plane
+	$(CARGO) test --test cluster --no-fail-fast
+
+# A real etcd + kube-apiserver in the foreground for people: prints the kubeconfig
+# to use (cluster-admin) and the one of deploy/rbac.yaml's ServiceAccount; Ctrl-C stops it.
+cluster: control-plane
+	$(CARGO) run -q -p control-plane -- $(CURDIR)/.tools/cluster
 
 # The soak test (tests/soak, docs/soak.md) on the release binary for SOAK_SECONDS
 # (default 1 h): ~100 object changes/s, random API faults (SOAK_SEED replays a run),

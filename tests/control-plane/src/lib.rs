@@ -338,10 +338,21 @@ impl ControlPlane {
         self.kubectl_as(&self.admin_kubeconfig(), &["apply", "-f", "-"], Some(yaml))
     }
 
-    /// `kubectl get -o json` of one object, parsed; `None` when it does not exist.
+    /// `kubectl get -o json` of one object as stored (managedFields included), parsed;
+    /// `None` when it does not exist.
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
         let text = self
-            .kubectl(&["-n", namespace, "get", kind, name, "-o", "json", "--ignore-not-found"])
+            .kubectl(&[
+                "-n",
+                namespace,
+                "get",
+                kind,
+                name,
+                "-o",
+                "json",
+                "--ignore-not-found",
+                "--show-managed-fields",
+            ])
             .ok()?;
         serde_json::from_str(&text).ok()
     }

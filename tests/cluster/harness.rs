@@ -1,0 +1,77 @@
+//! What the cluster tests share: the control plane, an operator started against it,
+//! and waiting for a condition with a deadline.
+#![allow(dead_code)]
+
+use crate::common::Operator;
+use control_plane::ControlPlane;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a test waits for an outcome before it fails.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// This test binary's control plane (started by the first test that asks).
+pub fn cp() -> &'static ControlPlane {
+    control_plane::shared()
+}
+
+/// Starts the shell-operator on `hooks` with `kubeconfig` and extra `args`/`env`.
+pub fn operator(
+    hooks: &[(&str, String)],
+    kubeconfig: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Operator {
+    let path = kubeconfig.to_str().expect("utf8 kubeconfig path");
+    let mut all = vec!["--kube-config", path];
+    all.extend_from_slice(args);
+    Operator::start(hooks, &all, env)
+}
+
+/// Starts the shell-operator on `hooks` as cluster-admin.
+pub fn admin_operator(hooks: &[(&str, String)]) -> Operator {
+    operator(hooks, &cp().admin_kubeconfig(), &[], &[])
+}
+
+/// Polls `f` until it returns `Some`, or panics with `what` after [`WAIT`].
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// kubectl as cluster-admin; panics with kubectl's error.
+pub fn kubectl(args: &[&str]) -> String {
+    cp().kubectl(args)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `kubectl apply` of `yaml` as cluster-admin; panics with kubectl's error.
+pub fn apply(yaml: &str) {
+    cp().apply(yaml).unwrap_or_else(|e| panic!("apply: {e}\n{yaml}"));
+}
+
+/// Every binding context every run of the operator's hooks received, in order.
+pub fn contexts(op: &Operator) -> Vec<Value> {
+    op.runs()
+        .into_iter()
+        .flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+/// Waits until the hooks received at least `n` contexts; returns them all.
+pub fn wait_contexts(op: &Operator, n: usize) -> Vec<Value> {
+    op.wait_runs(WAIT, |r| {
+        r.iter()
+            .map(|(_, c)| c.as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+            >= n
+    });
+    contexts(op)
+}
