@@ -13,12 +13,19 @@ fn events(ctx: &[Value]) -> Vec<(String, String, String)> {
             let name = if c["type"] == "Synchronization" {
                 let mut names: Vec<&str> = c["objects"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|o| o["object"]["metadata"]["name"].as_str()).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|o| o["object"]["metadata"]["name"].as_str())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 names.sort();
                 names.join(",")
             } else {
-                c["object"]["metadata"]["name"].as_str().unwrap_or("").to_string()
+                c["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
             };
             (
                 c["type"].as_str().unwrap_or("").to_string(),
@@ -51,10 +58,21 @@ fn configmap_synchronization_and_events_match_the_server() {
     let ctx = wait_contexts(&op, 1);
     assert_eq!(events(&ctx), vec![ev("Synchronization", "", "a")]);
     let stored = cp().get("configmap", &ns, "a").expect("a stored");
-    assert_eq!(ctx[0]["objects"][0]["object"], stored, "the hook got the object as the server stores it");
+    assert_eq!(
+        ctx[0]["objects"][0]["object"], stored,
+        "the hook got the object as the server stores it"
+    );
 
     kubectl(&["-n", &ns, "create", "configmap", "b", "--from-literal=k=2"]);
-    kubectl(&["-n", &ns, "patch", "configmap", "a", "-p", r#"{"data":{"k":"3"}}"#]);
+    kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "a",
+        "-p",
+        r#"{"data":{"k":"3"}}"#,
+    ]);
     kubectl(&["-n", &ns, "delete", "configmap", "b"]);
     let ctx = wait_contexts(&op, 4);
     assert_eq!(

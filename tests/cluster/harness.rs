@@ -48,13 +48,13 @@ pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 
 /// kubectl as cluster-admin; panics with kubectl's error.
 pub fn kubectl(args: &[&str]) -> String {
-    cp().kubectl(args)
-        .unwrap_or_else(|e| panic!("{e}"))
+    cp().kubectl(args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `kubectl apply` of `yaml` as cluster-admin; panics with kubectl's error.
 pub fn apply(yaml: &str) {
-    cp().apply(yaml).unwrap_or_else(|e| panic!("apply: {e}\n{yaml}"));
+    cp().apply(yaml)
+        .unwrap_or_else(|e| panic!("apply: {e}\n{yaml}"));
 }
 
 /// Every binding context every run of the operator's hooks received, in order.
