@@ -77,7 +77,15 @@ fn configure(client: &Client, crd: &str, t: &Target) -> Result<(), KubeError> {
         return Err(KubeError::Invalid(format!("CRD {crd} has no spec object")));
     }
     let want = conversion(crd, t);
-    if obj["spec"]["conversion"] == want {
+    let mut stored_form = want.clone();
+    // The API server stores the Service reference with its default port.
+    if let Some(service) = stored_form
+        .pointer_mut("/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        service.insert("port".into(), 443.into());
+    }
+    if obj["spec"]["conversion"] == want || obj["spec"]["conversion"] == stored_form {
         log::info("CRD conversion is up to date", &[("crd", crd)]);
         return Ok(());
     }
