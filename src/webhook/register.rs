@@ -4,7 +4,8 @@
 //! one entry per binding in name order, pointing at the operator's Service on
 //! `/hooks/<SafeURLString(binding)>`. Existing objects keep their metadata and
 //! get their `webhooks` replaced, so entries of removed bindings disappear; an
-//! unchanged object is not written. Runs once at startup on the main thread,
+//! unchanged object is not written (the defaults kube-apiserver fills in, such as
+//! the Service port 443, are no change). Runs once at startup on the main thread,
 //! retrying with backoff when the API server refuses.
 
 use super::names::{CONFIGURATION_ID, admission_path};

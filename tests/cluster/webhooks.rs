@@ -352,6 +352,20 @@ fn admission_hooks_answer_the_real_api_server_over_tls() {
         cluster_object("validatingwebhookconfiguration", &name).expect("still there")["metadata"]["resourceVersion"],
         validating["metadata"]["resourceVersion"]
     );
+
+    // With the operator gone, failurePolicy Fail refuses: the API server says it
+    // could not call the hook at the Service's address.
+    drop(op);
+    let (ok, _, err) = kubectl_full(&["-n", &ns, "create", "configmap", "while-down"], None);
+    assert!(!ok, "admitted with no webhook server");
+    assert!(
+        err.contains("failed calling webhook \"label.example.com\"")
+            && err.contains(&format!(
+                "https://hooks-svc.{ns}.svc:443/hooks/label-example-com"
+            )),
+        "kubectl's stderr: {err}"
+    );
+    assert!(cp().get("configmap", &ns, "while-down").is_none());
 }
 
 /// A CronTab CRD in a group of this test's own: v1alpha1 (the storage version)
@@ -373,18 +387,22 @@ fn crontab_crd(group: &str) -> String {
     )
 }
 
-/// Converts CronTabs both ways between v1alpha1 and v1.
+/// Converts CronTabs both ways between v1alpha1 and v1; refuses (failedMessage)
+/// a review holding a CronTab whose `spec.cron` is a string.
 fn conversion_hook(group: &str) -> String {
     let config = format!(
         "configVersion: v1\nkubernetesCustomResourceConversion:\n- name: crontab-versions\n  \
          crdName: crontabs.{group}\n  conversions:\n  - fromVersion: {group}/v1alpha1\n    \
          toVersion: {group}/v1\n  - fromVersion: {group}/v1\n    toVersion: {group}/v1alpha1\n"
     );
-    let body = r#"jq -c '.[0] as $c | {convertedObjects: [$c.review.request.objects[]
+    let body = r#"jq -c '.[0] as $c
+  | ($c.review.request.objects | map(select(.spec.cron? | type == "string")) | first) as $bad
+  | if $bad then {failedMessage: "CronTab \($bad.metadata.name): spec.cron is not a list"}
+    else {convertedObjects: [$c.review.request.objects[]
   | .apiVersion = $c.toVersion
   | if ($c.toVersion | endswith("/v1"))
     then .spec.cronSpec = (.spec.cron | join(" ")) | del(.spec.cron)
-    else .spec.cron = (.spec.cronSpec | split(" ")) | del(.spec.cronSpec) end]}' \
+    else .spec.cron = (.spec.cronSpec | split(" ")) | del(.spec.cronSpec) end]} end' \
   "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH""#;
     hook("conv", &config, body)
 }
@@ -540,6 +558,23 @@ fn conversion_hook_converts_stored_objects_for_the_real_api_server() {
     let up = (format!("{group}/v1alpha1"), format!("{group}/v1"));
     let down = (format!("{group}/v1"), format!("{group}/v1alpha1"));
     assert!(dirs.contains(&up) && dirs.contains(&down), "{dirs:?}");
+
+    // The hook's failedMessage reaches kubectl through the API server's error.
+    apply(&format!(
+        "apiVersion: {group}/v1alpha1\nkind: CronTab\nmetadata: {{name: broken, namespace: {ns}}}\n\
+         spec: {{cron: '0 3 * * *'}}\n"
+    ));
+    let (ok, _, err) = kubectl_full(&["-n", &ns, "get", &v1, "broken", "-o", "json"], None);
+    assert!(
+        !ok,
+        "a CronTab the hook refuses to convert was served as v1"
+    );
+    assert!(
+        err.contains(&format!(
+            "conversion webhook for {group}/v1alpha1, Kind=CronTab failed: CronTab broken: spec.cron is not a list"
+        )),
+        "kubectl's stderr: {err}"
+    );
 
     // A restarted operator finds the CRD's conversion as it would write it (the
     // server's default port 443 is no change) and leaves the CRD alone.
