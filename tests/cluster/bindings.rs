@@ -45,6 +45,7 @@ fn configmap_hook(ns: &str) -> String {
 
 #[test]
 fn configmap_synchronization_and_events_match_the_server() {
+    let _api = api_shared();
     let ns = cp().namespace("bind-cm");
     kubectl(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=1"]);
     let op = admin_operator(&[("cm.sh", configmap_hook(&ns))]);
@@ -67,4 +68,205 @@ fn configmap_synchronization_and_events_match_the_server() {
         ]
     );
     assert_eq!(ctx[2]["object"]["data"]["k"], "3");
+}
+
+/// One line per context: `Synchronization <items>` or `<watchEvent> <item>`, where
+/// an item is its filterResult (strings bare, anything else as JSON) when the
+/// context has one, else the object's name; a Synchronization's items are sorted.
+fn summary(ctx: &[Value]) -> Vec<String> {
+    fn item(c: &Value) -> String {
+        match c.get("filterResult") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => c["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        }
+    }
+    ctx.iter()
+        .map(|c| match c["type"].as_str() {
+            Some("Synchronization") => {
+                let mut items: Vec<String> = c["objects"]
+                    .as_array()
+                    .map(|a| a.iter().map(item).collect())
+                    .unwrap_or_default();
+                items.sort();
+                format!("Synchronization {}", items.join(","))
+            }
+            _ => format!("{} {}", c["watchEvent"].as_str().unwrap_or("?"), item(c)),
+        })
+        .collect()
+}
+
+/// The contexts of one binding, in order.
+fn of(ctx: &[Value], binding: &str) -> Vec<Value> {
+    ctx.iter().filter(|c| c["binding"] == binding).cloned().collect()
+}
+
+/// Waits until binding `binding` received at least `n` contexts; returns all of
+/// the operator's contexts.
+fn wait_binding(op: &crate::common::Operator, binding: &str, n: usize) -> Vec<Value> {
+    op.wait_runs(WAIT, |_| of(&contexts(op), binding).len() >= n);
+    contexts(op)
+}
+
+/// Asserts the summaries of `binding`'s contexts, once it received as many as
+/// expected.
+fn expect(op: &crate::common::Operator, binding: &str, want: &[&str]) -> Vec<Value> {
+    let ctx = wait_binding(op, binding, want.len());
+    assert_eq!(summary(&of(&ctx, binding)), want, "binding {binding}: {ctx:#?}");
+    of(&ctx, binding)
+}
+
+/// A Pod that never runs (no kubelet): one container with a port.
+fn pod(ns: &str, name: &str, labels: &str, node: Option<&str>) -> String {
+    let node = node.map_or(String::new(), |n| format!("  nodeName: {n}\n"));
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {ns}\n  labels: {{{labels}}}\n\
+         spec:\n{node}  containers:\n  - name: c\n    image: registry.invalid/pause:1\n    ports:\n    - containerPort: 8080\n"
+    )
+}
+
+/// A ConfigMap with `labels` (flow-style YAML inside braces) and `data`.
+fn labelled_cm(ns: &str, name: &str, labels: &str, data: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n  labels: {{{labels}}}\ndata: {{{data}}}\n"
+    )
+}
+
+#[test]
+fn pod_synchronization_and_events_match_the_server() {
+    let _api = api_shared();
+    let ns = cp().namespace("bind-pod");
+    apply(&pod(&ns, "p1", "app: web", None));
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n"
+    );
+    let op = admin_operator(&[("pods.sh", hook("pods", &config, ""))]);
+    let ctx = expect(&op, "pods", &["Synchronization p1"]);
+    let stored = cp().get("pod", &ns, "p1").expect("p1 stored");
+    assert_eq!(ctx[0]["objects"][0]["object"], stored);
+    // Numbers stay numbers, as the server typed them (serde_json's equality tells
+    // 8080 from 8080.0 and from "8080").
+    let object = &ctx[0]["objects"][0]["object"];
+    assert!(object["spec"]["containers"][0]["ports"][0]["containerPort"].is_u64(), "{object}");
+    assert!(object["spec"]["terminationGracePeriodSeconds"].is_u64(), "{object}");
+    assert_eq!(object["status"]["phase"], "Pending", "the server sets the phase");
+
+    apply(&pod(&ns, "p2", "app: web", None));
+    expect(&op, "pods", &["Synchronization p1", "Added p2"]);
+    let p2 = cp().get("pod", &ns, "p2").expect("p2 stored");
+    kubectl(&["-n", &ns, "label", "pod", "p1", "tier=front"]);
+    let ctx = expect(&op, "pods", &["Synchronization p1", "Added p2", "Modified p1"]);
+    assert_eq!(ctx[1]["object"], p2);
+    assert_eq!(ctx[2]["object"], cp().get("pod", &ns, "p1").expect("p1 stored"));
+    assert_eq!(ctx[2]["object"]["metadata"]["labels"]["tier"], "front");
+
+    // A pod on no node is deleted with grace period 0, in two writes: first its
+    // deletionTimestamp is set (Modified), then it is removed (Deleted, carrying
+    // that last state under the deletion's resourceVersion).
+    kubectl(&["-n", &ns, "delete", "pod", "p2", "--wait=false"]);
+    let ctx = expect(
+        &op,
+        "pods",
+        &["Synchronization p1", "Added p2", "Modified p1", "Modified p2", "Deleted p2"],
+    );
+    let terminating = &ctx[3]["object"];
+    assert_eq!(terminating["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string(), "{terminating}");
+    let mut deleted = ctx[4]["object"].clone();
+    assert_ne!(
+        deleted["metadata"]["resourceVersion"],
+        terminating["metadata"]["resourceVersion"]
+    );
+    deleted["metadata"]["resourceVersion"] = terminating["metadata"]["resourceVersion"].clone();
+    assert_eq!(&deleted, terminating, "the Deleted object is the last state");
+    let mut before = terminating.clone();
+    let meta = before["metadata"].as_object_mut().expect("metadata");
+    for field in ["deletionGracePeriodSeconds", "deletionTimestamp", "generation", "resourceVersion"] {
+        meta.remove(field);
+    }
+    let mut p2 = p2;
+    let meta = p2["metadata"].as_object_mut().expect("metadata");
+    for field in ["generation", "resourceVersion"] {
+        meta.remove(field);
+    }
+    assert_eq!(before, p2, "only the deletion fields changed");
+    assert!(cp().get("pod", &ns, "p2").is_none(), "p2 is gone from the server");
+}
+
+/// A CRD with a unique group, Established; its objects keep the server's typing.
+fn widget_crd() -> (String, String) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let group = format!("b{}-{n}.bindings.test.example.com", std::process::id());
+    let name = format!("widgets.{group}");
+    apply(&format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {name}\n\
+         spec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}\n\
+         \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n\
+         \x20       properties:\n          spec:\n            type: object\n            properties:\n\
+         \x20             replicas: {{type: integer}}\n              ratio: {{type: number}}\n              enabled: {{type: boolean}}\n\
+         \x20             tags: {{type: array, items: {{type: string}}}}\n\
+         \x20             extra: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
+    ));
+    kubectl(&["wait", "--for=condition=Established", &format!("crd/{name}"), "--timeout=30s"]);
+    (group, name)
+}
+
+fn widget(ns: &str, group: &str, name: &str, replicas: i64) -> String {
+    format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: {name}\n  namespace: {ns}\n\
+         spec:\n  replicas: {replicas}\n  ratio: 0.25\n  enabled: true\n  tags: [a, b]\n\
+         \x20 extra: {{count: 7, half: 1.5, big: 9007199254740993, none: null, text: \"12\"}}\n"
+    )
+}
+
+#[test]
+fn crd_synchronization_and_events_match_the_server() {
+    let _api = api_shared();
+    let ns = cp().namespace("bind-crd");
+    let (group, crd) = widget_crd();
+    apply(&widget(&ns, &group, "w1", 1));
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n- name: widgets\n  apiVersion: {group}/v1\n  kind: Widget\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n\
+         - name: specs\n  apiVersion: {group}/v1\n  kind: Widget\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n  jqFilter: .spec\n  keepFullObjectsInMemory: false\n"
+    );
+    let op = admin_operator(&[("w.sh", hook("w", &config, ""))]);
+    let ctx = expect(&op, "widgets", &["Synchronization w1"]);
+    let w1 = cp().get(&crd, &ns, "w1").expect("w1 stored");
+    assert_eq!(ctx[0]["objects"][0]["object"], w1);
+    let spec = &w1["spec"];
+    assert!(spec["replicas"].is_i64() && spec["ratio"].is_f64() && spec["enabled"].is_boolean());
+    assert_eq!(spec["extra"]["big"].as_u64(), Some(9007199254740993));
+    assert!(spec["extra"]["half"].is_f64() && spec["extra"]["none"].is_null());
+    assert_eq!(spec["extra"]["text"], "12", "a string of digits stays a string");
+    let specs = expect(&op, "specs", &[&format!("Synchronization {}", spec)]);
+    assert_eq!(specs[0]["objects"][0]["filterResult"]["extra"]["half"], 1.5);
+    assert!(specs[0]["objects"][0].get("object").is_none(), "keepFullObjectsInMemory: false");
+
+    apply(&widget(&ns, &group, "w2", 2));
+    let ctx = expect(&op, "widgets", &["Synchronization w1", "Added w2"]);
+    assert_eq!(ctx[1]["object"], cp().get(&crd, &ns, "w2").expect("w2 stored"));
+    kubectl(&["-n", &ns, "patch", &crd, "w1", "--type=merge", "-p", r#"{"spec":{"replicas":5}}"#]);
+    let ctx = expect(&op, "widgets", &["Synchronization w1", "Added w2", "Modified w1"]);
+    let w1 = cp().get(&crd, &ns, "w1").expect("w1 stored");
+    assert_eq!(ctx[2]["object"], w1);
+    assert_eq!(ctx[2]["object"]["spec"]["replicas"].as_i64(), Some(5));
+    // A change outside the jqFilter's result runs nothing for "specs"; the label
+    // change below is Modified for "widgets" only.
+    kubectl(&["-n", &ns, "label", &crd, "w2", "touched=yes"]);
+    kubectl(&["-n", &ns, "delete", &crd, "w2"]);
+    let ctx = expect(
+        &op,
+        "widgets",
+        &["Synchronization w1", "Added w2", "Modified w1", "Modified w2", "Deleted w2"],
+    );
+    assert_eq!(ctx[4]["object"]["metadata"]["labels"]["touched"], "yes");
+    let w2_spec = ctx[4]["object"]["spec"].to_string();
+    let want = [
+        format!("Synchronization {spec}"),
+        format!("Added {w2_spec}"),
+        format!("Modified {}", w1["spec"]),
+        format!("Deleted {w2_spec}"),
+    ];
+    expect(&op, "specs", &want.iter().map(String::as_str).collect::<Vec<_>>());
 }
