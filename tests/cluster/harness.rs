@@ -87,12 +87,16 @@ pub static RESTART: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// `RESTART.read()`, whether or not a test panicked while holding it.
 pub fn api_shared() -> std::sync::RwLockReadGuard<'static, ()> {
-    RESTART.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    RESTART
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `RESTART.write()`, whether or not a test panicked while holding it.
 pub fn api_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
-    RESTART.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    RESTART
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Kills kube-apiserver, runs `down` (etcd keeps running), and starts it again, also
