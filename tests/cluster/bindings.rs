@@ -743,3 +743,256 @@ fn namespace_name_and_label_selectors_follow_relabelled_namespaces() {
         ],
     );
 }
+
+/// A ConfigMap binding on `ns` with full objects ("cms") and one sharing its watch
+/// with a jqFilter and only filter results ("values").
+fn two_bindings(ns: &str) -> String {
+    hook(
+        "cm",
+        &format!(
+            "configVersion: v1\nkubernetes:\n\
+             - name: cms\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n\
+             - name: values\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n  \
+             jqFilter: '.metadata.name + \"=\" + .data.v'\n  keepFullObjectsInMemory: false\n"
+        ),
+        "",
+    )
+}
+
+/// The value of `kubernetes_client_watch_errors_total{error_type}` on `op`'s
+/// metrics endpoint (0 when absent).
+fn watch_errors(op: &crate::common::Operator, error_type: &str) -> f64 {
+    let (_, body) = op.http_get("/metrics");
+    let label = format!("error_type=\"{error_type}\"");
+    body.lines()
+        .filter(|l| l.contains("kubernetes_client_watch_errors_total{") && l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The watches break when kube-apiserver is killed and come back when it is up
+/// again; changes made after the restart are each seen once, and nothing seen
+/// before is announced again.
+#[test]
+fn watches_survive_an_apiserver_restart_without_loss_or_doubles() {
+    let _api = api_exclusive();
+    let ns = cp().namespace("bind-restart");
+    for name in ["a", "b", "c"] {
+        kubectl(&["-n", &ns, "create", "configmap", name, "--from-literal=v=1"]);
+    }
+    let (group, crd) = widget_crd();
+    apply(&widget(&ns, &group, "w1", 1));
+    let widgets = hook(
+        "w",
+        &format!(
+            "configVersion: v1\nkubernetes:\n- name: widgets\n  apiVersion: {group}/v1\n  kind: Widget\n  \
+             namespace:\n    nameSelector:\n      matchNames: [{ns}]\n  jqFilter: .spec.replicas\n"
+        ),
+        "",
+    );
+    let op = admin_operator(&[("cm.sh", two_bindings(&ns)), ("w.sh", widgets)]);
+    expect(&op, "cms", &["Synchronization a,b,c"]);
+    expect(&op, "values", &["Synchronization a=1,b=1,c=1"]);
+    expect(&op, "widgets", &["Synchronization 1"]);
+
+    with_apiserver_down(|| ());
+    // A custom resource's watch comes back too (its CRD is served again once the
+    // restarted server has read it).
+    kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        &crd,
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":2}}"#,
+    ]);
+    let ctx = expect(&op, "widgets", &["Synchronization 1", "Modified 2"]);
+    assert_eq!(ctx[1]["object"], cp().get(&crd, &ns, "w1").expect("w1"));
+    kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "a",
+        "-p",
+        r#"{"data":{"v":"2"}}"#,
+    ]);
+    let ctx = expect(&op, "cms", &["Synchronization a,b,c", "Modified a"]);
+    assert_eq!(
+        ctx[1]["object"],
+        cp().get("configmap", &ns, "a").expect("a")
+    );
+    kubectl(&["-n", &ns, "create", "configmap", "d", "--from-literal=v=1"]);
+    expect(
+        &op,
+        "cms",
+        &["Synchronization a,b,c", "Modified a", "Added d"],
+    );
+    kubectl(&["-n", &ns, "delete", "configmap", "b"]);
+    expect(
+        &op,
+        "cms",
+        &[
+            "Synchronization a,b,c",
+            "Modified a",
+            "Added d",
+            "Deleted b",
+        ],
+    );
+    // The fence: everything before it has been handled.
+    kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "fence",
+        "--from-literal=v=1",
+    ]);
+    let ctx = expect(
+        &op,
+        "cms",
+        &[
+            "Synchronization a,b,c",
+            "Modified a",
+            "Added d",
+            "Deleted b",
+            "Added fence",
+        ],
+    );
+    assert_eq!(
+        ctx[4]["object"],
+        cp().get("configmap", &ns, "fence").expect("fence")
+    );
+    expect(
+        &op,
+        "values",
+        &[
+            "Synchronization a=1,b=1,c=1",
+            "Modified a=2",
+            "Added d=1",
+            "Deleted b=1",
+            "Added fence=1",
+        ],
+    );
+    // The kill broke the open watches (the client saw the connection end).
+    let line = op.wait_log("\"error_type\":\"unexpected-eof\"", WAIT);
+    assert!(line.contains("watch error"), "{line}");
+}
+
+/// With kube-apiserver down, one ConfigMap is changed and one deleted directly in
+/// etcd and the history is compacted: the operator's resume version is gone (410),
+/// it relists, and the hook sees exactly those two differences.
+#[test]
+fn compaction_while_the_apiserver_is_down_forces_a_relist_with_exact_differences() {
+    let _api = api_exclusive();
+    let ns = cp().namespace("bind-compact");
+    for name in ["change", "keep", "remove"] {
+        kubectl(&["-n", &ns, "create", "configmap", name, "--from-literal=v=1"]);
+    }
+    let op = admin_operator(&[("cm.sh", two_bindings(&ns))]);
+    let sync = expect(&op, "cms", &["Synchronization change,keep,remove"]);
+    expect(&op, "values", &["Synchronization change=1,keep=1,remove=1"]);
+    let removed = sync[0]["objects"]
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|o| o["object"]["metadata"]["name"] == "remove")
+        })
+        .map(|o| o["object"].clone())
+        .expect("remove in the Synchronization");
+    let expired_before = watch_errors(&op, "expired");
+
+    let etcd = cp().etcd();
+    with_apiserver_down(|| {
+        let key = format!("/registry/configmaps/{ns}/change");
+        let text = etcd.get(&key).expect("etcd get").expect("change in etcd");
+        let mut stored: Value = serde_json::from_str(&text).expect("stored as JSON");
+        assert!(
+            stored["metadata"].get("resourceVersion").is_none(),
+            "the API server keeps resourceVersion out of etcd: {stored}"
+        );
+        stored["data"]["v"] = "2".into();
+        etcd.put(&key, &stored.to_string()).expect("etcd put");
+        etcd.delete(&format!("/registry/configmaps/{ns}/remove"))
+            .expect("etcd delete");
+        etcd.compact().expect("etcd compact");
+    });
+
+    // A relist sends what changed in list order, then what is gone; the fence
+    // comes after both.
+    wait_binding(&op, "cms", 3);
+    kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "fence",
+        "--from-literal=v=1",
+    ]);
+    let ctx = expect(
+        &op,
+        "cms",
+        &[
+            "Synchronization change,keep,remove",
+            "Modified change",
+            "Deleted remove",
+            "Added fence",
+        ],
+    );
+    let change = cp().get("configmap", &ns, "change").expect("change");
+    assert_eq!(change["data"]["v"], "2", "the server serves what etcd has");
+    assert_eq!(ctx[1]["object"], change);
+    assert_eq!(
+        ctx[2]["object"], removed,
+        "a relist's Deleted carries the last state seen"
+    );
+    assert!(cp().get("configmap", &ns, "remove").is_none());
+    expect(
+        &op,
+        "values",
+        &[
+            "Synchronization change=1,keep=1,remove=1",
+            "Modified change=2",
+            "Deleted remove=1",
+            "Added fence=1",
+        ],
+    );
+    let line = op.wait_log("\"error_type\":\"expired\"", WAIT);
+    assert!(line.contains("watch error"), "{line}");
+    assert!(
+        watch_errors(&op, "expired") > expired_before,
+        "kubernetes_client_watch_errors_total{{error_type=\"expired\"}} counted the 410"
+    );
+}
+
+/// A field selector the real server refuses (ConfigMaps know only metadata.name and
+/// metadata.namespace; kube-sim accepts any path): enabling fails at once with the
+/// server's reason, naming hook and binding, and is retried; the monitor does not
+/// sit out the initial-list timeout (60 s) on a request that cannot succeed.
+#[test]
+fn a_field_selector_the_server_refuses_fails_enabling_with_its_reason() {
+    let _api = api_shared();
+    let ns = cp().namespace("bind-refused");
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n- name: phases\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n  \
+         fieldSelector:\n    matchExpressions:\n    - {{field: status.phase, operator: Equals, value: Running}}\n"
+    );
+    let op = admin_operator(&[("refused.sh", hook("refused", &config, ""))]);
+    let line = op.wait_log("EnableKubernetesBindings failed", WAIT);
+    for part in [
+        "refused.sh",
+        "phases",
+        "400",
+        r#"\"status.phase\" is not a known field selector"#,
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    assert!(
+        !op.logs().contains("does not stream initial lists"),
+        "a refused selector is not a server without streaming lists:\n{}",
+        op.logs()
+    );
+    assert!(op.runs().is_empty(), "no hook ran");
+}
