@@ -401,6 +401,8 @@ impl Monitor {
 
     /// Starts a reflector sending on the shared watch channel and waits for its
     /// initial list; other watches' events meanwhile wait in `pending`, in order.
+    /// Failures are retried until [`INITIAL_LIST_TIMEOUT`], except a request the
+    /// server refuses (400), which fails at once with the server's reason.
     fn start_watch(
         &mut self,
         key: &WatchKey,
@@ -438,6 +440,12 @@ impl Monitor {
                         .kubernetes_client_watch_errors_total
                         .with_label_values(&[kind.as_str()])
                         .inc();
+                    // Retrying a request the server refuses cannot help: fail
+                    // enabling now, with the server's reason (the task is retried).
+                    if kind == kube::WatchErrorKind::Refused {
+                        handle.stop();
+                        return Err(format!("{context}: {message}"));
+                    }
                     log::warn(
                         "initial list failed, retrying",
                         &[("binding", context), ("error", &message)],

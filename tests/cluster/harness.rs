@@ -75,3 +75,37 @@ pub fn wait_contexts(op: &Operator, n: usize) -> Vec<Value> {
     });
     contexts(op)
 }
+
+/// Guards the shared API server against restarts. `cp().kill_apiserver()` breaks
+/// every request of every test in this process until `start_apiserver()` returns, so:
+/// every test that runs an operator (or otherwise talks to the API server) holds
+/// `RESTART.read()` for its whole body ([`api_shared`]; declare the guard first so it
+/// is dropped last, after the operator), and a test that restarts the API server
+/// holds `RESTART.write()` ([`api_exclusive`]): it waits until no other test runs and
+/// none starts until it is done.
+pub static RESTART: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// `RESTART.read()`, whether or not a test panicked while holding it.
+pub fn api_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    RESTART
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `RESTART.write()`, whether or not a test panicked while holding it.
+pub fn api_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    RESTART
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills kube-apiserver, runs `down` (etcd keeps running), and starts it again, also
+/// when `down` panics (so one failing test does not leave the API server down for
+/// the others). Hold [`api_exclusive`] around it.
+pub fn with_apiserver_down<T>(down: impl FnOnce() -> T) -> T {
+    cp().kill_apiserver();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(down));
+    cp().start_apiserver()
+        .unwrap_or_else(|e| panic!("restart kube-apiserver: {e}"));
+    result.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
