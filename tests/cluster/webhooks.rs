@@ -173,6 +173,7 @@ fn configmap(ns: &str, name: &str, data: &str) -> String {
 
 #[test]
 fn admission_hooks_answer_the_real_api_server_over_tls() {
+    let _api = api_shared();
     let ns = cp().namespace("wh-adm");
     let ep = Endpoint::new(&ns, "hooks-svc");
     let mut args = ep.flags("validating");
@@ -425,6 +426,7 @@ fn get_json(args: &[&str]) -> Value {
 
 #[test]
 fn conversion_hook_converts_stored_objects_for_the_real_api_server() {
+    let _api = api_shared();
     let ns = cp().namespace("wh-conv");
     let group = format!("{ns}.example.com");
     let crd = format!("crontabs.{group}");
