@@ -1,6 +1,8 @@
 // Wrapper module for building flant's shell-operator as the compatibility oracle
 // (scripts/install-flant.sh). Replace directives only apply in the main module, so
-// the release's own replace is repeated here.
+// the release's own replace is repeated here. github.com/deckhouse/module-sdk
+// v0.11.1, which the release requires, is refused by the Go module proxy (403), as
+// are v0.8–v0.15 except v0.10.4; the build uses v0.10.4, the one it compiles with.
 module shell-operator-rs/flant-shell-operator
 
 go 1.26.4
