@@ -11,4 +11,5 @@ mod common;
 
 mod oracle;
 
+mod patcher;
 mod shell;

@@ -43,13 +43,36 @@ pub fn recorder(tag: &str, config: &str) -> String {
 pub struct Pair {
     pub flant: Operator,
     pub ours: Operator,
+    /// flant's metrics port (ours says its own in the log: `ours.port()`).
+    pub flant_port: u16,
 }
 
 impl Pair {
     pub fn start(hooks: &[(&str, String)], args: &[&str]) -> Pair {
-        let flant = Operator::start_program(&flant_shell_operator(), hooks, args, &[]);
-        let ours = Operator::start(hooks, args, &[]);
-        Pair { flant, ours }
+        Pair::start_with_env(hooks, args, &[], &[])
+    }
+
+    /// [`Pair::start`] with environment variables of each's own for the hooks.
+    pub fn start_with_env(
+        hooks: &[(&str, String)],
+        args: &[&str],
+        flant_env: &[(&str, &str)],
+        ours_env: &[(&str, &str)],
+    ) -> Pair {
+        let flant_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let port = flant_port.to_string();
+        let mut flant_args = args.to_vec();
+        flant_args.extend(["--listen-port", port.as_str()]);
+        let flant = Operator::start_program(&flant_shell_operator(), hooks, &flant_args, flant_env);
+        let ours = Operator::start(hooks, args, ours_env);
+        Pair {
+            flant,
+            ours,
+            flant_port,
+        }
     }
 
     /// Waits until neither operator's hooks ran for `quiet` (at most 60 s).
