@@ -40,7 +40,11 @@ fn summary(ctx: &[Value]) -> Vec<(String, String, String)> {
                         .iter()
                         .map(|o| {
                             let m = &o["object"]["metadata"];
-                            format!("{}/{}", m["namespace"].as_str().unwrap_or(""), m["name"].as_str().unwrap_or(""))
+                            format!(
+                                "{}/{}",
+                                m["namespace"].as_str().unwrap_or(""),
+                                m["name"].as_str().unwrap_or("")
+                            )
                         })
                         .collect();
                     names.sort();
@@ -48,7 +52,11 @@ fn summary(ctx: &[Value]) -> Vec<(String, String, String)> {
                 }
                 None => {
                     let m = &c["object"]["metadata"];
-                    format!("{}/{}", m["namespace"].as_str().unwrap_or(""), m["name"].as_str().unwrap_or(""))
+                    format!(
+                        "{}/{}",
+                        m["namespace"].as_str().unwrap_or(""),
+                        m["name"].as_str().unwrap_or("")
+                    )
                 }
             };
             (
@@ -103,7 +111,15 @@ fn pod_binding_works_with_the_least_privilege_account() {
 
     create_pod(&ns, "p2");
     kubectl(&["-n", &ns, "label", "pod", "p1", "seen=yes"]);
-    kubectl(&["-n", &ns, "delete", "pod", "p2", "--grace-period=0", "--force"]);
+    kubectl(&[
+        "-n",
+        &ns,
+        "delete",
+        "pod",
+        "p2",
+        "--grace-period=0",
+        "--force",
+    ]);
     let p2 = format!("{ns}/p2");
     let deleted = ev("Event", "Deleted", &p2);
     let ctx = wait_for("p2's Deleted event", || {
@@ -111,7 +127,14 @@ fn pod_binding_works_with_the_least_privilege_account() {
         summary(&ctx).contains(&deleted).then_some(ctx)
     });
     let got = summary(&ctx);
-    assert_eq!(got[..3], [ev("Synchronization", "", &p1), ev("Event", "Added", &p2), ev("Event", "Modified", &p1)]);
+    assert_eq!(
+        got[..3],
+        [
+            ev("Synchronization", "", &p1),
+            ev("Event", "Added", &p2),
+            ev("Event", "Modified", &p1)
+        ]
+    );
     assert_eq!(got.last(), Some(&deleted), "{got:#?}");
     assert_eq!(ctx[2]["object"]["metadata"]["labels"]["seen"], "yes");
     assert!(!op.logs().contains("403"), "{}", op.logs());
@@ -134,7 +157,10 @@ fn namespace_label_selector_works_with_the_least_privilege_account() {
     );
     let op = sa_operator(&[("nsl.sh", hook("nsl", &config, ""))], &[], &[]);
     let ctx = wait_contexts(&op, 1);
-    assert_eq!(summary(&ctx), vec![ev("Synchronization", "", &format!("{ns1}/a"))]);
+    assert_eq!(
+        summary(&ctx),
+        vec![ev("Synchronization", "", &format!("{ns1}/a"))]
+    );
 
     kubectl(&["label", "namespace", &ns2, &label]);
     let ctx = wait_contexts(&op, 2);
@@ -151,7 +177,10 @@ fn namespace_label_selector_works_with_the_least_privilege_account() {
 #[test]
 fn ha_lease_works_with_the_least_privilege_account() {
     let ns = cp().namespace("rbac-ha");
-    let hooks = [("start.sh", hook("start", "configVersion: v1\nonStartup: 1", ""))];
+    let hooks = [(
+        "start.sh",
+        hook("start", "configVersion: v1\nonStartup: 1", ""),
+    )];
     let args = [
         "--ha",
         "--namespace",
@@ -201,7 +230,10 @@ fn a_forbidden_patch_is_a_403_in_the_log_retried_with_backoff() {
          {{\"operation\": \"Create\", \"object\": {{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n\
          \"metadata\": {{\"name\": \"made\", \"namespace\": \"{ns}\"}}, \"data\": {{\"k\": \"v\"}}}}}}\nPATCH"
     );
-    let hooks = [("make.sh", hook("make", "configVersion: v1\nonStartup: 1", &body))];
+    let hooks = [(
+        "make.sh",
+        hook("make", "configVersion: v1\nonStartup: 1", &body),
+    )];
     let op = sa_operator(&hooks, &[], &[]);
     let times = arrivals(&op, "Hook failed, will retry", Duration::from_secs(14));
     let line = op.wait_log("Hook failed, will retry", WAIT);
@@ -211,11 +243,22 @@ fn a_forbidden_patch_is_a_403_in_the_log_retried_with_backoff() {
          in API group \\\"\\\" in the namespace \\\"{ns}\\\""
     );
     assert!(line.contains(&expected), "{line}\nexpected: {expected}");
-    assert!(cp().get("configmap", &ns, "made").is_none(), "nothing lands");
+    assert!(
+        cp().get("configmap", &ns, "made").is_none(),
+        "nothing lands"
+    );
     // Attempts at 0, ~5 s and ~11-12 s (flant's backoff: 5 s, then 5 s + 2^(n-1) s
     // + jitter < 1 s): three in 14 s, spaced as documented.
-    assert_eq!(times.len(), 3, "attempts in 14 s at {times:?}\n{}", op.logs());
-    let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    assert_eq!(
+        times.len(),
+        3,
+        "attempts in 14 s at {times:?}\n{}",
+        op.logs()
+    );
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
     assert!((4.5..6.0).contains(&gaps[0]), "first retry after {gaps:?}");
     assert!((5.5..7.5).contains(&gaps[1]), "second retry after {gaps:?}");
     assert_eq!(op.runs().len(), 3, "one hook run per attempt");
@@ -244,12 +287,25 @@ fn a_forbidden_binding_is_a_403_retried_with_backoff_and_sigterm_still_stops() {
     assert!(line.contains("hook 'cms.sh', binding 'cms'"), "{line}");
     // Delays in [0.4, 0.8), [0.8, 1.6), [1.6, 3.2), [3.2, 6.4): 4 or 5 attempts in
     // the first 7 s, never two within 0.35 s of each other.
-    assert!((3..=6).contains(&times.len()), "attempts in 7 s at {times:?}");
-    let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
-    assert!(gaps.iter().all(|g| *g >= 0.35), "retries too close: {gaps:?}");
+    assert!(
+        (3..=6).contains(&times.len()),
+        "attempts in 7 s at {times:?}"
+    );
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    assert!(
+        gaps.iter().all(|g| *g >= 0.35),
+        "retries too close: {gaps:?}"
+    );
     assert!(gaps.last() > gaps.first(), "no growth: {gaps:?}");
     assert_eq!(op.http_get("/healthz").0, 200);
-    assert!(op.runs().is_empty(), "the hook ran without its binding: {:?}", op.runs());
+    assert!(
+        op.runs().is_empty(),
+        "the hook ran without its binding: {:?}",
+        op.runs()
+    );
 
     op.signal(libc::SIGTERM);
     let asked = Instant::now();
