@@ -15,3 +15,4 @@ mod harness;
 
 mod bindings;
 mod rbac;
+mod patcher;
