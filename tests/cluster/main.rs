@@ -16,3 +16,4 @@ mod harness;
 mod bindings;
 mod rbac;
 mod patcher;
+mod ha;

@@ -1,5 +1,5 @@
 //! The object patcher (`$KUBERNETES_PATCH_PATH`) against the real API server: every
-//! operation the README documents, each read back with `cp().get`; the status
+//! operation the README documents, each read back with kubectl; the status
 //! subresource on a CRD with `subresources.status`; and the server's refusals (409,
 //! 422, 404) surfaced in its own words in the operator's log, with nothing after the
 //! failing operation applied.
@@ -60,8 +60,7 @@ fn failure(op: &Operator, needle: &str) -> String {
 
 /// The object as stored; panics when it is missing.
 fn get(kind: &str, ns: &str, name: &str) -> Value {
-    cp().get(kind, ns, name)
-        .unwrap_or_else(|| panic!("{kind} {ns}/{name} does not exist"))
+    get_retry(kind, ns, name).unwrap_or_else(|| panic!("{kind} {ns}/{name} does not exist"))
 }
 
 /// One JSON line: a ConfigMap manifest in `ns`.
@@ -73,8 +72,8 @@ fn cm(ns: &str, name: &str, data: Value) -> Value {
 /// Create, CreateIfNotExists and CreateOrUpdate, on new and existing ConfigMaps.
 #[test]
 fn creates_land_as_written() {
-    let ns = cp().namespace("patch-create");
-    kubectl(&[
+    let ns = namespace_retry("patch-create");
+    kubectl_retry(&[
         "-n",
         &ns,
         "create",
@@ -82,7 +81,7 @@ fn creates_land_as_written() {
         "kept",
         "--from-literal=k=old",
     ]);
-    kubectl(&[
+    kubectl_retry(&[
         "-n",
         &ns,
         "create",
@@ -90,7 +89,7 @@ fn creates_land_as_written() {
         "upd",
         "--from-literal=k=old",
     ]);
-    kubectl(&["-n", &ns, "label", "configmap", "upd", "old=yes"]);
+    kubectl_retry(&["-n", &ns, "label", "configmap", "upd", "old=yes"]);
     let upd_before = get("configmap", &ns, "upd");
     let kept_before = get("configmap", &ns, "kept");
     let mut toplevel_ns = cm(&ns, "toplevel", json!({"k": "t"}));
@@ -138,8 +137,8 @@ fn creates_land_as_written() {
 /// no error.
 #[test]
 fn jq_merge_and_json_patches_change_the_object() {
-    let ns = cp().namespace("patch-patches");
-    kubectl(&[
+    let ns = namespace_retry("patch-patches");
+    kubectl_retry(&[
         "-n",
         &ns,
         "create",
@@ -149,7 +148,7 @@ fn jq_merge_and_json_patches_change_the_object() {
         "--from-literal=b=2",
         "--from-literal=c=3",
     ]);
-    kubectl(&[
+    kubectl_retry(&[
         "-n",
         &ns,
         "create",
@@ -220,7 +219,7 @@ jsonPatch: [{{op: add, path: /data/a, value: b}}]
         same["metadata"]["resourceVersion"], same_before["metadata"]["resourceVersion"],
         "an unchanged JQPatch result is not written"
     );
-    assert!(cp().get("configmap", &ns, "missing").is_none());
+    assert!(get_retry("configmap", &ns, "missing").is_none());
 }
 
 /// A CRD of this test alone, with the status subresource.
@@ -251,18 +250,18 @@ spec:
 /// operation below changes a field of its own, so each one's effect is visible.
 #[test]
 fn status_subresource_patches_and_create_or_update_keeps_status() {
-    apply(CRD);
-    kubectl(&[
+    apply_retry(CRD);
+    kubectl_retry(&[
         "wait",
         "--for=condition=Established",
         "--timeout=30s",
         "crd/pwidgets.patcher.cluster.test",
     ]);
-    let ns = cp().namespace("patch-status");
-    apply(&format!(
+    let ns = namespace_retry("patch-status");
+    apply_retry(&format!(
         "apiVersion: patcher.cluster.test/v1\nkind: PWidget\nmetadata:\n  name: w1\n  namespace: {ns}\nspec:\n  size: 1\n"
     ));
-    kubectl(&[
+    kubectl_retry(&[
         "-n",
         &ns,
         "patch",
@@ -314,9 +313,9 @@ fn status_subresource_patches_and_create_or_update_keeps_status() {
 /// removes it at once.
 #[test]
 fn deletes_use_their_propagation_policy_and_foreground_waits() {
-    let ns = cp().namespace("patch-delete");
+    let ns = namespace_retry("patch-delete");
     for name in ["fg", "bg", "orph"] {
-        kubectl(&["-n", &ns, "create", "configmap", name]);
+        kubectl_retry(&["-n", &ns, "create", "configmap", name]);
     }
     let del = |operation: &str, name: &str| {
         json!({"operation": operation, "kind": "ConfigMap", "namespace": ns, "name": name})
@@ -332,19 +331,19 @@ fn deletes_use_their_propagation_policy_and_foreground_waits() {
     ];
     let op = patching(&ops.join("\n"));
     let fg = wait_for("fg marked for foreground deletion", || {
-        let fg = cp().get("configmap", &ns, "fg")?;
+        let fg = get_retry("configmap", &ns, "fg")?;
         fg["metadata"]["deletionTimestamp"]
             .is_string()
             .then_some(fg)
     });
     // The operator is now waiting for fg to go: the next operation has not run.
     assert!(
-        cp().get("configmap", &ns, "marker-b").is_none(),
+        get_retry("configmap", &ns, "marker-b").is_none(),
         "Delete did not wait for the object to be gone"
     );
     assert_eq!(fg["metadata"]["finalizers"], json!(["foregroundDeletion"]));
     assert!(
-        cp().get("configmap", &ns, "bg").is_none(),
+        get_retry("configmap", &ns, "bg").is_none(),
         "background: gone at once"
     );
     let orph = get("configmap", &ns, "orph");
@@ -354,12 +353,12 @@ fn deletes_use_their_propagation_policy_and_foreground_waits() {
         "{orph:#}"
     );
     assert!(
-        cp().get("configmap", &ns, "marker-a").is_some(),
+        get_retry("configmap", &ns, "marker-a").is_some(),
         "no wait after DeleteNonCascading"
     );
 
     // Play the garbage collector: no dependents, so it drops the finalizer.
-    kubectl(&[
+    kubectl_retry(&[
         "-n",
         &ns,
         "patch",
@@ -370,16 +369,16 @@ fn deletes_use_their_propagation_policy_and_foreground_waits() {
         r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
     ]);
     op.wait_log("startup finished", FAILURE_WAIT);
-    assert!(cp().get("configmap", &ns, "fg").is_none());
-    assert!(cp().get("configmap", &ns, "marker-b").is_some());
+    assert!(get_retry("configmap", &ns, "fg").is_none());
+    assert!(get_retry("configmap", &ns, "marker-b").is_some());
 }
 
 /// Create of an existing object: the server's 409 AlreadyExists, the object as it
 /// was, and nothing after the failing operation applied.
 #[test]
 fn create_of_an_existing_object_fails_with_the_servers_409() {
-    let ns = cp().namespace("patch-409");
-    kubectl(&[
+    let ns = namespace_retry("patch-409");
+    kubectl_retry(&[
         "-n",
         &ns,
         "create",
@@ -402,7 +401,7 @@ fn create_of_an_existing_object_fails_with_the_servers_409() {
     );
     assert_eq!(get("configmap", &ns, "a")["data"], json!({"k": "old"}));
     assert!(
-        cp().get("configmap", &ns, "after").is_none(),
+        get_retry("configmap", &ns, "after").is_none(),
         "applied after a failure"
     );
 }
@@ -412,8 +411,8 @@ fn create_of_an_existing_object_fails_with_the_servers_409() {
 /// the patch's other operations are not applied.
 #[test]
 fn a_failing_json_patch_test_is_the_servers_422() {
-    let ns = cp().namespace("patch-test");
-    kubectl(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
+    let ns = namespace_retry("patch-test");
+    kubectl_retry(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
     let patch = json!({"operation": "JSONPatch", "apiVersion": "v1", "kind": "ConfigMap",
         "namespace": ns, "name": "a", "jsonPatch": [
             {"op": "test", "path": "/data/k", "value": "other"},
@@ -435,8 +434,8 @@ fn a_failing_json_patch_test_is_the_servers_422() {
 /// decode into; the object is unchanged.
 #[test]
 fn a_merge_patch_with_non_string_data_is_the_servers_422() {
-    let ns = cp().namespace("patch-type");
-    kubectl(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
+    let ns = namespace_retry("patch-type");
+    kubectl_retry(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
     for (value, json_type) in [(json!(true), "bool"), (json!(5), "number")] {
         let patch = json!({"operation": "MergePatch", "apiVersion": "v1", "kind": "ConfigMap",
             "namespace": ns, "name": "a", "mergePatch": {"data": {"k": value}}});
@@ -476,7 +475,7 @@ fn create_in_a_missing_namespace_is_the_servers_404() {
 /// field path and rule.
 #[test]
 fn create_with_an_invalid_name_is_the_servers_422() {
-    let ns = cp().namespace("patch-name");
+    let ns = namespace_retry("patch-name");
     let patch = json!({"operation": "Create", "object": cm(&ns, "Bad_Name", json!({}))});
     let op = patching(&patch.to_string());
     let error = failure(&op, "422");
