@@ -108,4 +108,85 @@ pub fn with_apiserver_down<T>(down: impl FnOnce() -> T) -> T {
     cp().start_apiserver()
         .unwrap_or_else(|e| panic!("restart kube-apiserver: {e}"));
     result.unwrap_or_else(|p| std::panic::resume_unwind(p))
+
+/// Whether a kubectl error says the server could not be reached (kube-apiserver
+/// restarted by another test), as opposed to an answer from the server.
+fn unreachable(error: &str) -> bool {
+    [
+        "connection to the server",
+        "connection refused",
+        "was refused",
+        "EOF",
+        "ServiceUnavailable",
+        "the server is currently unable",
+        "i/o timeout",
+        "TLS handshake timeout",
+    ]
+    .iter()
+    .any(|n| error.contains(n))
+}
+
+/// kubectl as cluster-admin, retried for up to 60 s while the API server cannot be
+/// reached; after such a retry, AlreadyExists counts as done (the lost attempt did
+/// it). Panics with kubectl's error otherwise.
+pub fn kubectl_retry(args: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut retried = false;
+    loop {
+        match cp().kubectl(args) {
+            Ok(out) => return out,
+            Err(e) if retried && e.contains("AlreadyExists") => return e,
+            Err(e) if unreachable(&e) && Instant::now() < deadline => {
+                retried = true;
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// [`apply`], retried like [`kubectl_retry`] (apply is idempotent).
+pub fn apply_retry(yaml: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match cp().apply(yaml) {
+            Ok(_) => return,
+            Err(e) if unreachable(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Err(e) => panic!("apply: {e}\n{yaml}"),
+        }
+    }
+}
+
+/// The object as stored (managedFields included), `None` when it does not exist;
+/// unlike `cp().get`, an unreachable server is waited for (60 s), not taken for
+/// "does not exist".
+pub fn get_retry(kind: &str, namespace: &str, name: &str) -> Option<Value> {
+    let args = [
+        "-n",
+        namespace,
+        "get",
+        kind,
+        name,
+        "-o",
+        "json",
+        "--ignore-not-found",
+        "--show-managed-fields",
+    ];
+    let text = kubectl_retry(&args);
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{kind} {namespace}/{name}: {e}")))
+}
+
+/// A fresh namespace `<prefix>-<pid>-r<n>` (see `cp().namespace`), its creation
+/// retried like [`kubectl_retry`]. Never deleted.
+pub fn namespace_retry(prefix: &str) -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("{prefix}-{}-r{n}", std::process::id());
+    kubectl_retry(&["create", "namespace", &name]);
+    name
 }

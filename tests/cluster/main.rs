@@ -14,4 +14,7 @@ mod common;
 mod harness;
 
 mod bindings;
+mod ha;
+mod patcher;
+mod rbac;
 mod webhooks;
