@@ -236,6 +236,7 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 /// POST on a collection.
 pub fn create(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let body = decode_body(req)?;
+    crate::typing::check_body(&t.rt, &t.version, &body)?;
     if admission::any_configured(shared, &t.rt) {
         return admitted::save(shared, req, t, None, body);
     }
@@ -262,6 +263,9 @@ pub fn mode(t: &Target) -> WriteMode {
 /// PUT on an object (or its status / scale).
 pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let body = decode_body(req)?;
+    if t.sub.as_deref() != Some("scale") {
+        crate::typing::check_body(&t.rt, &t.version, &body)?;
+    }
     if admission::any_configured(shared, &t.rt) {
         let old = shared.store().get(&t.rt, &t.ns, name)?;
         if t.sub.as_deref() == Some("scale") {
@@ -310,6 +314,7 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         let current = shared.store().get(&t.rt, &t.ns, name)?;
         let at = presented(shared, t, current.clone())?;
         let patched = crate::patch::apply(&ct, &at, &req.body)?;
+        crate::typing::check_patched(&t.rt, &patched)?;
         return admitted::save(shared, req, t, Some(current), patched);
     }
     if t.sub.as_deref() == Some("scale") && admission::any_configured(shared, &t.rt) {
@@ -326,6 +331,7 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         return ok(200, &to_scale(&t.rt, &saved)?);
     }
     let patched = crate::patch::apply(&ct, &current, &req.body)?;
+    crate::typing::check_patched(&t.rt, &patched)?;
     let saved = st.update(&t.rt, &t.ns, name, patched, mode(t), dry_run(req))?;
     drop(st);
     ok(200, &presented(shared, t, saved)?)
@@ -342,6 +348,7 @@ fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> 
     }
     let mut body = crate::patch::parse_apply(&req.body)?;
     body["metadata"]["name"] = json!(name);
+    crate::typing::check_applied(&t.rt, &t.version, &body)?;
     if admitted_path(shared, t) {
         return admitted::apply(shared, req, t, name, manager, body);
     }

@@ -365,8 +365,7 @@ fn auto_ready_adds_status_event() {
     let rx = c.watch(&format!(
         "/apis/apps/v1/deployments?watch=1&resourceVersion={rv}"
     ));
-    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 2}});
+    let dep = common::deployment("default", "d", 2);
     assert_eq!(
         c.post("/apis/apps/v1/namespaces/default/deployments", &dep)
             .code,
