@@ -14,3 +14,4 @@ mod common;
 mod harness;
 
 mod bindings;
+mod kube_sim_diff;

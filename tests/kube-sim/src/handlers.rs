@@ -46,6 +46,9 @@ pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
         .map_err(ApiError::bad_request)?;
+    fields
+        .check_supported(&t.rt)
+        .map_err(ApiError::bad_request)?;
     let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
     Ok(Filter {
         namespace,
@@ -106,6 +109,9 @@ fn obj_key(o: &Value) -> (String, String) {
 /// GET on a collection.
 pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
     crate::listopts::validate(req, false)?;
+    if let Some(rv) = req.param("resourceVersion").filter(|rv| !rv.is_empty()) {
+        parse_rv(rv)?;
+    }
     let f = filter(req, t)?;
     let limit = req
         .param("limit")
@@ -142,7 +148,10 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
         if let Some(last) = items.last() {
             meta["continue"] = json!(encode_continue(rv, last));
         }
-        meta["remainingItemCount"] = json!(remaining);
+        // As from kube-apiserver: the count is only known without selectors.
+        if f.labels.is_empty() && f.fields.is_empty() {
+            meta["remainingItemCount"] = json!(remaining);
+        }
     }
     let items = crate::conversion::list_to_version(shared, &t.rt, &t.version, items)?;
     if table::wants_table(req) {
@@ -187,7 +196,11 @@ pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
     crate::listopts::validate(req, true)?;
     let rv = match req.param("resourceVersion") {
         None | Some("") | Some("0") => None,
-        Some(rv) => Some(parse_rv(rv)?),
+        // a watch words a bad resourceVersion as a 500 with no reason (measured)
+        Some(rv) => Some(parse_rv(rv).map_err(|e| {
+            let msg = e.message.trim_start_matches("invalid resource version: ");
+            ApiError::new(500, "", msg.to_string())
+        })?),
     };
     let start = match (req.param("sendInitialEvents"), rv) {
         (Some(_), _) if req.flag("sendInitialEvents") => Start::InitialEvents,
@@ -342,9 +355,15 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let manager = req.param("fieldManager").unwrap_or("");
     if manager.is_empty() {
-        return Err(ApiError::invalid(
+        let mut e = ApiError::invalid(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ));
+        );
+        e.details = Some(json!({"group": "meta.k8s.io", "kind": "PatchOptions"}));
+        return Err(e.with_causes(&[(
+            "FieldValueRequired",
+            "Required value: is required for apply patch".into(),
+            "fieldManager",
+        )]));
     }
     let mut body = crate::patch::parse_apply(&req.body)?;
     body["metadata"]["name"] = json!(name);

@@ -117,6 +117,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // Go's Status omits an empty reason.
+            if let Some(m) = s.as_object_mut() {
+                m.remove("reason");
+            }
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

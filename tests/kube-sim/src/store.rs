@@ -109,8 +109,12 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// Parses a resourceVersion string; RVs are opaque to clients but ours are numbers.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version {s:?}")))
+    s.parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {s:?}: strconv.ParseUint: \
+             parsing {s:?}: invalid syntax"
+        ))
+    })
 }
 
 impl Store {
@@ -329,11 +333,11 @@ impl Store {
         if rt.namespaced && self.strict_namespaces && !self.namespace_exists(&key.1) {
             return Err(ApiError::not_found("", "namespaces", &key.1));
         }
-        let obj_has_spec = obj.get("spec").is_some() || rt.key() == CRD_KEY;
+        let tracks_generation = crate::defaults::tracks_generation(rt, &obj);
         let meta = &mut obj["metadata"];
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(fmt_time(now_secs()));
-        if rt.crd || obj_has_spec {
+        if tracks_generation {
             meta["generation"] = json!(1);
         }
         if let Some(m) = meta.as_object_mut() {

@@ -223,18 +223,46 @@ pub fn check_patched(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     }
 }
 
-/// A server-side apply configuration that does not fit the type: 500, as
-/// kube-apiserver answers `failed to create typed patch object (<ns>/<name>; <gvk>): <error>`
-/// (kube-sim names the decoder's error, the real server its structured-merge one).
+/// Where a string was expected and something else sits, as structured-merge-diff
+/// words it: `.data.a: expected string, got &value.valueUnstructured{Value:1}`.
+fn smd_string_error(rt: &ResourceType, obj: &Value) -> Option<String> {
+    let fields = META.iter().chain(fields(rt));
+    for field in fields.filter(|f| matches!(f.ty, Ty::Str | Ty::MapStr)) {
+        let Some(v) = field.path.iter().try_fold(obj, |v, p| v.get(*p)) else {
+            continue;
+        };
+        let at = format!(".{}", field.path.join("."));
+        let bad = match (field.ty, v) {
+            (Ty::Str, Value::Bool(_) | Value::Number(_)) => Some((at, v)),
+            (Ty::MapStr, Value::Object(m)) => m
+                .iter()
+                .find(|(_, x)| x.is_boolean() || x.is_number())
+                .map(|(k, x)| (format!("{at}.{k}"), x)),
+            _ => None,
+        };
+        if let Some((at, v)) = bad {
+            return Some(format!(
+                "{at}: expected string, got &value.valueUnstructured{{Value:{v}}}"
+            ));
+        }
+    }
+    None
+}
+
+/// A server-side apply configuration that does not fit the type: 500 with no reason,
+/// as kube-apiserver answers `failed to create typed patch object (<ns>/<name>; <gvk>):
+/// <error>` (its structured-merge wording for a scalar where a string belongs, else
+/// the decoder's).
 pub fn check_applied(rt: &ResourceType, version: &str, obj: &Value) -> Result<(), ApiError> {
     match first_error(rt, obj) {
         None => Ok(()),
         Some(e) => {
+            let e = smd_string_error(rt, obj).unwrap_or(e);
             let m = &obj["metadata"];
             let s = |k: &str| m[k].as_str().unwrap_or("").to_string();
             Err(ApiError::new(
                 500,
-                "InternalError",
+                "",
                 format!(
                     "failed to create typed patch object ({}/{}; {}/{version}, Kind={}): {e}",
                     s("namespace"),
@@ -463,6 +491,23 @@ mod tests {
         assert!(
             e.ends_with("LeaseSpec.spec.leaseDurationSeconds of type int32"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn apply_errors_use_the_structured_merge_wording() {
+        let cm = rt("", "configmaps");
+        let obj = json!({"metadata": {"name": "ssa"}, "data": {"a": 1}});
+        let e = check_applied(&cm, "v1", &obj).unwrap_err();
+        assert_eq!((e.code, e.reason.as_ref()), (500, ""));
+        assert_eq!(
+            e.message,
+            "failed to create typed patch object (/ssa; /v1, Kind=ConfigMap): .data.a: expected \
+             string, got &value.valueUnstructured{Value:1}"
+        );
+        assert!(
+            e.to_status().get("reason").is_none(),
+            "an empty reason is omitted"
         );
     }
 

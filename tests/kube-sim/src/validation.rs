@@ -76,7 +76,7 @@ const LABEL_KEY: &str = "a valid label key must consist of alphanumeric characte
 '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or \
 '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an \
 optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
-const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric \
+pub const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric \
 characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
 'MyValue',  or 'my_value',  or '12345', regex used for validation is \
 '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
@@ -184,6 +184,11 @@ fn label_errors(name: &str, max: usize, ok: bool, why: &str) -> Vec<String> {
         out.push(why.to_string());
     }
     out
+}
+
+/// A valid label value: at most 63 characters of the label-value alphabet, or empty.
+pub fn is_label_value(v: &str) -> bool {
+    v.len() <= 63 && is_name_part(v, true)
 }
 
 fn check_metadata(rt: &ResourceType, obj: &Value, errs: &mut Errors) {
@@ -395,7 +400,10 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         .map(|c| (c.reason, c.text.clone(), c.field.as_str()))
         .collect();
     let mut e = ApiError::invalid(format!("{what} {name:?} is invalid: {all}"));
-    let mut details = json!({"name": name, "kind": rt.kind});
+    let mut details = json!({"kind": rt.kind});
+    if !name.is_empty() {
+        details["name"] = json!(name);
+    }
     if !rt.group.is_empty() {
         details["group"] = json!(rt.group);
     }
