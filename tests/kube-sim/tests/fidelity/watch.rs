@@ -93,7 +93,8 @@ fn selector_transitions() {
     relabel("db");
     let gone = next(&rx);
     assert_eq!(brief(&gone), b("DELETED", "x"));
-    assert_eq!(gone["object"]["metadata"]["labels"]["app"], "db");
+    // as from kube-apiserver's watch cache: the last state the watch could see
+    assert_eq!(gone["object"]["metadata"]["labels"]["app"], "web");
     sim.delete("v1", "ConfigMap", "default", "x").unwrap();
     assert!(
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
