@@ -4,6 +4,8 @@
 //! Service `type: ClusterIP`, `sessionAffinity: None`, port `protocol: TCP` and
 //! a `clusterIP` (helm 3's `--wait` waits for one). The IP is derived from the
 //! namespace and name (10.96.0.0/16), so re-defaulting on update keeps it.
+//! Also what Go's `omitempty` drops (empty metadata maps, ConfigMap/Secret data)
+//! and which kinds carry `metadata.generation` (measured on kube-apiserver 1.35).
 
 use crate::discovery::fnv;
 use crate::registry::ResourceType;
