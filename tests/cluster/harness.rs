@@ -108,6 +108,7 @@ pub fn with_apiserver_down<T>(down: impl FnOnce() -> T) -> T {
     cp().start_apiserver()
         .unwrap_or_else(|e| panic!("restart kube-apiserver: {e}"));
     result.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
 
 /// Whether a kubectl error says the server could not be reached (kube-apiserver
 /// restarted by another test), as opposed to an answer from the server.

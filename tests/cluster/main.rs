@@ -15,6 +15,7 @@ mod harness;
 
 mod bindings;
 mod ha;
+mod kube_sim_diff;
 mod patcher;
 mod rbac;
 mod webhooks;
