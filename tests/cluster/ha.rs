@@ -174,6 +174,7 @@ fn assert_no_overlap(lines: &[(String, String, u128)], old: &str, new: &str) {
 /// schedule and the Pod binding (its Synchronization has the pod made meanwhile).
 #[test]
 fn one_leader_runs_hooks_and_the_standby_takes_over_after_sigkill() {
+    let _api = api_shared();
     let c = Cluster::new();
     let (mut a, b) = c.leader_and_standby();
     let lease = c.lease();
@@ -257,6 +258,7 @@ fn one_leader_runs_hooks_and_the_standby_takes_over_after_sigkill() {
 /// the standby takes over at its next read, well before a lease duration.
 #[test]
 fn sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
+    let _api = api_shared();
     let c = Cluster::new();
     let (mut a, b) = c.leader_and_standby();
     let transitions = c.lease()["leaseTransitions"].as_i64().unwrap_or(0);

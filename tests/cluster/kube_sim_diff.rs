@@ -319,6 +319,7 @@ fn deployment(name: &str, image: &str) -> Value {
 /// and details (causes included) from both servers.
 #[test]
 fn typing_and_validation_errors_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-typing");
     let cms = "/api/v1/namespaces/{ns}/configmaps";
     let cases: Vec<(&str, Value)> = vec![
@@ -481,6 +482,7 @@ fn typing_and_validation_errors_match() {
 /// before uniqueness (409); a stale resourceVersion is 409 Conflict with the real text.
 #[test]
 fn conflicts_and_check_order_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-order");
     let cm = json!({"metadata": {"name": "c1"}, "data": {"a": "1"}}).to_string();
     let (r, _) = p.same(
@@ -558,6 +560,7 @@ fn conflicts_and_check_order_match() {
 /// strategic merge, apply with fieldManager and force), status subresource, delete.
 #[test]
 fn writes_the_operator_sends_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-writes");
     let cms = "/api/v1/namespaces/{ns}/configmaps";
     let cm = "/api/v1/namespaces/{ns}/configmaps/w";
@@ -819,6 +822,7 @@ fn writes_the_operator_sends_match() {
 /// read (a stale one is 409), MicroTime timestamps.
 #[test]
 fn leases_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-lease");
     let now = "2026-01-02T03:04:05.123456Z";
     let spec = |holder: &str, t: i64| {
@@ -859,6 +863,7 @@ fn leases_match() {
 /// (pages, tokens, remainingItemCount), a bad selector.
 #[test]
 fn lists_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-list");
     let cms = "/api/v1/namespaces/{ns}/configmaps";
     for (i, tier) in ["a", "b", "a", "c", "a"].iter().enumerate() {
@@ -980,6 +985,7 @@ fn lists_match() {
 /// the events of a create, update and delete; and from "" (the current state first).
 #[test]
 fn watches_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-watch");
     let cms = "/api/v1/namespaces/{ns}/configmaps";
     p.same("POST", cms, JSON, Some(r#"{"metadata":{"name":"before"}}"#));
@@ -1075,6 +1081,7 @@ fn watches_match() {
 /// kubectl create/apply/get/patch/delete: the same output and the same errors.
 #[test]
 fn kubectl_matches() {
+    let _api = api_shared();
     let p = Pair::new("ksd-kubectl");
     let same = |args: &[&str], stdin: Option<&str>| {
         let (r, s) = p.kubectl(args, stdin);
@@ -1270,6 +1277,7 @@ fn without_modified_at(labels: &Value) -> Value {
 /// small chart: the objects left behind are the same on both servers.
 #[test]
 fn helm_releases_match() {
+    let _api = api_shared();
     let p = Pair::new("ksd-helm");
     let chart = write_chart(&p.dir.0);
     let chart = chart.to_str().expect("utf8 path");

@@ -72,6 +72,7 @@ fn cm(ns: &str, name: &str, data: Value) -> Value {
 /// Create, CreateIfNotExists and CreateOrUpdate, on new and existing ConfigMaps.
 #[test]
 fn creates_land_as_written() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-create");
     kubectl_retry(&[
         "-n",
@@ -137,6 +138,7 @@ fn creates_land_as_written() {
 /// no error.
 #[test]
 fn jq_merge_and_json_patches_change_the_object() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-patches");
     kubectl_retry(&[
         "-n",
@@ -250,6 +252,7 @@ spec:
 /// operation below changes a field of its own, so each one's effect is visible.
 #[test]
 fn status_subresource_patches_and_create_or_update_keeps_status() {
+    let _api = api_shared();
     apply_retry(CRD);
     kubectl_retry(&[
         "wait",
@@ -313,6 +316,7 @@ fn status_subresource_patches_and_create_or_update_keeps_status() {
 /// removes it at once.
 #[test]
 fn deletes_use_their_propagation_policy_and_foreground_waits() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-delete");
     for name in ["fg", "bg", "orph"] {
         kubectl_retry(&["-n", &ns, "create", "configmap", name]);
@@ -377,6 +381,7 @@ fn deletes_use_their_propagation_policy_and_foreground_waits() {
 /// was, and nothing after the failing operation applied.
 #[test]
 fn create_of_an_existing_object_fails_with_the_servers_409() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-409");
     kubectl_retry(&[
         "-n",
@@ -411,6 +416,7 @@ fn create_of_an_existing_object_fails_with_the_servers_409() {
 /// the patch's other operations are not applied.
 #[test]
 fn a_failing_json_patch_test_is_the_servers_422() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-test");
     kubectl_retry(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
     let patch = json!({"operation": "JSONPatch", "apiVersion": "v1", "kind": "ConfigMap",
@@ -434,6 +440,7 @@ fn a_failing_json_patch_test_is_the_servers_422() {
 /// decode into; the object is unchanged.
 #[test]
 fn a_merge_patch_with_non_string_data_is_the_servers_422() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-type");
     kubectl_retry(&["-n", &ns, "create", "configmap", "a", "--from-literal=k=v"]);
     for (value, json_type) in [(json!(true), "bool"), (json!(5), "number")] {
@@ -458,6 +465,7 @@ fn a_merge_patch_with_non_string_data_is_the_servers_422() {
 /// Create in a namespace that does not exist: the server's 404 naming the namespace.
 #[test]
 fn create_in_a_missing_namespace_is_the_servers_404() {
+    let _api = api_shared();
     let missing = format!("patch-missing-{}", std::process::id());
     let patch = json!({"operation": "Create", "object": cm(&missing, "a", json!({}))});
     let op = patching(&patch.to_string());
@@ -475,6 +483,7 @@ fn create_in_a_missing_namespace_is_the_servers_404() {
 /// field path and rule.
 #[test]
 fn create_with_an_invalid_name_is_the_servers_422() {
+    let _api = api_shared();
     let ns = namespace_retry("patch-name");
     let patch = json!({"operation": "Create", "object": cm(&ns, "Bad_Name", json!({}))});
     let op = patching(&patch.to_string());

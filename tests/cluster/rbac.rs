@@ -94,6 +94,7 @@ fn arrivals(op: &Operator, needle: &str, window: Duration) -> Vec<Duration> {
 /// the pods that exist, then Added / Modified / Deleted events.
 #[test]
 fn pod_binding_works_with_the_least_privilege_account() {
+    let _api = api_shared();
     let ns = namespace_retry("rbac-pods");
     create_pod(&ns, "p1");
     let config = format!(
@@ -144,6 +145,7 @@ fn pod_binding_works_with_the_least_privilege_account() {
 /// Synchronization; a namespace that starts matching brings its pods as Added.
 #[test]
 fn namespace_label_selector_works_with_the_least_privilege_account() {
+    let _api = api_shared();
     let ns1 = namespace_retry("rbac-nsl");
     let ns2 = namespace_retry("rbac-nsl");
     // A label unique to this test, so other tests' namespaces never match.
@@ -174,6 +176,7 @@ fn namespace_label_selector_works_with_the_least_privilege_account() {
 /// (an update), exiting 0.
 #[test]
 fn ha_lease_works_with_the_least_privilege_account() {
+    let _api = api_shared();
     let ns = namespace_retry("rbac-ha");
     let hooks = [(
         "start.sh",
@@ -218,6 +221,7 @@ fn ha_lease_works_with_the_least_privilege_account() {
 /// hot loop.
 #[test]
 fn a_forbidden_patch_is_a_403_in_the_log_retried_with_backoff() {
+    let _api = api_shared();
     let ns = namespace_retry("rbac-patch");
     let body = format!(
         "cat > \"$KUBERNETES_PATCH_PATH\" <<'PATCH'\n\
@@ -266,6 +270,7 @@ fn a_forbidden_patch_is_a_403_in_the_log_retried_with_backoff() {
 /// the 60 s initial-list timeout first).
 #[test]
 fn a_forbidden_binding_is_a_403_retried_with_backoff_and_sigterm_still_stops() {
+    let _api = api_shared();
     let ns = namespace_retry("rbac-cm");
     let config = format!(
         "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n"
