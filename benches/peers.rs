@@ -7,7 +7,8 @@
 //! with the ratio ours/kopf.
 //!
 //! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]
-//! [--servers sim,real]`
+//! [--servers sim,real] [--flant BIN]` (with `--flant`, flant's shell-operator runs
+//! the same hook as a fifth contender).
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
 
 #[path = "peers/cluster.rs"]
@@ -32,6 +33,7 @@ fn main() {
         operator: arg("--operator")
             .unwrap_or_else(|| PathBuf::from("target/release/shell-operator")),
         venv: arg("--venv").unwrap_or_else(|| PathBuf::from(".tools/peers-venv")),
+        flant: arg("--flant"),
         scripts: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers"),
     };
     let kube_sim = arg("--kube-sim").unwrap_or_else(|| PathBuf::from("target/release/kube-sim"));
@@ -92,9 +94,13 @@ fn run_all<'a>(
     for who in [
         Contender::Ours,
         Contender::OursAtExec,
+        Contender::Flant,
         Contender::Kopf,
         Contender::Floor,
-    ] {
+    ]
+    .into_iter()
+    .filter(|w| *w != Contender::Flant || programs.flant.is_some())
+    {
         let runs: Vec<Figures> = (0..trials)
             .filter_map(|n| {
                 let result = cluster(work).and_then(|c| scenario::trial(who, programs, &c, work));
@@ -200,6 +206,19 @@ fn print_table(server: &str, medians: &[(Contender, usize, Figures)]) {
             "| {name} | {o:.2} {unit} | {k:.2} {unit} | {:.2} | {f:.2} {unit} |",
             o / k
         );
+    }
+    // flant's shell-operator running the same `#!/bin/sh` hook (issue 25 targets:
+    // idle RSS <= 0.25x, ready <= 0.5x, p50 <= 1x).
+    if let Some(flant) = get(Contender::Flant) {
+        println!(
+            "\n| figure | ours | flant's shell-operator ({} trials) | ours/flant |\n| --- | --- | --- | --- |",
+            flant.1
+        );
+        for (name, get, unit) in ROWS {
+            let (o, f) = (get(&ours.2), get(&flant.2));
+            println!("| {name} | {o:.2} {unit} | {f:.2} {unit} | {:.2} |", o / f);
+        }
+        println!();
     }
     // The same latency with the hook's start time taken as it starts (stamp_exec.c),
     // not after its shell and `date` have started.

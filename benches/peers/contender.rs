@@ -1,5 +1,6 @@
 //! The programs `make bench-peers` compares, each started as one process against
-//! kube-sim or the real API server: our operator with a `#!/bin/sh` hook, kopf with an `on.event`
+//! kube-sim or the real API server: our operator (and flant's, same command line)
+//! with a `#!/bin/sh` hook, kopf with an `on.event`
 //! handler, and the floor, a plain Python list-then-watch loop. Each appends
 //! `<unix ns> <pod name>` to the same kind of out file. Our operator runs twice:
 //! once with the hook taking its start time with `date` (after its shell and
@@ -17,6 +18,8 @@ pub enum Contender {
     Ours,
     /// The same operator and hook, the start time taken at exec.
     OursAtExec,
+    /// flant's shell-operator (scripts/install-flant.sh) with the same hook.
+    Flant,
     Kopf,
     Floor,
 }
@@ -26,6 +29,7 @@ impl Contender {
         match self {
             Contender::Ours => "ours",
             Contender::OursAtExec => "ours, stamped at exec",
+            Contender::Flant => "flant",
             Contender::Kopf => "kopf",
             Contender::Floor => "floor",
         }
@@ -35,6 +39,8 @@ impl Contender {
 /// Where the programs are.
 pub struct Programs {
     pub operator: PathBuf,
+    /// flant's shell-operator; `None` leaves it out.
+    pub flant: Option<PathBuf>,
     pub venv: PathBuf,
     pub scripts: PathBuf,
 }
@@ -92,6 +98,18 @@ pub fn start(
                 dir,
                 &["--kube-config", kubeconfig],
                 &[("OUT", out), ("HOOK_BODY", &body)],
+            )?;
+            Ok(child)
+        }
+        Contender::Flant => {
+            let _ = std::fs::remove_dir_all(dir.join("hooks"));
+            common::write_exec(&dir.join("hooks/pods.sh"), HOOK);
+            let flant = programs.flant.as_ref().ok_or("no flant binary")?;
+            let (child, _port) = common::start_operator(
+                flant,
+                dir,
+                &["--kube-config", kubeconfig, "--log-type", "json"],
+                &[("OUT", out)],
             )?;
             Ok(child)
         }
