@@ -7,76 +7,23 @@
 //! `clientConfig.service` without a port, so the API server dials port 443 of
 //! what the Service resolves to; a Service of `type: ExternalName` resolves to
 //! `https://<externalName>:443`. Each test gets a loopback address of its own
-//! ([`loopback`]), a Service `externalName: <that address>` in its namespace, and
+//! ([`control_plane::WebhookEndpoint`]), a Service `externalName: <that address>` in its namespace, and
 //! an operator listening on `<that address>:443` with a certificate for
 //! `<service>.<namespace>.svc` signed by the cluster CA. Configuration objects and
 //! CRDs are cluster-scoped, so their names derive from the test's namespace, and
 //! every admission binding selects only that namespace.
 
-use crate::common::{Operator, TempDir, hook};
+use crate::common::{Operator, hook};
 use crate::harness::*;
 use base64::Engine;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A loopback address no other test (of this process or, by the pid, of another
-/// test process) listens on: `127.0.<from the pid>.<20 + a counter>`.
-fn loopback() -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(20);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    assert!(n < 255, "out of loopback addresses");
-    format!("127.0.{}.{n}", std::process::id() % 250 + 1)
-}
-
-/// What one test's webhook server needs: its address, the Service the API server
-/// resolves to it, and a certificate for that Service.
-struct Endpoint {
-    service: String,
-    ip: String,
-    certs: TempDir,
-}
-
-impl Endpoint {
-    /// Creates Service `service` (ExternalName → a fresh loopback address) in `ns`
-    /// and a serving certificate for `<service>.<ns>.svc` signed by the cluster CA.
-    fn new(ns: &str, service: &str) -> Endpoint {
-        let ip = loopback();
-        apply(&format!(
-            "apiVersion: v1\nkind: Service\nmetadata: {{name: {service}, namespace: {ns}}}\n\
-             spec: {{type: ExternalName, externalName: \"{ip}\"}}\n"
-        ));
-        let certs = TempDir::new("webhook-certs");
-        for f in ["ca.crt", "ca.key"] {
-            std::fs::copy(cp().dir().join(f), certs.0.join(f)).expect("copy the cluster CA");
-        }
-        let dns = format!("{service}.{ns}.svc");
-        control_plane::pki::server_cert(&certs.0, "tls", &[&dns], &[&ip])
-            .unwrap_or_else(|e| panic!("serving certificate: {e}"));
-        Endpoint {
-            service: service.to_string(),
-            ip,
-            certs,
-        }
-    }
-
-    /// The operator's flags for the `kind` ("validating" or "conversion") server.
-    fn flags(&self, kind: &str) -> Vec<String> {
-        let file = |f: &str| self.certs.0.join(f).display().to_string();
-        let mut out = Vec::new();
-        for (flag, value) in [
-            ("service-name", self.service.clone()),
-            ("server-cert", file("tls.crt")),
-            ("server-key", file("tls.key")),
-            ("ca", cp().ca_file().display().to_string()),
-            ("listen-address", self.ip.clone()),
-            ("listen-port", "443".into()),
-        ] {
-            out.push(format!("--{kind}-webhook-{flag}"));
-            out.push(value);
-        }
-        out
-    }
+/// Service `service` in `ns` resolving to a loopback address of its own, and a
+/// serving certificate for it (see [`control_plane::WebhookEndpoint`]).
+fn endpoint(ns: &str, service: &str) -> control_plane::WebhookEndpoint {
+    cp().webhook_endpoint(ns, service)
+        .unwrap_or_else(|e| panic!("webhook endpoint: {e}"))
 }
 
 /// Starts the operator (as the ServiceAccount of deploy/rbac.yaml) with `args`.
@@ -175,7 +122,7 @@ fn configmap(ns: &str, name: &str, data: &str) -> String {
 fn admission_hooks_answer_the_real_api_server_over_tls() {
     let _api = api_shared();
     let ns = cp().namespace("wh-adm");
-    let ep = Endpoint::new(&ns, "hooks-svc");
+    let ep = endpoint(&ns, "hooks-svc");
     let mut args = ep.flags("validating");
     args.extend(["--validating-webhook-configuration-name".into(), ns.clone()]);
     let op = start(&[("adm.sh", admission_hook(&ns))], &ns, &args);
@@ -447,7 +394,7 @@ fn conversion_hook_converts_stored_objects_for_the_real_api_server() {
         format!("{group}/v1alpha1")
     );
 
-    let ep = Endpoint::new(&ns, "conversion-svc");
+    let ep = endpoint(&ns, "conversion-svc");
     let op = start(
         &[("conv.sh", conversion_hook(&group))],
         &ns,

@@ -13,3 +13,4 @@ mod oracle;
 
 mod patcher;
 mod shell;
+mod webhooks;

@@ -12,6 +12,30 @@ use std::time::{Duration, Instant};
 /// Differences we keep on purpose: (hook tag, what differs, why). Empty today.
 pub const ALLOWED: &[(&str, &str, &str)] = &[];
 
+/// Differences inside a binding context we keep on purpose: (the end of the JSON
+/// pointer that differs, why). Each is in the README's "Differences from flant's
+/// operators".
+pub const ALLOWED_PATHS: &[(&str, &str)] = &[
+    (
+        "/review/apiVersion",
+        "flant's binary leaves the AdmissionReview's apiVersion out of the binding \
+         context although its docs show it; we follow the docs (a hook can tell a v1 \
+         review from a v1beta1 one)",
+    ),
+    ("/review/kind", "the same for the review's kind"),
+];
+
+/// [`json_diff`] without the differences [`ALLOWED_PATHS`] names.
+pub fn unexplained_diff(flant: &Value, ours: &Value) -> Vec<String> {
+    json_diff(flant, ours)
+        .into_iter()
+        .filter(|line| {
+            let path = line.split(':').next().unwrap_or("");
+            !ALLOWED_PATHS.iter().any(|(end, _)| path.ends_with(end))
+        })
+        .collect()
+}
+
 /// flant's shell-operator binary (built once per machine, cached in .tools/flant).
 pub fn flant_shell_operator() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -39,6 +63,26 @@ pub fn recorder(tag: &str, config: &str) -> String {
     )
 }
 
+/// flant's shell-operator on `hooks` with `args` (a metrics port of its own, since
+/// it cannot report a port it picked); the operator and that port.
+pub fn start_flant(
+    hooks: &[(&str, String)],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Operator, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let port_text = port.to_string();
+    let mut all = args.to_vec();
+    all.extend(["--listen-port", port_text.as_str()]);
+    (
+        Operator::start_program(&flant_shell_operator(), hooks, &all, env),
+        port,
+    )
+}
+
 /// flant's operator and ours on the same hooks, kubeconfig and extra arguments.
 pub struct Pair {
     pub flant: Operator,
@@ -59,15 +103,17 @@ impl Pair {
         flant_env: &[(&str, &str)],
         ours_env: &[(&str, &str)],
     ) -> Pair {
-        let flant_port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
-        let port = flant_port.to_string();
-        let mut flant_args = args.to_vec();
-        flant_args.extend(["--listen-port", port.as_str()]);
-        let flant = Operator::start_program(&flant_shell_operator(), hooks, &flant_args, flant_env);
-        let ours = Operator::start(hooks, args, ours_env);
+        Pair::start_each(hooks, (args, flant_env), (args, ours_env))
+    }
+
+    /// Each operator with arguments and hook environment of its own.
+    pub fn start_each(
+        hooks: &[(&str, String)],
+        (flant_args, flant_env): (&[&str], &[(&str, &str)]),
+        (ours_args, ours_env): (&[&str], &[(&str, &str)]),
+    ) -> Pair {
+        let (flant, flant_port) = start_flant(hooks, flant_args, flant_env);
+        let ours = Operator::start(hooks, ours_args, ours_env);
         Pair {
             flant,
             ours,
@@ -230,6 +276,47 @@ impl Comparable for Vec<Value> {
             show(o.get(at))
         )
     }
+}
+
+/// The JSON pointers where `a` and `b` differ, with both values (compact).
+pub fn json_diff(a: &Value, b: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_at("", a, b, &mut out);
+    out
+}
+
+fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let (va, vb) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
+                if x.contains_key(k) != y.contains_key(k) {
+                    out.push(format!(
+                        "{path}/{k}: flant {} / ours {}",
+                        shown(x.get(k)),
+                        shown(y.get(k))
+                    ));
+                } else {
+                    diff_at(&format!("{path}/{k}"), va, vb, out);
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                diff_at(&format!("{path}/{i}"), va, vb, out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: flant {a} / ours {b}")),
+        _ => {}
+    }
+}
+
+fn shown(v: Option<&Value>) -> String {
+    v.map_or("(absent)".to_string(), Value::to_string)
 }
 
 fn strip_managed_fields(v: &mut Value) {

@@ -18,6 +18,7 @@
 //! ends (they are started from a thread that lives as long as the process, with
 //! `PR_SET_PDEATHSIG`). The `control-plane` binary runs one in the foreground.
 
+mod endpoint;
 pub mod etcd;
 pub mod pki;
 mod spawn;
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+pub use endpoint::WebhookEndpoint;
 pub use etcd::Etcd;
 
 /// A running etcd + kube-apiserver pair and the files to reach it.
