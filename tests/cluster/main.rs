@@ -13,4 +13,5 @@ mod common;
 
 mod harness;
 
+mod addon;
 mod bindings;
