@@ -687,3 +687,193 @@ fn yaml_1_1_chart_is_stored_as_without_post_renderer_with_helm3() {
 fn yaml_1_1_chart_is_stored_as_without_post_renderer_with_helm4() {
     yaml_1_1_chart_matches_a_bare_install(4);
 }
+
+/// Every YAML 1.1 form helm's reader gives a meaning to, in one stream.
+const FORMS: &str = r##"# Source: forms/templates/a.yaml
+---
+# nothing here
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: forms
+  labels: {tier: "on", plain: yes-but-not-a-bool}
+  annotations:
+    <<: [{a: "0644"}, {a: "never", b: 'off'}]
+data:
+  "y": "y"
+  on: "on"
+  OFF: 'OFF'
+  0644: "0644"
+  1.5: "1.5"
+  1e6: "1e6"
+  -0.0: "-0.0"
+  .inf: ".inf"
+  2001-12-14: date key
+  tab: "a\tb"
+  escapes: "\x7f \u0085 \u2028 \u2029 \ufeff \e \_ \N \L \P é 😀"
+  folded-quoted: "one
+    two
+
+    three"
+  folded-plain: one
+    two
+  literal-keep: |+
+    kept
+
+  literal-strip: |-
+    stripped
+  folded-block: >
+    a
+    b
+
+    c
+forms:
+  booleans: [y, Y, yes, Yes, YES, on, On, ON, true, True, TRUE, n, N, no, No, NO, off, Off, OFF, false, False, FALSE]
+  quoted: ["y", 'yes', "on", 'off', "no", "true", "~", "null", "0644", "0x1F", "1e3", ".inf", "2001-12-14"]
+  not-booleans: [yEs, oN, nO, tRUE, onn]
+  nulls: [~, null, Null, NULL, !!null '']
+  empty:
+  ints: [0644, 0755, 0o17, 0O17, 0x1F, 0X1f, -0x1F, 0b101, -0b101, +12, -12, 1_000, 1__0, 0, -0, 00, 9223372036854775807, -9223372036854775808, 9007199254740993]
+  beyond-int64: [9223372036854775808, 18446744073709551615, 0xFFFFFFFFFFFFFFFF, 18446744073709551616, 12345678901234567890123, +9223372036854775808, -9223372036854775809]
+  floats: [08, 09.5, 1.5, 1e3, 1E3, 1.e3, 1., .5, +.5, -.5, 1_000.5, .5_5, -1.5e-3, 1e21, 1e-7, 0.1, 3.141592653589793238, -0.0, 6.02e+23]
+  strings: [0x, 0xG, 0b102, _1, .5_, ._5, 1e400, 1e, ., 1.2.3, 1-2, +, 0x1p-2, "1,000", 190:20:30, -1:30, Infinity, NaN, inf, .info, ~x, y!, "#not a comment"]
+  timestamps: [2001-12-14t21:59:43.10-05:00, 2001-12-14T21:59:43Z, 2001-12-14 21:59:43.10, 2002-12-14, 2002-1-4, 2002-13-01]
+  tags: [!!str 0644, !!str yes, !!int "0644", !!int '0x1F', !!bool "yes", !!float 1, !!float "2.5", !!binary aGVsbG8=, !!timestamp 2001-12-14, ! 0644, !custom yes, !<tag:example.com,2000:x> 12]
+  binary: !!binary |
+    aGVs
+    bG8=
+  anchors:
+    base: &base {a: on, b: 0644}
+    copy: *base
+    scalar: &s off
+    scalars: [*s, *s]
+    merged:
+      <<: *base
+      c: 3
+    merged-after:
+      a: 1
+      <<: *base
+    merged-list:
+      <<: [{x: 1}, {x: 2, y: 2}]
+    explicit-merge:
+      !!merge <<: {z: yes}
+    quoted-merge-key:
+      '<<': not a merge
+  keys:
+    y: 1
+    n: 2
+    on: 3
+    Off: 4
+    0644: 5
+    0x10: 6
+    1.5: 7
+    0.1: 8
+    1e6: 9
+    1234567.0: 10
+    0.00001: 11
+    .inf: 12
+    -.inf: 13
+    .nan: 14
+    1.00000001: 15
+    2001-12-14: 16
+    ? |
+      block key
+    : 17
+...
+--- # the last document
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: forms-2}
+data: {a: "off", b: "yes"}
+list: [a, [b, [c, {d: [on]}]]]
+---
+"##;
+
+/// The post-renderer's output, read by the real kubectl (sigs.k8s.io/yaml over
+/// go-yaml v2: helm's own reader), means what its input means, for every YAML 1.1
+/// form above: `kubectl apply --dry-run=client -o json` of both, as kubectl would
+/// send them, are equal but for the `heritage` label (and kubectl's
+/// last-applied-configuration annotation, which copies it).
+#[test]
+fn post_renderer_output_means_to_kubectl_what_its_input_means() {
+    let ns = cp().namespace("addon-forms");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shell-operator"))
+        .arg("post-renderer")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("post-renderer");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(FORMS.as_bytes()).expect("write manifest");
+    }
+    let out = child.wait_with_output().expect("post-renderer output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "post-renderer: {stderr}");
+    let rendered = String::from_utf8(out.stdout).expect("utf8");
+    assert!(rendered.starts_with("---\n{"), "{rendered}");
+
+    let read = |text: &str| -> Value {
+        let args = [
+            "apply",
+            "--dry-run=client",
+            "--validate=false",
+            "-o",
+            "json",
+            "-n",
+            &ns,
+            "-f",
+            "-",
+        ];
+        let json = cp()
+            .kubectl_as(&cp().admin_kubeconfig(), &args, Some(text))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let mut list: Value = serde_json::from_str(&json).expect("kubectl json");
+        for item in list["items"].as_array_mut().expect("items") {
+            let meta = item["metadata"].as_object_mut().expect("metadata");
+            if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+                a.remove("kubectl.kubernetes.io/last-applied-configuration");
+                if a.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+            if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+                assert_eq!(l.remove("heritage").unwrap_or_default(), "addon-operator");
+            }
+        }
+        list
+    };
+    let with_label = |text: &str| {
+        text.replace("labels: {tier", "labels: {heritage: addon-operator, tier")
+            .replace(
+                "metadata: {name: forms-2}",
+                "metadata: {name: forms-2, labels: {heritage: addon-operator}}",
+            )
+    };
+    let before = read(&with_label(FORMS));
+    let after = read(&rendered);
+    assert_eq!(after, before);
+
+    // Spot checks that the comparison saw the forms mean something.
+    let forms = &before["items"][0]["forms"];
+    assert_eq!(forms["booleans"].as_array().map(Vec::len), Some(22));
+    assert!(
+        forms["booleans"]
+            .as_array()
+            .is_some_and(|b| b[..11].iter().all(|v| v == true))
+    );
+    assert_eq!(forms["ints"][0], 420);
+    assert_eq!(forms["quoted"][3], "off");
+    assert_eq!(forms["strings"][14], "190:20:30");
+    assert_eq!(forms["keys"]["true"], 3, "on: is the key \"true\"");
+    assert_eq!(forms["keys"][".nan"], 14);
+    assert_eq!(
+        forms["anchors"]["merged"],
+        json!({"a": true, "b": 420, "c": 3})
+    );
+    assert_eq!(before["items"][0]["data"]["420"], "0644");
+    assert_eq!(before["items"][1]["data"], json!({"a": "off", "b": "yes"}));
+}

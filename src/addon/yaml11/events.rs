@@ -130,7 +130,14 @@ unsafe fn convert(event: &sys::yaml_event_t) -> Result<Event, String> {
         Ok(match event.type_ {
             sys::YAML_STREAM_START_EVENT => Event::StreamStart,
             sys::YAML_STREAM_END_EVENT | sys::YAML_NO_EVENT => Event::StreamEnd,
-            sys::YAML_DOCUMENT_START_EVENT => Event::DocumentStart,
+            sys::YAML_DOCUMENT_START_EVENT => {
+                // go-yaml v2 takes only `%YAML 1.1`; libyaml also takes 1.2.
+                let version = event.data.document_start.version_directive;
+                if !version.is_null() && ((*version).major, (*version).minor) != (1, 1) {
+                    return Err("found incompatible YAML document (only %YAML 1.1)".into());
+                }
+                Event::DocumentStart
+            }
             sys::YAML_DOCUMENT_END_EVENT => Event::DocumentEnd,
             sys::YAML_ALIAS_EVENT => {
                 Event::Alias(c_string(event.data.alias.anchor).unwrap_or_default())

@@ -333,6 +333,9 @@ fn streams_comments_and_empty_documents() {
     let e = err("a: 1\n---\nb:\n  c: .nan\n");
     assert!(e.starts_with("document 2: b.c: "), "{e}");
     assert!(err("a:\n- b: \"x\\q\"\n").contains("document 1: invalid YAML"));
+    // Directives: %YAML 1.1 only, as go-yaml v2; %TAG handles resolve.
+    assert_eq!(one("%YAML 1.1\n---\na: on\n"), json!({"a": true}));
+    assert!(err("%YAML 1.2\n---\na: on\n").contains("incompatible YAML document"));
 }
 
 #[test]
