@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test test-cluster cluster control-plane soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
+.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -11,12 +11,21 @@ build:
 # The whole test suite: unit tests, integration tests on the real binary against
 # kube-sim, and the cluster tier against a real kube-apiserver + etcd (built from
 # their Go modules on first use, then cached in .tools/control-plane).
-test: control-plane
+test: control-plane flant
 	$(CARGO) test --workspace --no-fail-fast
 
 # Builds kube-apiserver and etcd once (needs Go and the Go module proxy).
 control-plane:
 	scripts/install-control-plane.sh
+
+# flant's shell-operator from its Go module, the compatibility suite's oracle.
+flant:
+	scripts/install-flant.sh
+
+# Only the compatibility suite: flant's shell-operator and ours on the same hooks
+# and the same real API server (tests/compat).
+test-compat: control-plane flant
+	$(CARGO) test --test compat --no-fail-fast
 
 # Only the tests against the real API server (tests/cluster).
 test-cluster: control-plane

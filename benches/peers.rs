@@ -1,13 +1,17 @@
 //! `make bench-peers` (issue 12): our operator against kopf, and a plain watch loop
 //! as the floor, one at a time against a fresh kube-sim seeded with 10,000 pods in
-//! 10 namespaces. Each reacts to every Pod event by appending its start time and the
+//! 10 namespaces, then again against one real kube-apiserver + etcd holding the same
+//! pods (issue 24; benches/peers/cluster.rs). Each reacts to every Pod event by appending its start time and the
 //! pod's name to a file (benches/peers/contender.rs); the scenario and its figures
 //! are in benches/peers/scenario.rs. Prints the median of `--trials` (3) per figure
 //! with the ratio ours/kopf.
 //!
-//! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]`
+//! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]
+//! [--servers sim,real]`
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
 
+#[path = "peers/cluster.rs"]
+mod cluster;
 mod common;
 #[path = "peers/contender.rs"]
 mod contender;
@@ -16,6 +20,7 @@ mod scenario;
 #[path = "peers/seen.rs"]
 mod seen;
 
+use cluster::Cluster;
 use common::pods::{PODS, write_pods};
 use contender::{Contender, Programs};
 use scenario::Figures;
@@ -38,6 +43,51 @@ fn main() {
     std::fs::create_dir_all(work.join("seed")).expect("mkdir");
     write_pods(&work.join("seed/pods.yaml"));
     eprintln!("{}", kopf_version(&programs));
+    let servers = common::arg_value("--servers").unwrap_or_else(|| "sim,real".to_string());
+    for server in servers.split(',') {
+        let shared = match server {
+            "sim" => None,
+            "real" => match Cluster::real(&work) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("real API server: {e}");
+                    continue;
+                }
+            },
+            other => panic!("--servers: unknown server {other} (sim or real)"),
+        };
+        let medians = run_all(&programs, &work, trials, |w| match &shared {
+            Some(c) => Ok(Cow::Borrowed(c)),
+            None => Cluster::sim(&kube_sim, w).map(Cow::Owned),
+        });
+        print_table(server, &medians);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A fresh cluster per trial (kube-sim) or one shared cluster (the real server).
+enum Cow<'a> {
+    Borrowed(&'a Cluster),
+    Owned(Cluster),
+}
+
+impl std::ops::Deref for Cow<'_> {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        match self {
+            Cow::Borrowed(c) => c,
+            Cow::Owned(c) => c,
+        }
+    }
+}
+
+/// Every contender's trials against the clusters `cluster` gives; the medians.
+fn run_all<'a>(
+    programs: &Programs,
+    work: &std::path::Path,
+    trials: usize,
+    cluster: impl Fn(&std::path::Path) -> Result<Cow<'a>, String>,
+) -> Vec<(Contender, usize, Figures)> {
     let mut medians = Vec::new();
     for who in [
         Contender::Ours,
@@ -46,8 +96,9 @@ fn main() {
         Contender::Floor,
     ] {
         let runs: Vec<Figures> = (0..trials)
-            .filter_map(
-                |n| match scenario::trial(who, &programs, &kube_sim, &work) {
+            .filter_map(|n| {
+                let result = cluster(work).and_then(|c| scenario::trial(who, programs, &c, work));
+                match result {
                     Ok(f) => {
                         eprintln!("{} trial {}: {}", who.label(), n + 1, one_line(&f));
                         Some(f)
@@ -56,13 +107,12 @@ fn main() {
                         eprintln!("{} trial {} failed: {e}", who.label(), n + 1);
                         None
                     }
-                },
-            )
+                }
+            })
             .collect();
         medians.push((who, runs.len(), median_figures(&runs)));
     }
-    print_table(&medians);
-    let _ = std::fs::remove_dir_all(&work);
+    medians
 }
 
 /// What `kopf --version` in the venv prints (or why it could not run).
@@ -121,7 +171,7 @@ const ROWS: [Row; 8] = [
     ),
 ];
 
-fn print_table(medians: &[(Contender, usize, Figures)]) {
+fn print_table(server: &str, medians: &[(Contender, usize, Figures)]) {
     let get = |who: Contender| medians.iter().find(|(w, _, _)| *w == who);
     let (Some(ours), Some(kopf), Some(floor)) = (
         get(Contender::Ours),
@@ -131,8 +181,15 @@ fn print_table(medians: &[(Contender, usize, Figures)]) {
         return;
     };
     println!(
-        "peers, {PODS} pods in 10 namespaces; median of {}/{}/{} trials (ours/kopf/floor)",
-        ours.1, kopf.1, floor.1
+        "peers on {}, {PODS} pods in 10 namespaces; median of {}/{}/{} trials (ours/kopf/floor)",
+        if server == "real" {
+            "the real kube-apiserver"
+        } else {
+            "kube-sim"
+        },
+        ours.1,
+        kopf.1,
+        floor.1
     );
     println!(
         "| figure | ours | kopf | ours/kopf | floor (plain watch loop) |\n| --- | --- | --- | --- | --- |"

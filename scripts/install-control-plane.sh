@@ -39,7 +39,7 @@ build() {
     local pkg="$1" out="$2"
     echo "building $out from $pkg ..." >&2
     local start=$SECONDS
-    if ! go build -mod=readonly -trimpath -ldflags='-s -w' -o "$dest/$out.tmp" "$pkg" >&2; then
+    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$dest/$out.tmp" "$pkg" >&2; then
         echo "error: go build $pkg failed (see above: a module the proxy refused is named there)" >&2
         exit 1
     fi

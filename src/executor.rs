@@ -268,9 +268,11 @@ impl Executor {
         let spare = self.spares.take(hook).and_then(|files| {
             // Ours, in our 0700 dir: refuse anything but the empty file we made. Not
             // truncated on open: on ext4 that makes close() flush the new data.
+            // O_NONBLOCK: a FIFO put in its place must not block this queue's thread
+            // (without a reader the open fails; with one, it is no regular file).
             let file = OpenOptions::new()
                 .write(true)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(&files.paths[0])
                 .ok()?;
             let untouched = file.metadata().is_ok_and(|m| m.is_file() && m.len() == 0);
@@ -522,6 +524,49 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
         assert_eq!(
             std::fs::read_to_string(dir.join("seen")).expect("seen"),
             "first\nsecond\nthird\n"
+        );
+    }
+
+    /// A spare context file swapped for a FIFO (by a hook's detached child) must not
+    /// block the queue thread in open(2): the run falls back to fresh files
+    /// (issue 27 item 2).
+    #[test]
+    fn a_spare_replaced_by_a_fifo_does_not_block_the_next_run() {
+        let e = executor("spare-fifo");
+        let dir = e.tmp_dir.parent().expect("parent").join("hooks");
+        let hook = script(&dir, r#"cat "$BINDING_CONTEXT_PATH" >> "$PWD/seen""#);
+        let labels = RunLabels {
+            hook: "fifo.sh".into(),
+            ..RunLabels::default()
+        };
+        let r = e
+            .run(&hook, &|w| w.write_all(b"first\n"), &labels)
+            .expect("run");
+        assert!(r.success(), "{}", r.error_text());
+        let context = names_in(&e.tmp_dir)
+            .into_iter()
+            .find(|n| n.contains("binding-context"))
+            .expect("spare context");
+        let path = e.tmp_dir.join(&context);
+        std::fs::remove_file(&path).expect("rm spare");
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (e2, hook2, labels2) = (e.clone(), hook.clone(), labels.clone());
+        std::thread::spawn(move || {
+            let r = e2.run(&hook2, &|w| w.write_all(b"second\n"), &labels2);
+            let _ = tx.send(r.map(|r| r.success()).map_err(|e| e.to_string()));
+        });
+        let result = rx.recv_timeout(std::time::Duration::from_secs(5));
+        if result.is_err() {
+            // Unblock the stuck open(2) so the test process can end.
+            let _ = std::fs::OpenOptions::new().read(true).open(&path);
+        }
+        assert_eq!(result.expect("the run blocked on the FIFO"), Ok(true));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("seen")).expect("seen"),
+            "first\nsecond\n"
         );
     }
 

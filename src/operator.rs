@@ -20,7 +20,8 @@
 //!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
 //! webhook-crds        operator.rs             webhook stop                  CRD conversion config
-//! reaper              operator.rs (PID 1)     child exits                   exit per child
+//! reaper              operator.rs (PID 1;     child exits                   exit per child
+//!                     not joined)
 //! leader-election     operator.rs (--ha)      its stop; the Lease (API)     notes (acquired, lost); the Lease
 //! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel per watch)
 //!                     (asked by monitor)
@@ -246,8 +247,10 @@ impl Bound {
     /// thread, each with a name.
     fn spawn(mut self) -> Result<Running, String> {
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        // Not joined: it reaps for good (hooks' exits during shutdown come through it
+        // too), and joining it would keep PID 1 alive after SIGTERM.
         if let Some(reap) = process::reaper() {
-            threads.push(threads::spawn("reaper", reap)?);
+            threads::spawn("reaper", reap)?;
         }
         // Dropping `stop_tx` stops the scheduler, router, monitor and every queue.
         let (stop_tx, stop_rx) = bounded::<()>(0);

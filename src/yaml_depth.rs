@@ -28,8 +28,9 @@ pub fn check(text: &str) -> Result<(), String> {
     let mut flow = 0usize;
     for line in text.lines() {
         let block = block_levels(line);
-        flow = flow_after(line, flow);
-        if flow > MAX_DEPTH || block.saturating_add(flow) > MAX_BLOCK_ESTIMATE {
+        let (end, deepest) = flow_in(line, flow);
+        flow = end;
+        if deepest > MAX_DEPTH || block.saturating_add(deepest) > MAX_BLOCK_ESTIMATE {
             return Err(too_deep());
         }
     }
@@ -51,10 +52,13 @@ fn block_levels(line: &str) -> usize {
     levels
 }
 
-/// Flow depth at the end of `line`, starting at `depth`; quoted strings and
-/// comments do not count. A quote opens a string only where a scalar may start.
-fn flow_after(line: &str, mut depth: usize) -> usize {
+/// Flow depth at the end of `line` and the deepest it got within the line, starting
+/// at `depth` (a one-line document can nest 50,000 levels and close them again);
+/// quoted strings and comments do not count. A quote opens a string only where a
+/// scalar may start.
+fn flow_in(line: &str, mut depth: usize) -> (usize, usize) {
     let bytes = line.as_bytes();
+    let mut deepest = depth;
     let mut i = 0;
     let mut prev = b' ';
     while i < bytes.len() {
@@ -64,14 +68,17 @@ fn flow_after(line: &str, mut depth: usize) -> usize {
             b'"' | b'\'' if matches!(prev, b' ' | b'\t' | b'[' | b'{' | b',' | b':' | b'-') => {
                 i = string_end(bytes, i);
             }
-            b'[' | b'{' => depth += 1,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
         prev = c;
         i += 1;
     }
-    depth
+    (depth, deepest)
 }
 
 /// The index of the quote closing the string opened at `start` (or the line's end;
@@ -111,6 +118,26 @@ mod tests {
             assert!(started.elapsed() < Duration::from_millis(200));
         }
         assert_eq!(check(&"[".repeat(128)), Ok(()));
+    }
+
+    /// A one-line document whose nesting closes again on the same line used to pass
+    /// (only the depth at the end of a line was looked at) and then cost the YAML
+    /// scanner seconds (issue 27 item 3).
+    #[test]
+    fn deep_nesting_within_one_line_is_refused_at_once() {
+        let n = 50_000;
+        let one_line = format!(
+            "{{\"configVersion\":\"v1\",\"x\":{}{}}}",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        let started = Instant::now();
+        assert_eq!(check(&one_line), Err(too_deep()));
+        assert!(started.elapsed() < Duration::from_millis(100));
+        let flow_yaml = format!("a: {}1{}\n", "{b: ".repeat(200), "}".repeat(200));
+        assert_eq!(check(&flow_yaml), Err(too_deep()));
+        let ok = format!("a: {}1{}\n", "[".repeat(128), "]".repeat(128));
+        assert_eq!(check(&ok), Ok(()));
     }
 
     #[test]

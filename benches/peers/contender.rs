@@ -1,13 +1,13 @@
 //! The programs `make bench-peers` compares, each started as one process against
-//! a kube-sim: our operator with a `#!/bin/sh` hook, kopf with an `on.event`
+//! kube-sim or the real API server: our operator with a `#!/bin/sh` hook, kopf with an `on.event`
 //! handler, and the floor, a plain Python list-then-watch loop. Each appends
 //! `<unix ns> <pod name>` to the same kind of out file. Our operator runs twice:
 //! once with the hook taking its start time with `date` (after its shell and
 //! `date` have started), once with the same hook behind `stamp_exec.c`, which
 //! takes the time as the hook process starts.
 
+use crate::cluster::Cluster;
 use crate::common;
-use crate::common::pods::KubeSim;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -58,7 +58,7 @@ jq -r '.[] | (.object.metadata.name // empty), (.objects[]?.object.metadata.name
 pub fn start(
     who: Contender,
     programs: &Programs,
-    sim: &KubeSim,
+    sim: &Cluster,
     dir: &Path,
     out: &Path,
 ) -> Result<Child, String> {
@@ -104,6 +104,7 @@ pub fn start(
         Contender::Floor => python(programs, "python", out)
             .arg(programs.scripts.join("floor_watch.py"))
             .env("KUBE_URL", &sim.url)
+            .env("KUBE_TOKEN", sim.token.as_deref().unwrap_or(""))
             .spawn()
             .map_err(|e| format!("start the floor watch loop: {e}")),
     }

@@ -1,9 +1,10 @@
-//! One trial of `make bench-peers`: a fresh kube-sim with 10k pods, one contender
-//! started against it, and the figures: time until every pod was seen, RSS idle
+//! One trial of `make bench-peers`: a server holding 10k pods (benches/peers/cluster.rs),
+//! one contender started against it, and the figures: time until every pod was seen, RSS idle
 //! after that, latency of 50 label updates 50 ms apart, a burst of 2,000 patches,
 //! and, over the whole scenario, peak RSS and CPU (utime+stime).
 
-use crate::common::pods::{KubeSim, PODS};
+use crate::cluster::Cluster;
+use crate::common::pods::PODS;
 use crate::contender::{self, Contender, Programs};
 use crate::seen::{Seen, now_ns};
 use std::path::Path;
@@ -26,20 +27,19 @@ pub struct Figures {
     pub cpu_children_s: f64,
 }
 
-/// Runs the scenario once for `who`; `work` holds `seed/` and gets the rest.
+/// Runs the scenario once for `who` against `sim`; `work` gets the files.
 pub fn trial(
     who: Contender,
     programs: &Programs,
-    kube_sim: &Path,
+    sim: &Cluster,
     work: &Path,
 ) -> Result<Figures, String> {
-    let sim = KubeSim::start(kube_sim, work);
     let out = work.join("out");
     let _ = std::fs::remove_file(&out);
     let mut seen = Seen::new(out.clone());
     let started = now_ns();
-    let mut child = contender::start(who, programs, &sim, work, &out)?;
-    let result = measure(&mut seen, &sim, &child, started);
+    let mut child = contender::start(who, programs, sim, work, &out)?;
+    let result = measure(&mut seen, sim, &child, started);
     let _ = child.kill();
     let _ = child.wait();
     result.map_err(|e| format!("{}: {e}", who.label()))
@@ -47,7 +47,7 @@ pub fn trial(
 
 fn measure(
     seen: &mut Seen,
-    sim: &KubeSim,
+    sim: &Cluster,
     child: &Child,
     started: u128,
 ) -> Result<Figures, String> {
@@ -82,12 +82,11 @@ pub fn pod_name(i: usize) -> String {
 
 /// Labels pods 0..50, one every 50 ms; each one's latency is when it was seen
 /// minus when its request was sent (ms).
-fn updates(seen: &mut Seen, sim: &KubeSim, child: &Child) -> Result<Vec<f64>, String> {
-    let agent = ureq::Agent::new_with_defaults();
+fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, String> {
     let mut wanted = Vec::new();
     for i in 0..UPDATES {
         let sent = now_ns();
-        patch_label(&agent, sim, i, &format!("u{i}"))?;
+        sim.patch_label(i, &format!("u{i}"))?;
         wanted.push((pod_name(i), sent));
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -107,16 +106,15 @@ fn updates(seen: &mut Seen, sim: &KubeSim, child: &Child) -> Result<Vec<f64>, St
 
 /// Patches pods 1000..3000 from a few threads at once; ms from the first request
 /// until the last of them was seen.
-fn burst(seen: &mut Seen, sim: &KubeSim, child: &Child) -> Result<f64, String> {
+fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<f64, String> {
     let start = now_ns();
     let per = BURST / BURST_THREADS;
     let sent: Result<(), String> = std::thread::scope(|s| {
         let senders: Vec<_> = (0..BURST_THREADS)
             .map(|k| {
                 s.spawn(move || {
-                    let agent = ureq::Agent::new_with_defaults();
                     (1000 + k * per..1000 + (k + 1) * per)
-                        .try_for_each(|i| patch_label(&agent, sim, i, "burst"))
+                        .try_for_each(|i| sim.patch_label(i, "burst"))
                 })
             })
             .collect();
@@ -128,24 +126,6 @@ fn burst(seen: &mut Seen, sim: &KubeSim, child: &Child) -> Result<f64, String> {
     let wanted: Vec<(String, u128)> = (1000..1000 + BURST).map(|i| (pod_name(i), start)).collect();
     let at = wait_all(seen, &wanted, child, Duration::from_secs(120), "the burst")?;
     Ok(ms(max(&at) - start))
-}
-
-/// Merge-patches label `bench=value` onto pod `i`.
-fn patch_label(agent: &ureq::Agent, sim: &KubeSim, i: usize, value: &str) -> Result<(), String> {
-    let url = format!(
-        "{}/api/v1/namespaces/ns-{}/pods/{}",
-        sim.url,
-        i % 10,
-        pod_name(i)
-    );
-    agent
-        .patch(&url)
-        .header("Content-Type", "application/merge-patch+json")
-        .send(format!(
-            r#"{{"metadata":{{"labels":{{"bench":"{value}"}}}}}}"#
-        ))
-        .map(|_| ())
-        .map_err(|e| format!("patch {url}: {e}"))
 }
 
 /// Polls the out file until every wanted name was seen after its time.

@@ -94,6 +94,10 @@ pub enum WatchErrorKind {
     UnexpectedEof,
     /// Any other failure: HTTP error, bad data, ERROR event other than 410.
     Fail,
+    /// The server refused the request itself (400 Bad Request, e.g. a field selector
+    /// the resource does not support): the same request fails again. Counted as
+    /// `fail`; a consumer waiting for the initial list should give up on it.
+    Refused,
 }
 
 impl WatchErrorKind {
@@ -103,7 +107,7 @@ impl WatchErrorKind {
             WatchErrorKind::Expired => "expired",
             WatchErrorKind::Eof => "eof",
             WatchErrorKind::UnexpectedEof => "unexpected-eof",
-            WatchErrorKind::Fail => "fail",
+            WatchErrorKind::Fail | WatchErrorKind::Refused => "fail",
         }
     }
 }
@@ -177,6 +181,15 @@ impl ReflectorHandle {
     /// The cache, shared with the reflector thread (lock briefly).
     pub fn store(&self) -> Arc<Mutex<Store>> {
         self.store.clone()
+    }
+}
+
+/// How a failed LIST or WATCH request counts: refused (400, the request itself is
+/// wrong) or an ordinary failure.
+fn failure_kind(e: &super::KubeError) -> WatchErrorKind {
+    match e.status_code() {
+        Some(400) => WatchErrorKind::Refused,
+        _ => WatchErrorKind::Fail,
     }
 }
 
@@ -377,7 +390,7 @@ impl Reflector {
             Ok(p) => p,
             // An expired continue token: start the list over.
             Err(e) if e.is_gone() => return State::Empty,
-            Err(e) => return self.fail(WatchErrorKind::Fail, &e.to_string(), State::Empty),
+            Err(e) => return self.fail(failure_kind(&e), &e.to_string(), State::Empty),
         };
         for raw in page.items {
             match item_of(&raw) {
@@ -453,7 +466,7 @@ impl Reflector {
             }
             Err(e) if e.is_gone() => self.desync(&e.to_string()),
             Err(e) => {
-                let next = self.fail(WatchErrorKind::Fail, &e.to_string(), State::Listed { rv });
+                let next = self.fail(failure_kind(&e), &e.to_string(), State::Listed { rv });
                 self.wait_as_asked(next, e.retry_after())
             }
         }

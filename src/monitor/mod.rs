@@ -92,6 +92,15 @@ pub type WatchId = u64;
 /// An event of one watch, on the channel every reflector shares.
 pub type WatchEvent = (WatchId, kube::Event);
 
+/// What waiting for a new watch's initial list brought.
+enum Waited {
+    Event(kube::Event),
+    /// The operator is shutting down.
+    Stopping,
+    /// No initial list within [`INITIAL_LIST_TIMEOUT`].
+    TimedOut,
+}
+
 /// A watch just started: its id, its reflector, and its initial list.
 type StartedWatch = (WatchId, kube::ReflectorHandle, Vec<Arc<str>>);
 
@@ -125,6 +134,9 @@ pub struct Monitor {
     next_id: WatchId,
     watches: Vec<Watch>,
     namespace_watches: Vec<NamespaceWatch>,
+    /// The operator's stop signal (set by `run`), so waiting for an initial list
+    /// never holds up a shutdown.
+    stop: Receiver<()>,
 }
 
 impl Monitor {
@@ -150,11 +162,13 @@ impl Monitor {
             next_id: 0,
             watches: Vec::new(),
             namespace_watches: Vec::new(),
+            stop: crossbeam_channel::never(),
         }
     }
 
     /// The thread body: serves control requests and watch events until stopped.
     pub fn run(mut self, control: Receiver<Control>, stop: Receiver<()>) {
+        self.stop = stop.clone();
         loop {
             while let Some((id, ev)) = self.pending.pop_front() {
                 self.dispatch(id, ev);
@@ -401,6 +415,8 @@ impl Monitor {
 
     /// Starts a reflector sending on the shared watch channel and waits for its
     /// initial list; other watches' events meanwhile wait in `pending`, in order.
+    /// Failures are retried until [`INITIAL_LIST_TIMEOUT`], except a request the
+    /// server refuses (400), which fails at once with the server's reason.
     fn start_watch(
         &mut self,
         key: &WatchKey,
@@ -423,28 +439,42 @@ impl Monitor {
         let deadline = Instant::now() + INITIAL_LIST_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let event = match self.watch_rx.recv_timeout(left) {
-                Ok((from, event)) if from == id => Ok(event),
-                Ok(other) => {
-                    self.pending.push_back(other);
-                    continue;
-                }
-                Err(e) => Err(e),
+            let event = select! {
+                recv(self.watch_rx) -> m => match m {
+                    Ok((from, event)) if from == id => Waited::Event(event),
+                    Ok(other) => {
+                        self.pending.push_back(other);
+                        continue;
+                    }
+                    Err(_) => Waited::TimedOut,
+                },
+                recv(self.stop) -> _ => Waited::Stopping,
+                default(left) => Waited::TimedOut,
             };
             match event {
-                Ok(kube::Event::Synced(objects)) => return Ok((id, handle, objects)),
-                Ok(kube::Event::WatchError { kind, message }) => {
+                Waited::Event(kube::Event::Synced(objects)) => return Ok((id, handle, objects)),
+                Waited::Event(kube::Event::WatchError { kind, message }) => {
                     self.metrics
                         .kubernetes_client_watch_errors_total
                         .with_label_values(&[kind.as_str()])
                         .inc();
+                    // Retrying a request the server refuses cannot help: fail
+                    // enabling now, with the server's reason (the task is retried).
+                    if kind == kube::WatchErrorKind::Refused {
+                        handle.stop();
+                        return Err(format!("{context}: {message}"));
+                    }
                     log::warn(
                         "initial list failed, retrying",
                         &[("binding", context), ("error", &message)],
                     );
                 }
-                Ok(_) => {}
-                Err(_) => {
+                Waited::Event(_) => {}
+                Waited::Stopping => {
+                    handle.stop();
+                    return Err(format!("{context}: the operator is stopping"));
+                }
+                Waited::TimedOut => {
                     handle.stop();
                     return Err(format!(
                         "{context}: no initial list of {} within {}s",

@@ -2,8 +2,8 @@
 //! binding, set `spec.conversion` to strategy `Webhook` with the operator's
 //! Service, path `/<crdName>`, the CA bundle and review versions v1 and v1beta1.
 //! A CRD that does not exist yet is waited for with backoff (1 s doubling to
-//! 15 s), as is an API server that refuses; a CRD already configured is left
-//! alone. Runs on its own thread ("webhook-crds") so startup does not wait.
+//! 15 s), as is an API server that refuses; a CRD already configured (as written,
+//! or with the API server's default Service port 443) is left alone. Runs on its own thread ("webhook-crds") so startup does not wait.
 
 use crate::kube::{Client, KubeError};
 use crate::log;
@@ -77,7 +77,15 @@ fn configure(client: &Client, crd: &str, t: &Target) -> Result<(), KubeError> {
         return Err(KubeError::Invalid(format!("CRD {crd} has no spec object")));
     }
     let want = conversion(crd, t);
-    if obj["spec"]["conversion"] == want {
+    let mut stored_form = want.clone();
+    // The API server stores the Service reference with its default port.
+    if let Some(service) = stored_form
+        .pointer_mut("/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        service.insert("port".into(), 443.into());
+    }
+    if obj["spec"]["conversion"] == want || obj["spec"]["conversion"] == stored_form {
         log::info("CRD conversion is up to date", &[("crd", crd)]);
         return Ok(());
     }

@@ -4,7 +4,8 @@
 //! one entry per binding in name order, pointing at the operator's Service on
 //! `/hooks/<SafeURLString(binding)>`. Existing objects keep their metadata and
 //! get their `webhooks` replaced, so entries of removed bindings disappear; an
-//! unchanged object is not written. Runs once at startup on the main thread,
+//! unchanged object is not written (the defaults kube-apiserver fills in, such as
+//! the Service port 443, are no change). Runs once at startup on the main thread,
 //! retrying with backoff when the API server refuses.
 
 use super::names::{CONFIGURATION_ID, admission_path};
@@ -152,13 +153,7 @@ fn apply(client: &Client, kind: &str, name: &str, webhooks: &[Value]) -> Result<
             log::info("webhook configuration created", &fields);
             Ok(())
         }
-        Some(obj)
-            if obj["webhooks"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                == webhooks =>
-        {
+        Some(obj) if up_to_date(&obj, webhooks, kind == "MutatingWebhookConfiguration") => {
             log::info("webhook configuration is up to date", &fields);
             Ok(())
         }
@@ -172,6 +167,53 @@ fn apply(client: &Client, kind: &str, name: &str, webhooks: &[Value]) -> Result<
             Ok(())
         }
     }
+}
+
+/// True when the stored `obj` holds `webhooks`, as written or as kube-apiserver
+/// stores them: the defaults it fills in are no change.
+fn up_to_date(obj: &Value, webhooks: &[Value], mutating: bool) -> bool {
+    let stored = obj["webhooks"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    stored.len() == webhooks.len()
+        && stored
+            .iter()
+            .zip(webhooks)
+            .all(|(s, w)| s == w || *s == with_server_defaults(w, mutating))
+}
+
+/// `entry` with the defaults admissionregistration.k8s.io/v1 gives a webhook:
+/// service port 443, rule scope `*`, empty object and namespace selectors, and
+/// reinvocationPolicy `Never` for a mutating one.
+pub(crate) fn with_server_defaults(entry: &Value, mutating: bool) -> Value {
+    let mut e = entry.clone();
+    if let Some(obj) = e.as_object_mut() {
+        for key in ["objectSelector", "namespaceSelector"] {
+            obj.entry(key).or_insert_with(|| json!({}));
+        }
+        if mutating {
+            obj.entry("reinvocationPolicy")
+                .or_insert_with(|| "Never".into());
+        }
+    }
+    if let Some(service) = e
+        .pointer_mut("/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        service.entry("port").or_insert_with(|| 443.into());
+    }
+    for rule in e
+        .get_mut("rules")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(rule) = rule.as_object_mut() {
+            rule.entry("scope").or_insert_with(|| "*".into());
+        }
+    }
+    e
 }
 
 #[cfg(test)]
@@ -189,9 +231,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn entry_shape_and_default_failure_policy() {
-        let b = AdmissionBinding {
+    fn binding() -> AdmissionBinding {
+        AdmissionBinding {
             name: "privateRepo.example.com".into(),
             group: None,
             include_snapshots_from: vec![],
@@ -207,7 +248,12 @@ mod tests {
                 match_expressions: vec![],
             }),
             namespace_label_selector: None,
-        };
+        }
+    }
+
+    #[test]
+    fn entry_shape_and_default_failure_policy() {
+        let b = binding();
         assert_eq!(target().name, "shell-operator-hooks-hooks");
         assert_eq!(
             entry(&b, &target()),
@@ -226,5 +272,38 @@ mod tests {
                 }
             })
         );
+    }
+
+    #[test]
+    fn stored_defaults_are_no_change_but_a_dropped_selector_is() {
+        let mut b = binding();
+        let written = vec![entry(&b, &target())];
+        // As kube-apiserver stores it (a mutating hook, read back with kubectl).
+        let stored = json!({"webhooks": [{
+            "name": "privateRepo.example.com",
+            "rules": [{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"],"scope":"*"}],
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+            "matchPolicy": "Equivalent",
+            "reinvocationPolicy": "Never",
+            "admissionReviewVersions": ["v1", "v1beta1"],
+            "objectSelector": {"matchLabels": {"a": "b"}},
+            "namespaceSelector": {},
+            "clientConfig": {
+                "service": {"namespace": "ns", "name": "svc", "path": "/hooks/private-repo-example-com", "port": 443},
+                "caBundle": "Q0E="
+            }
+        }]});
+        assert!(up_to_date(&stored, &written, true));
+        assert!(
+            !up_to_date(&stored, &written, false),
+            "no reinvocationPolicy on a validating hook"
+        );
+        let as_written = json!({"webhooks": written.clone()});
+        assert!(up_to_date(&as_written, &written, true));
+        b.label_selector = None;
+        assert!(!up_to_date(&stored, &[entry(&b, &target())], true));
+        assert!(!up_to_date(&stored, &[], true));
     }
 }

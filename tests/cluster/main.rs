@@ -15,3 +15,8 @@ mod harness;
 
 mod addon;
 mod bindings;
+mod ha;
+mod kube_sim_diff;
+mod patcher;
+mod rbac;
+mod webhooks;

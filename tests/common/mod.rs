@@ -65,10 +65,21 @@ pub fn binary() -> &'static str {
 impl Operator {
     /// Starts the binary on `hooks` with extra `args` and `env`; JSON logs, port 0.
     pub fn start(hooks: &[(&str, String)], args: &[&str], env: &[(&str, &str)]) -> Operator {
+        Operator::start_program(Path::new(binary()), hooks, args, env)
+    }
+
+    /// [`Operator::start`] for another shell-operator binary with the same command
+    /// line (flant's, in the compatibility suite).
+    pub fn start_program(
+        program: &Path,
+        hooks: &[(&str, String)],
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Operator {
         let dir = TempDir::new("op");
         write_hooks(&dir.0.join("hooks"), hooks);
         std::fs::create_dir_all(dir.0.join("out")).expect("out dir");
-        let mut cmd = Command::new(binary());
+        let mut cmd = Command::new(program);
         cmd.arg("start")
             .arg("--hooks-dir")
             .arg(dir.0.join("hooks"))

@@ -278,6 +278,77 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
     );
 }
 
+/// As PID 1, SIGTERM ends the operator with exit code 0 (a pod stop must not wait for
+/// the grace period and SIGKILL): the reaper thread must not keep the process alive.
+/// A hook still running then gets the usual SIGTERM and nothing is left behind.
+#[test]
+fn pid1_exits_zero_on_sigterm_with_nothing_left_running() {
+    let dir = TempDir::new("pid1-term");
+    let config = "configVersion: v1\nonStartup: 1";
+    write_hooks(
+        &dir.0.join("hooks"),
+        &[("s.sh", hook("s", config, "sleep 300; true"))],
+    );
+    std::fs::create_dir_all(dir.0.join("out")).expect("out");
+    let mut child = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", common::binary(), "start"])
+        .args(["--listen-port", "0", "--hooks-dir"])
+        .arg(dir.0.join("hooks"))
+        .arg("--tmp-dir")
+        .arg(dir.0.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.0.join("debug.socket"))
+        .env("OUT_DIR", dir.0.join("out"))
+        .env("LOG_TYPE", "json")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare must be available (util-linux)");
+    let lines = common::stdout_lines(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(dir.0.join("out/runs.log")).is_ok_and(|l| l.contains("s [{")) {
+        assert!(Instant::now() < deadline, "the startup hook never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let operator_pid =
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+            .expect("children");
+    let operator_pid: i32 = operator_pid
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("operator pid");
+    // SAFETY: kill(2) on a pid we just read; no memory involved.
+    unsafe { libc::kill(operator_pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("PID 1 still running 10 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut logs = String::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_millis(100)) {
+        logs.push_str(&line);
+        logs.push('\n');
+    }
+    assert_eq!(status.code(), Some(0), "exit code after SIGTERM: {logs}");
+    assert!(logs.contains("running as PID 1"), "{logs}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{operator_pid}")).exists(),
+        "the operator is gone"
+    );
+    assert_eq!(
+        common::processes_mentioning(&dir.0),
+        0,
+        "no hook or child is left running"
+    );
+}
+
 /// The operator's children that are orphans still sleeping or already zombies, as
 /// (pid, state).
 fn orphans_left(operator_pid: &str) -> Vec<(String, char)> {

@@ -4,6 +4,7 @@
 //! stored patches. Only `add` and `remove` exist; every other operation is rejected.
 
 use crate::json_kind::json_kind;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Most ops one patch file may hold.
@@ -31,6 +32,9 @@ impl PatchOp {
 
 /// File text → ops: a JSON array of ops, single op objects, or a stream of both (blank
 /// lines ok); empty/whitespace = no ops. Refuses more than 10,000 ops or 16 MiB.
+/// Operations are parsed one at a time and counted as they come, so a refused patch
+/// costs no more memory than the ops below the cap (a 300,000-op array used to be
+/// built whole before it was counted).
 pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, String> {
     if text.len() > MAX_BYTES {
         return Err(format!(
@@ -39,27 +43,86 @@ pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, String> {
         ));
     }
     let mut ops = Vec::new();
-    let stream = serde_json::Deserializer::from_slice(text).into_iter::<Value>();
-    for (doc_index, item) in stream.enumerate() {
-        let item =
-            item.map_err(|e| format!("values patch: document {doc_index}: bad JSON: {e}"))?;
-        match item {
-            Value::Array(items) => {
-                for op in items {
-                    push_op(&mut ops, &op)?;
-                }
-            }
-            Value::Object(_) => push_op(&mut ops, &item)?,
-            other => {
-                return Err(format!(
-                    "values patch: document {doc_index}: expected an array of operations or an \
-                     operation object, got {}",
-                    json_kind(&other)
-                ));
-            }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let mut doc_index = 0;
+    while de.end().is_err() {
+        let mut refused = None;
+        let seed = Document {
+            ops: &mut ops,
+            refused: &mut refused,
+        };
+        if let Err(e) = serde::de::DeserializeSeed::deserialize(seed, &mut de) {
+            return Err(refused
+                .unwrap_or_else(|| format!("values patch: document {doc_index}: bad JSON: {e}")));
         }
+        doc_index += 1;
     }
     Ok(ops)
+}
+
+/// The refusal of a document that is neither an array nor an object.
+fn not_ops(kind: &str) -> String {
+    format!("values patch: expected an array of operations or an operation object, got {kind}")
+}
+
+/// One document of the stream: an array of ops or one op, each pushed as it is read.
+/// A refusal's message goes to `refused` (serde would add a position to it).
+struct Document<'a> {
+    ops: &'a mut Vec<PatchOp>,
+    refused: &'a mut Option<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Document<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Document<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of operations or an operation object")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(op) = seq.next_element::<Value>()? {
+            if let Err(e) = push_op(self.ops, &op) {
+                return Err(serde::de::Error::custom(self.refused.insert(e)));
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("a boolean"))))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("a number"))))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("a number"))))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("a number"))))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("a string"))))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Err(E::custom(self.refused.insert(not_ops("null"))))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let op = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        push_op(self.ops, &op).map_err(|e| serde::de::Error::custom(self.refused.insert(e)))
+    }
 }
 
 fn push_op(ops: &mut Vec<PatchOp>, raw: &Value) -> Result<(), String> {

@@ -98,8 +98,13 @@ pub fn parse_as(hook_name: &str, text: &str, kind: HookKind) -> Result<HookConfi
 fn load_document(text: &str) -> Result<Value, String> {
     crate::yaml_depth::check(text)?;
     if text.trim_start().starts_with('{') {
-        if let Ok(v) = serde_json::from_str(text) {
-            return Ok(v);
+        match serde_json::from_str(text) {
+            Ok(v) => return Ok(v),
+            // The YAML scanner would take seconds on what JSON refused for depth.
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+                return Err(crate::yaml_depth::too_deep());
+            }
+            Err(_) => {}
         }
     }
     match serde_yaml::Deserializer::from_str(text).next() {

@@ -7,8 +7,10 @@
 //! One request, one round trip, no client-side throttling between pages.
 //!
 //! A server that refuses those parameters (older than 1.27, or with its WatchList
-//! feature gate off: 400/403/422) makes the reflector fall back to paged LISTs for
-//! the rest of its life. Part of the reflector's state machine (`reflector.rs`).
+//! feature gate off: 422 Invalid; or 403) makes the reflector fall back to paged
+//! LISTs for the rest of its life. A 400 is not that: the server refuses the request
+//! itself (a field selector the resource does not support), and a LIST would fail
+//! the same way. Part of the reflector's state machine (`reflector.rs`).
 
 use super::{Reflector, State, WatchErrorKind};
 use crate::kube::decode::{self, Initial};
@@ -38,7 +40,7 @@ impl Reflector {
                     items: Vec::new(),
                 }
             }
-            Err(e) if matches!(e.status_code(), Some(400 | 403 | 422)) => {
+            Err(e) if matches!(e.status_code(), Some(403 | 422)) => {
                 self.watch_list = false;
                 log::info(
                     "the API server does not stream initial lists: listing in pages",
@@ -50,7 +52,7 @@ impl Reflector {
                 State::Empty
             }
             Err(e) => {
-                let next = self.fail(WatchErrorKind::Fail, &e.to_string(), State::Empty);
+                let next = self.fail(super::failure_kind(&e), &e.to_string(), State::Empty);
                 self.wait_as_asked(next, e.retry_after())
             }
         }

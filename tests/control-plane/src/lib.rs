@@ -170,7 +170,10 @@ impl ControlPlane {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.etcd.revision().is_err() {
             if Instant::now() > deadline {
-                return Err(format!("etcd did not answer in 30 s; {}", self.log_tail("etcd.log")));
+                return Err(format!(
+                    "etcd did not answer in 30 s; {}",
+                    self.log_tail("etcd.log")
+                ));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -180,24 +183,30 @@ impl ControlPlane {
     fn apiserver_command(&self) -> Command {
         let d = |f: &str| self.dir.join(f).display().to_string();
         let mut cmd = Command::new(self.bins.join("kube-apiserver"));
-        cmd.arg(format!("--etcd-servers=http://127.0.0.1:{}", self.etcd.port))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
-            .arg(format!("--secure-port={}", self.api_port))
-            .arg(format!("--cert-dir={}", d("certs")))
-            .arg(format!("--tls-cert-file={}", d("apiserver.crt")))
-            .arg(format!("--tls-private-key-file={}", d("apiserver.key")))
-            .arg(format!("--client-ca-file={}", d("ca.crt")))
-            .arg(format!("--service-account-key-file={}", d("sa.pub")))
-            .arg(format!("--service-account-signing-key-file={}", d("sa.key")))
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
-            .arg("--authorization-mode=RBAC")
-            .arg("--disable-admission-plugins=ServiceAccount")
-            .arg("--storage-media-type=application/json")
-            .arg("--etcd-compaction-interval=0")
-            .arg("--profiling=false")
-            .arg("--v=1");
+        cmd.arg(format!(
+            "--etcd-servers=http://127.0.0.1:{}",
+            self.etcd.port
+        ))
+        .arg("--bind-address=127.0.0.1")
+        .arg("--advertise-address=127.0.0.1")
+        .arg(format!("--secure-port={}", self.api_port))
+        .arg(format!("--cert-dir={}", d("certs")))
+        .arg(format!("--tls-cert-file={}", d("apiserver.crt")))
+        .arg(format!("--tls-private-key-file={}", d("apiserver.key")))
+        .arg(format!("--client-ca-file={}", d("ca.crt")))
+        .arg(format!("--service-account-key-file={}", d("sa.pub")))
+        .arg(format!(
+            "--service-account-signing-key-file={}",
+            d("sa.key")
+        ))
+        .arg("--service-account-issuer=https://kubernetes.default.svc")
+        .arg("--service-cluster-ip-range=10.0.0.0/24")
+        .arg("--authorization-mode=RBAC")
+        .arg("--disable-admission-plugins=ServiceAccount")
+        .arg("--storage-media-type=application/json")
+        .arg("--etcd-compaction-interval=0")
+        .arg("--profiling=false")
+        .arg("--v=1");
         cmd
     }
 
@@ -236,7 +245,11 @@ impl ControlPlane {
         let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let from = lines.len().saturating_sub(15);
-        format!("last lines of {}:\n{}", self.dir.join(file).display(), lines[from..].join("\n"))
+        format!(
+            "last lines of {}:\n{}",
+            self.dir.join(file).display(),
+            lines[from..].join("\n")
+        )
     }
 
     /// `https://127.0.0.1:<port>`.

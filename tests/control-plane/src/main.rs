@@ -23,7 +23,10 @@ fn main() -> ExitCode {
         "ServiceAccount shell-operator/shell-operator (deploy/rbac.yaml): {}",
         cp.operator_kubeconfig().display()
     );
-    println!("logs: {}/{{etcd,apiserver}}.log; Ctrl-C stops both", dir.display());
+    println!(
+        "logs: {}/{{etcd,apiserver}}.log; Ctrl-C stops both",
+        dir.display()
+    );
     wait_for_stop_signal();
     drop(cp);
     ExitCode::SUCCESS

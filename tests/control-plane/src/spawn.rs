@@ -68,9 +68,13 @@ pub fn kept(mut cmd: Command, log: &Path) -> Result<Child, String> {
 /// Runs `cmd` to completion, feeding `stdin`; stdout on success, stderr (and
 /// stdout) on failure. The command bounds its own time (kubectl's --request-timeout).
 pub fn run(cmd: &mut Command, stdin: Option<&str>) -> Result<String, String> {
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| e.to_string())?;
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(text.as_bytes()).map_err(|e| e.to_string())?;

@@ -4,6 +4,8 @@
 //! Service `type: ClusterIP`, `sessionAffinity: None`, port `protocol: TCP` and
 //! a `clusterIP` (helm 3's `--wait` waits for one). The IP is derived from the
 //! namespace and name (10.96.0.0/16), so re-defaulting on update keeps it.
+//! Also what Go's `omitempty` drops (empty metadata maps, ConfigMap/Secret data)
+//! and which kinds carry `metadata.generation` (measured on kube-apiserver 1.35).
 
 use crate::discovery::fnv;
 use crate::registry::ResourceType;
@@ -12,14 +14,54 @@ use serde_json::{Value, json};
 
 /// Applies the defaults for `rt` to an object about to be stored.
 pub fn apply(rt: &ResourceType, obj: &mut Value) {
+    omit_empty(rt, obj);
     if !rt.group.is_empty() {
         return;
     }
     match rt.plural.as_str() {
+        "configmaps" => configmap(obj),
         "secrets" => secret(obj),
         "namespaces" => namespace(obj),
         "services" => service(obj),
         _ => {}
+    }
+}
+
+/// What Go's `omitempty` does to a built-in object on its way through the real
+/// server: empty (or null) metadata maps and lists, and ConfigMap/Secret data maps,
+/// are not stored (a merge patch that removes the last label leaves no `labels: {}`).
+fn omit_empty(rt: &ResourceType, obj: &mut Value) {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    if let Some(meta) = obj["metadata"].as_object_mut() {
+        for f in ["labels", "annotations", "finalizers", "ownerReferences"] {
+            if meta.get(f).is_some_and(empty) {
+                meta.remove(f);
+            }
+        }
+    }
+    if rt.crd || !rt.group.is_empty() || !matches!(rt.plural.as_str(), "configmaps" | "secrets") {
+        return;
+    }
+    if let Some(m) = obj.as_object_mut() {
+        for f in ["data", "binaryData", "stringData"] {
+            if m.get(f).is_some_and(empty) {
+                m.remove(f);
+            }
+        }
+    }
+}
+
+/// ConfigMap `data` values that are null are stored as "" (Go decodes null to the zero value).
+fn configmap(obj: &mut Value) {
+    if let Some(data) = obj.get_mut("data").and_then(Value::as_object_mut) {
+        for v in data.values_mut().filter(|v| v.is_null()) {
+            *v = json!("");
+        }
     }
 }
 
@@ -107,5 +149,33 @@ mod tests {
         let mut ext = json!({"metadata": {"name": "e"}, "spec": {"type": "ExternalName"}});
         apply(rt, &mut ext);
         assert!(ext["spec"].get("clusterIP").is_none());
+    }
+}
+
+/// Whether kube-apiserver keeps `metadata.generation` for this kind (measured on
+/// 1.35): custom resources, CRDs, workloads, Pods, policies and a few more do;
+/// Services, Namespaces, Leases, ConfigMaps and the like do not. Kinds not measured
+/// fall back to "has a spec".
+pub fn tracks_generation(rt: &ResourceType, obj: &Value) -> bool {
+    if rt.crd {
+        return true;
+    }
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "pods" | "replicationcontrollers")
+        | ("apps", "deployments" | "statefulsets" | "daemonsets" | "replicasets")
+        | ("batch", "jobs" | "cronjobs")
+        | ("networking.k8s.io", "networkpolicies" | "ingresses" | "ingressclasses")
+        | ("policy", "poddisruptionbudgets")
+        | ("discovery.k8s.io", "endpointslices")
+        | ("scheduling.k8s.io", "priorityclasses")
+        | ("apiextensions.k8s.io", "customresourcedefinitions")
+        | ("admissionregistration.k8s.io", _) => true,
+        ("", "services" | "namespaces" | "persistentvolumeclaims" | "serviceaccounts")
+        | ("", "configmaps" | "secrets" | "resourcequotas" | "limitranges")
+        | ("coordination.k8s.io", "leases")
+        | ("rbac.authorization.k8s.io", _)
+        | ("autoscaling", "horizontalpodautoscalers")
+        | ("storage.k8s.io", "storageclasses") => false,
+        _ => obj.get("spec").is_some(),
     }
 }

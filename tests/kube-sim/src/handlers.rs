@@ -46,6 +46,9 @@ pub fn filter(req: &Request, t: &Target) -> Result<Filter, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
         .map_err(ApiError::bad_request)?;
+    fields
+        .check_supported(&t.rt)
+        .map_err(ApiError::bad_request)?;
     let namespace = (!t.ns.is_empty()).then(|| t.ns.clone());
     Ok(Filter {
         namespace,
@@ -106,6 +109,9 @@ fn obj_key(o: &Value) -> (String, String) {
 /// GET on a collection.
 pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
     crate::listopts::validate(req, false)?;
+    if let Some(rv) = req.param("resourceVersion").filter(|rv| !rv.is_empty()) {
+        parse_rv(rv)?;
+    }
     let f = filter(req, t)?;
     let limit = req
         .param("limit")
@@ -142,7 +148,10 @@ pub fn list(shared: &Shared, req: &Request, t: &Target) -> Reply {
         if let Some(last) = items.last() {
             meta["continue"] = json!(encode_continue(rv, last));
         }
-        meta["remainingItemCount"] = json!(remaining);
+        // As from kube-apiserver: the count is only known without selectors.
+        if f.labels.is_empty() && f.fields.is_empty() {
+            meta["remainingItemCount"] = json!(remaining);
+        }
     }
     let items = crate::conversion::list_to_version(shared, &t.rt, &t.version, items)?;
     if table::wants_table(req) {
@@ -187,7 +196,11 @@ pub fn watch_plan(req: &Request, t: &Target) -> Result<WatchPlan, ApiError> {
     crate::listopts::validate(req, true)?;
     let rv = match req.param("resourceVersion") {
         None | Some("") | Some("0") => None,
-        Some(rv) => Some(parse_rv(rv)?),
+        // a watch words a bad resourceVersion as a 500 with no reason (measured)
+        Some(rv) => Some(parse_rv(rv).map_err(|e| {
+            let msg = e.message.trim_start_matches("invalid resource version: ");
+            ApiError::new(500, "", msg.to_string())
+        })?),
     };
     let start = match (req.param("sendInitialEvents"), rv) {
         (Some(_), _) if req.flag("sendInitialEvents") => Start::InitialEvents,
@@ -236,6 +249,7 @@ pub fn get(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 /// POST on a collection.
 pub fn create(shared: &Shared, req: &Request, t: &Target) -> Reply {
     let body = decode_body(req)?;
+    crate::typing::check_body(&t.rt, &t.version, &body)?;
     if admission::any_configured(shared, &t.rt) {
         return admitted::save(shared, req, t, None, body);
     }
@@ -262,6 +276,9 @@ pub fn mode(t: &Target) -> WriteMode {
 /// PUT on an object (or its status / scale).
 pub fn update(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let body = decode_body(req)?;
+    if t.sub.as_deref() != Some("scale") {
+        crate::typing::check_body(&t.rt, &t.version, &body)?;
+    }
     if admission::any_configured(shared, &t.rt) {
         let old = shared.store().get(&t.rt, &t.ns, name)?;
         if t.sub.as_deref() == Some("scale") {
@@ -310,6 +327,7 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         let current = shared.store().get(&t.rt, &t.ns, name)?;
         let at = presented(shared, t, current.clone())?;
         let patched = crate::patch::apply(&ct, &at, &req.body)?;
+        crate::typing::check_patched(&t.rt, &patched)?;
         return admitted::save(shared, req, t, Some(current), patched);
     }
     if t.sub.as_deref() == Some("scale") && admission::any_configured(shared, &t.rt) {
@@ -326,6 +344,7 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
         return ok(200, &to_scale(&t.rt, &saved)?);
     }
     let patched = crate::patch::apply(&ct, &current, &req.body)?;
+    crate::typing::check_patched(&t.rt, &patched)?;
     let saved = st.update(&t.rt, &t.ns, name, patched, mode(t), dry_run(req))?;
     drop(st);
     ok(200, &presented(shared, t, saved)?)
@@ -336,12 +355,19 @@ pub fn patch(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
 fn server_side_apply(shared: &Shared, req: &Request, t: &Target, name: &str) -> Reply {
     let manager = req.param("fieldManager").unwrap_or("");
     if manager.is_empty() {
-        return Err(ApiError::invalid(
+        let mut e = ApiError::invalid(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ));
+        );
+        e.details = Some(json!({"group": "meta.k8s.io", "kind": "PatchOptions"}));
+        return Err(e.with_causes(&[(
+            "FieldValueRequired",
+            "Required value: is required for apply patch".into(),
+            "fieldManager",
+        )]));
     }
     let mut body = crate::patch::parse_apply(&req.body)?;
     body["metadata"]["name"] = json!(name);
+    crate::typing::check_applied(&t.rt, &t.version, &body)?;
     if admitted_path(shared, t) {
         return admitted::apply(shared, req, t, name, manager, body);
     }

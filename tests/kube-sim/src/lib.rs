@@ -14,7 +14,8 @@
 //!   `crd`: CRD write rules.
 //! - `certs`: openssl-made test certificates for TLS tests; `controllers`:
 //!   opt-in instant readiness for workloads.
-//! - `listopts`: list/watch option validation.
+//! - `listopts`: list/watch option validation; `typing`: the decoder's type checks
+//!   (400); `validation`: field validation (422), both worded as kube-apiserver's.
 //! - `admission` (+ `admission_match`, `admitted`): admission webhooks on writes;
 //!   `conversion`: CRD conversion webhooks; `webhook_client` (+ `webhook_http`): the
 //!   HTTPS client both use.
@@ -49,7 +50,9 @@ mod store;
 mod strategic;
 mod table;
 mod tls;
+mod typing;
 mod util;
+mod validation;
 mod watch;
 mod webhook_client;
 mod webhook_http;

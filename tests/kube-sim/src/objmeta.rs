@@ -1,8 +1,7 @@
 //! Object metadata rules applied by the store on writes: identity on create
 //! (kind/apiVersion, namespace from URL or body, generateName), the status
 //! subresource split, server-owned fields carried across updates, generation
-//! bumps on spec changes, finalizer checks, and metadata validation (names,
-//! labels, annotations).
+//! bumps on spec changes and finalizer checks. Field validation is `validation`.
 
 use crate::registry::ResourceType;
 use crate::status::ApiError;
@@ -49,14 +48,9 @@ pub fn prepare_identity(rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<
     } else if let Some(m) = obj["metadata"].as_object_mut() {
         m.remove("namespace");
     }
-    if meta_str(obj, "name").is_empty() {
-        let prefix = meta_str(obj, "generateName").to_string();
-        if prefix.is_empty() {
-            return Err(ApiError::invalid(format!(
-                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                rt.kind
-            )));
-        }
+    // A missing name (and generateName) is left for validation to report.
+    let prefix = meta_str(obj, "generateName").to_string();
+    if meta_str(obj, "name").is_empty() && !prefix.is_empty() {
         obj["metadata"]["name"] = json!(format!("{prefix}{}", name_suffix()));
     }
     Ok(())
@@ -159,48 +153,4 @@ pub fn no_finalizers(obj: &Value) -> bool {
     obj["metadata"]["finalizers"]
         .as_array()
         .is_none_or(|a| a.is_empty())
-}
-
-/// Whether `name` is a DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`,
-/// starting and ending alphanumeric, at most 253 characters.
-fn valid_name(name: &str) -> bool {
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    name.len() <= 253
-        && name.chars().all(ok_char)
-        && edge(name.chars().next())
-        && edge(name.chars().last())
-}
-
-/// The checks a real server makes on every object's metadata: a valid name and
-/// string-to-string labels and annotations. Errors are 422 Invalid.
-pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let name = meta_str(obj, "name");
-    let invalid = |field: &str, why: &str| {
-        ApiError::invalid(format!(
-            "{} {name:?} is invalid: metadata.{field}: Invalid value: {why}",
-            rt.kind
-        ))
-        .about(&rt.group, &rt.plural, name)
-    };
-    if !valid_name(name) {
-        return Err(invalid(
-            "name",
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', \
-             and must start and end with an alphanumeric character",
-        ));
-    }
-    for field in ["labels", "annotations"] {
-        match &obj["metadata"][field] {
-            Value::Null => {}
-            Value::Object(m) if m.values().all(Value::is_string) => {}
-            _ => {
-                return Err(invalid(
-                    field,
-                    "must be a map of string keys to string values",
-                ));
-            }
-        }
-    }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! query parameters, parsed once per request and matched against stored objects
 //! by list, watch and deletecollection.
 
+use crate::registry::ResourceType;
 use serde_json::Value;
 
 /// One label requirement.
@@ -95,14 +96,35 @@ fn parse_label_term(t: &str) -> Result<LabelReq, String> {
 }
 
 fn checked(key: &str, req: LabelReq) -> Result<LabelReq, String> {
-    if valid_key(key) {
-        Ok(req)
-    } else {
-        Err(format!("invalid label key {key:?}"))
+    if !valid_key(key) {
+        return Err(format!("invalid label key {key:?}"));
     }
+    let values: &[String] = match &req {
+        LabelReq::Eq(_, v) | LabelReq::NotEq(_, v) => std::slice::from_ref(v),
+        LabelReq::In(_, vs) | LabelReq::NotIn(_, vs) => vs,
+        _ => &[],
+    };
+    for (i, v) in values.iter().enumerate() {
+        if v.contains(['=', '!']) {
+            // what kube-apiserver's selector lexer says about `a===b`
+            return Err("found '=', expected: identifier".into());
+        }
+        if !crate::validation::is_label_value(v) {
+            return Err(format!(
+                "values[{i}][{key}]: Invalid value: {v:?}: {}",
+                crate::validation::LABEL_VALUE
+            ));
+        }
+    }
+    Ok(req)
 }
 
 impl LabelSelector {
+    /// No requirements (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Parses the `labelSelector` syntax (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`).
     pub fn parse(s: &str) -> Result<LabelSelector, String> {
         split_terms(s)
@@ -141,6 +163,11 @@ fn field_value(obj: &Value, path: &str) -> String {
 }
 
 impl FieldSelector {
+    /// No terms (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Parses `path=value`, `path==value` and `path!=value` terms.
     pub fn parse(s: &str) -> Result<FieldSelector, String> {
         let mut out = Vec::new();
@@ -169,6 +196,68 @@ impl FieldSelector {
         self.0
             .iter()
             .all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
+    }
+
+    /// Refuses a field the resource cannot be selected on, as kube-apiserver 1.35 does
+    /// (its three wordings, measured). Custom resources are not checked (their CRD's
+    /// `selectableFields` are not tracked).
+    pub fn check_supported(&self, rt: &ResourceType) -> Result<(), String> {
+        if rt.crd {
+            return Ok(());
+        }
+        let core_events: &[&str] = &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ];
+        // (extra fields, how a refusal reads: 0 "not supported", 1 "for <Kind>", 2 "only ...")
+        let (extra, style): (&[&str], u8) = match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "pods") => (
+                &[
+                    "spec.nodeName",
+                    "spec.restartPolicy",
+                    "spec.schedulerName",
+                    "spec.serviceAccountName",
+                    "spec.hostNetwork",
+                    "status.phase",
+                    "status.podIP",
+                    "status.podIPs",
+                    "status.nominatedNodeName",
+                ],
+                0,
+            ),
+            ("", "secrets") => (&["type"], 0),
+            ("", "events") | ("events.k8s.io", "events") => (core_events, 0),
+            ("", "namespaces") => (&["status.phase"], 0),
+            ("", "nodes") => (&["spec.unschedulable"], 0),
+            ("", "services") => (&["spec.clusterIP", "spec.type"], 0),
+            ("", "replicationcontrollers") => (&["status.replicas"], 0),
+            ("certificates.k8s.io", "certificatesigningrequests") => (&["spec.signerName"], 0),
+            ("batch", "jobs") => (&["status.successful"], 1),
+            _ => (&[], 2),
+        };
+        for (field, _, _) in &self.0 {
+            let f = field.as_str();
+            if matches!(f, "metadata.name" | "metadata.namespace") || extra.contains(&f) {
+                continue;
+            }
+            return Err(match style {
+                0 => format!("field label not supported: {f}"),
+                1 => format!("field label {f:?} not supported for {}", rt.kind),
+                _ => format!(
+                    "{f:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                ),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -45,6 +45,18 @@ impl ApiError {
         self
     }
 
+    /// Adds `details.causes` (`reason`, `message`, `field` each), as a 422 carries them.
+    pub fn with_causes(mut self, causes: &[(&str, String, &str)]) -> ApiError {
+        let list: Vec<Value> = causes
+            .iter()
+            .map(|(reason, message, field)| json!({"reason": reason, "message": message, "field": field}))
+            .collect();
+        let mut d = self.details.take().unwrap_or_else(|| json!({}));
+        d["causes"] = Value::Array(list);
+        self.details = Some(d);
+        self
+    }
+
     /// 404 `NotFound` for an object.
     pub fn not_found(group: &str, plural: &str, name: &str) -> ApiError {
         let what = qualified(group, plural);
@@ -105,6 +117,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // Go's Status omits an empty reason.
+            if let Some(m) = s.as_object_mut() {
+                m.remove("reason");
+            }
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

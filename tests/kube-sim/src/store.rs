@@ -4,11 +4,12 @@
 //! one `Mutex<Store>` in the server; methods here are plain and synchronous.
 
 use crate::objmeta::{
-    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv, validate,
+    carry_identity, merge_for_mode, no_finalizers, prepare_identity, same_ignoring_rv,
 };
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
 use crate::util::{fmt_time, new_uid, now_secs};
+use crate::validation::validate;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -108,8 +109,12 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// Parses a resourceVersion string; RVs are opaque to clients but ours are numbers.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
-    s.parse::<u64>()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version {s:?}")))
+    s.parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {s:?}: strconv.ParseUint: \
+             parsing {s:?}: invalid syntax"
+        ))
+    })
 }
 
 impl Store {
@@ -315,6 +320,7 @@ impl Store {
                 "the body of the request was not a JSON object",
             ));
         }
+        crate::typing::check_body(rt, rt.preferred(), &obj)?;
         prepare_identity(rt, ns, &mut obj)?;
         let name = meta_str(&obj, "name").to_string();
         let key = (
@@ -322,17 +328,16 @@ impl Store {
             meta_str(&obj, "namespace").to_string(),
             name.clone(),
         );
-        if self.objects.contains_key(&key) {
-            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
-        }
+        // As on kube-apiserver: the namespace (admission) first, then validation,
+        // then the name's uniqueness (storage).
         if rt.namespaced && self.strict_namespaces && !self.namespace_exists(&key.1) {
             return Err(ApiError::not_found("", "namespaces", &key.1));
         }
-        let obj_has_spec = obj.get("spec").is_some() || rt.key() == CRD_KEY;
+        let tracks_generation = crate::defaults::tracks_generation(rt, &obj);
         let meta = &mut obj["metadata"];
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(fmt_time(now_secs()));
-        if rt.crd || obj_has_spec {
+        if tracks_generation {
             meta["generation"] = json!(1);
         }
         if let Some(m) = meta.as_object_mut() {
@@ -346,6 +351,9 @@ impl Store {
         }
         crate::defaults::apply(rt, &mut obj);
         validate(rt, &obj)?;
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
         if rt.key() == CRD_KEY {
             self.accept_crd(&mut obj, dry_run)?;
         }
@@ -406,6 +414,7 @@ impl Store {
                 "the body of the request was not a JSON object",
             ));
         }
+        crate::typing::check_body(rt, rt.preferred(), &obj)?;
         let old = self.get(rt, ns, name)?;
         let body_name = meta_str(&obj, "name");
         if !body_name.is_empty() && body_name != name {

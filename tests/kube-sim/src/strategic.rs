@@ -60,7 +60,7 @@ pub fn merge(target: &mut Value, patch: &Value) {
     }
     let Value::Object(t) = target else { return };
     for (k, v) in p.iter().filter(|(k, _)| !k.starts_with('$')) {
-        merge_field(t, k, v);
+        merge_field(t, k, v, p);
     }
     for (k, v) in p.iter() {
         if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
@@ -69,7 +69,14 @@ pub fn merge(target: &mut Value, patch: &Value) {
             }
         }
         if let Some(field) = k.strip_prefix("$setElementOrder/") {
-            reorder(t, field, v);
+            // a keyed list the patch also carries was ordered while merging
+            let keyed = p
+                .get(field)
+                .and_then(Value::as_array)
+                .is_some_and(|items| merge_key(field, items).is_some());
+            if !keyed {
+                reorder(t, field, v);
+            }
         }
     }
     if let Some(Value::Array(keep)) = p.get("$retainKeys") {
@@ -78,7 +85,7 @@ pub fn merge(target: &mut Value, patch: &Value) {
 }
 
 /// Merges one field of a map.
-fn merge_field(t: &mut Map<String, Value>, k: &str, v: &Value) {
+fn merge_field(t: &mut Map<String, Value>, k: &str, v: &Value, order: &Map<String, Value>) {
     match v {
         Value::Null => {
             t.remove(k);
@@ -92,7 +99,9 @@ fn merge_field(t: &mut Map<String, Value>, k: &str, v: &Value) {
         }
         Value::Array(items) => {
             let merged = match (t.get(k), merge_key(k, items)) {
-                (Some(Value::Array(cur)), Some(key)) => merge_keyed(cur, items, key),
+                (Some(Value::Array(cur)), Some(key)) => {
+                    merge_keyed(cur, items, key, order.get(&format!("$setElementOrder/{k}")))
+                }
                 (Some(Value::Array(cur)), None) if is_set_list(k) => {
                     let mut out = cur.clone();
                     out.extend(items.iter().filter(|i| !cur.contains(i)).cloned());
@@ -112,8 +121,12 @@ fn merge_field(t: &mut Map<String, Value>, k: &str, v: &Value) {
     }
 }
 
-/// Merges a keyed list: patch items update, add to or (`$patch: delete`) remove items.
-fn merge_keyed(cur: &[Value], items: &[Value], key: &str) -> Vec<Value> {
+/// Merges a keyed list: patch items update, add to or (`$patch: delete`) remove
+/// items. The result is ordered as kube-apiserver orders it: the patch's items in
+/// patch order (or `$setElementOrder`'s, which may also name untouched originals),
+/// merged with the originals nobody named; an original goes first only when the
+/// named item it meets is an original placed after it, so new items go first.
+fn merge_keyed(cur: &[Value], items: &[Value], key: &str, order: Option<&Value>) -> Vec<Value> {
     if items
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -124,19 +137,53 @@ fn merge_keyed(cur: &[Value], items: &[Value], key: &str) -> Vec<Value> {
             .map(clean)
             .collect();
     }
-    let mut out = cur.to_vec();
+    let index_in = |list: &[Value], x: &Value| {
+        let id = x.get(key);
+        list.iter().position(|o| id.is_some() && o.get(key) == id)
+    };
+    let mut named: Vec<(Option<usize>, Value)> = Vec::new();
+    let mut deleted = Vec::new();
     for item in items {
-        let id = item.get(key);
-        let pos = out.iter().position(|o| id.is_some() && o.get(key) == id);
-        match (item.get("$patch").and_then(Value::as_str), pos) {
-            (Some("delete"), Some(i)) => {
-                out.remove(i);
+        match (
+            item.get("$patch").and_then(Value::as_str),
+            index_in(cur, item),
+        ) {
+            (Some("delete"), i) => deleted.extend(i),
+            (_, Some(i)) => {
+                let mut merged = cur[i].clone();
+                merge(&mut merged, item);
+                named.push((Some(i), merged));
             }
-            (Some("delete"), None) => {}
-            (_, Some(i)) => merge(&mut out[i], item),
-            (_, None) => out.push(clean(item)),
+            (_, None) => named.push((None, clean(item))),
         }
     }
+    if let Some(Value::Array(order)) = order {
+        let mut ordered = Vec::new();
+        for o in order {
+            if let Some(p) = named.iter().position(|(_, x)| x.get(key) == o.get(key)) {
+                ordered.push(named.remove(p));
+            } else if let Some(i) = index_in(cur, o).filter(|i| !deleted.contains(i)) {
+                ordered.push((Some(i), cur[i].clone()));
+            }
+        }
+        ordered.append(&mut named);
+        named = ordered;
+    }
+    let taken: Vec<usize> = named
+        .iter()
+        .filter_map(|(i, _)| *i)
+        .chain(deleted)
+        .collect();
+    let server_only = (0..cur.len()).filter(|i| !taken.contains(i));
+    let mut out = Vec::with_capacity(cur.len() + named.len());
+    let mut named = named.into_iter().peekable();
+    for i in server_only {
+        while let Some((_, item)) = named.next_if(|(p, _)| p.is_none_or(|p| p < i)) {
+            out.push(item);
+        }
+        out.push(cur[i].clone());
+    }
+    out.extend(named.map(|(_, item)| item));
     out
 }
 
@@ -208,11 +255,45 @@ mod tests {
         assert_eq!(names, ["b", "a", "c"]);
         assert_eq!(cs[1]["image"], "a:2");
         assert_eq!(cs[1]["ports"], json!([{"containerPort": 80}]));
+        // a new item goes before the original it meets (measured on kube-apiserver)
         assert_eq!(
             cs[1]["env"],
-            json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])
+            json!([{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}])
         );
         assert_eq!(cs[0]["image"], "b:1");
+    }
+
+    #[test]
+    fn keyed_items_are_ordered_as_kube_apiserver_orders_them() {
+        // measured on kube-apiserver 1.35: new items go before the originals they meet
+        let names = |v: &Value| -> Vec<String> {
+            v["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let cur = json!({"containers": [{"name": "c1"}, {"name": "c2"}, {"name": "c3"}]});
+        let out = apply(
+            cur,
+            json!({"containers": [{"name": "n1"}, {"name": "c2", "x": 1}, {"name": "n2"}]}),
+        );
+        assert_eq!(names(&out), ["n1", "c1", "c2", "n2", "c3"]);
+        assert_eq!(out["containers"][2]["x"], 1);
+        let out = apply(out, json!({"containers": [{"name": "c3"}]}));
+        assert_eq!(names(&out), ["n1", "c1", "c2", "n2", "c3"]);
+        let order = json!([{"name": "c2"}, {"name": "n1"}]);
+        let out = apply(
+            out,
+            json!({"$setElementOrder/containers": order, "containers": [{"name": "n1", "x": 2}]}),
+        );
+        assert_eq!(names(&out), ["c1", "c2", "n1", "n2", "c3"]);
+        let out = apply(
+            out,
+            json!({"containers": [{"name": "n3"}, {"name": "c1", "$patch": "delete"}]}),
+        );
+        assert_eq!(names(&out), ["n3", "c2", "n1", "n2", "c3"]);
     }
 
     #[test]

@@ -148,7 +148,14 @@ impl<W: Write> Watcher<'_, W> {
             EventType::Added if now => "ADDED",
             EventType::Modified if now && before => "MODIFIED",
             EventType::Modified if now => "ADDED",
-            EventType::Modified if before => "DELETED",
+            EventType::Modified if before => {
+                // As kube-apiserver's watch cache: an object that stops matching is
+                // DELETED as it was (the last state the watcher was allowed to see),
+                // at the event's resourceVersion.
+                let mut last = ev.old.as_deref().cloned().unwrap_or(Value::Null);
+                last["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
+                return self.send("DELETED", &last);
+            }
             EventType::Deleted if now => "DELETED",
             _ => return Ok(()),
         };

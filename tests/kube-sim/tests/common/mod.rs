@@ -178,6 +178,16 @@ pub fn cm(ns: &str, name: &str, labels: Value) -> Value {
         "metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"k": "v"}})
 }
 
+/// A Deployment a real server accepts: a selector matching its template's labels
+/// and one container with a name and an image.
+pub fn deployment(ns: &str, name: &str, replicas: i64) -> Value {
+    serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+}
+
 /// The repository root (two levels above this crate).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

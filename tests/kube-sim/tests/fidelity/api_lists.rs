@@ -30,8 +30,20 @@ fn list_selectors_and_paging() {
         ["four", "three"]
     );
     assert_eq!(
-        sel("fieldSelector=data.k%3Dv,metadata.name!%3Dfour"),
-        ["one", "two", "three"]
+        sel("fieldSelector=metadata.namespace%3Da,metadata.name!%3Dtwo"),
+        ["one"]
+    );
+    // ConfigMaps can only be selected on metadata.name and metadata.namespace (as on
+    // kube-apiserver 1.35)
+    let refused = c.get("/api/v1/configmaps?fieldSelector=data.k%3Dv");
+    assert_eq!(
+        (refused.code, refused.body["message"].clone()),
+        (
+            400,
+            json!(
+                "\"data.k\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        )
     );
     assert_eq!(
         names(&c.get("/api/v1/namespaces/b/configmaps").body),

@@ -190,7 +190,7 @@ fn odd_bodies_never_crash() {
     let sim = Sim::start();
     let c = Client::new(&sim.url());
     sim.create(cm("default", "x", json!({}))).unwrap();
-    sim.create(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}})).unwrap();
+    sim.create(common::deployment("default", "d", 1)).unwrap();
     let bodies: [&[u8]; 9] = [
         b"[]",
         b"\"str\"",

@@ -336,10 +336,7 @@ fn kubectl_apply_crd_then_custom_resources() {
 #[test]
 fn kubectl_wait_for_later_condition() {
     let e = Env::new("kc-wait");
-    e.sim
-        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}}))
-        .unwrap();
+    e.sim.create(common::deployment("default", "d", 1)).unwrap();
     let env = e.env();
     let cache = format!("--cache-dir={}", e.dir.join("cache").display());
     let kubectl = e.kubectl.clone();

@@ -93,7 +93,8 @@ fn selector_transitions() {
     relabel("db");
     let gone = next(&rx);
     assert_eq!(brief(&gone), b("DELETED", "x"));
-    assert_eq!(gone["object"]["metadata"]["labels"]["app"], "db");
+    // as from kube-apiserver's watch cache: the last state the watch could see
+    assert_eq!(gone["object"]["metadata"]["labels"]["app"], "web");
     sim.delete("v1", "ConfigMap", "default", "x").unwrap();
     assert!(
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
@@ -365,8 +366,7 @@ fn auto_ready_adds_status_event() {
     let rx = c.watch(&format!(
         "/apis/apps/v1/deployments?watch=1&resourceVersion={rv}"
     ));
-    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 2}});
+    let dep = common::deployment("default", "d", 2);
     assert_eq!(
         c.post("/apis/apps/v1/namespaces/default/deployments", &dep)
             .code,

@@ -1,0 +1,244 @@
+//! Running flant's operator and ours side by side and comparing what their hooks
+//! received: each hook appends `<tag> <binding context>` to `runs.log` and
+//! `<tag> <env names>` to `env.log` in its operator's `$OUT_DIR`.
+
+use crate::common::Operator;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Differences we keep on purpose: (hook tag, what differs, why). Empty today.
+pub const ALLOWED: &[(&str, &str, &str)] = &[];
+
+/// flant's shell-operator binary (built once per machine, cached in .tools/flant).
+pub fn flant_shell_operator() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let script = control_plane::repo_root().join("scripts/install-flant.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("run scripts/install-flant.sh");
+        assert!(out.status.success(), "{} failed", script.display());
+        let text = String::from_utf8_lossy(&out.stdout);
+        PathBuf::from(text.lines().last().unwrap_or_default().trim())
+    })
+    .clone()
+}
+
+/// A hook that prints `config` for `--config` and otherwise records its binding
+/// context and the names of its environment variables under `tag`.
+pub fn recorder(tag: &str, config: &str) -> String {
+    format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\ncat <<'CONFIG'\n{config}\nCONFIG\nexit 0\nfi\n\
+         printf '%s %s\\n' '{tag}' \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" >> \"$OUT_DIR/runs.log\"\n\
+         printf '%s %s\\n' '{tag}' \"$(env | grep -E '^[A-Za-z_][A-Za-z0-9_]*=' | cut -d= -f1 | sort | tr '\\n' ' ')\" >> \"$OUT_DIR/env.log\"\n"
+    )
+}
+
+/// flant's operator and ours on the same hooks, kubeconfig and extra arguments.
+pub struct Pair {
+    pub flant: Operator,
+    pub ours: Operator,
+    /// flant's metrics port (ours says its own in the log: `ours.port()`).
+    pub flant_port: u16,
+}
+
+impl Pair {
+    pub fn start(hooks: &[(&str, String)], args: &[&str]) -> Pair {
+        Pair::start_with_env(hooks, args, &[], &[])
+    }
+
+    /// [`Pair::start`] with environment variables of each's own for the hooks.
+    pub fn start_with_env(
+        hooks: &[(&str, String)],
+        args: &[&str],
+        flant_env: &[(&str, &str)],
+        ours_env: &[(&str, &str)],
+    ) -> Pair {
+        let flant_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let port = flant_port.to_string();
+        let mut flant_args = args.to_vec();
+        flant_args.extend(["--listen-port", port.as_str()]);
+        let flant = Operator::start_program(&flant_shell_operator(), hooks, &flant_args, flant_env);
+        let ours = Operator::start(hooks, args, ours_env);
+        Pair {
+            flant,
+            ours,
+            flant_port,
+        }
+    }
+
+    /// Waits until neither operator's hooks ran for `quiet` (at most 60 s).
+    pub fn settle(&self, quiet: Duration) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let counts = || (self.flant.runs().len(), self.ours.runs().len());
+        let mut last = counts();
+        let mut since = Instant::now();
+        while since.elapsed() < quiet {
+            assert!(Instant::now() < deadline, "hooks never settled: {last:?}");
+            std::thread::sleep(Duration::from_millis(100));
+            let now = counts();
+            if now != last {
+                last = now;
+                since = Instant::now();
+            }
+        }
+    }
+
+    /// Waits until both operators' hooks received a context mentioning `needle`.
+    pub fn wait_both(&self, needle: &str) {
+        for op in [&self.flant, &self.ours] {
+            op.wait_runs(Duration::from_secs(30), |r| {
+                r.iter().any(|(_, c)| c.to_string().contains(needle))
+            });
+        }
+    }
+}
+
+/// Each tag's contexts in order, normalised: lists of objects sorted by
+/// namespace/name (their order is the API server's or the cache's, not a contract).
+pub fn by_tag(op: &Operator) -> BTreeMap<String, Vec<Value>> {
+    let mut map: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (tag, ctx) in op.runs() {
+        for mut c in ctx.as_array().cloned().unwrap_or_default() {
+            normalise(&mut c);
+            map.entry(tag.clone()).or_default().push(c);
+        }
+    }
+    map
+}
+
+fn normalise(ctx: &mut Value) {
+    if let Some(objects) = ctx.get_mut("objects").and_then(Value::as_array_mut) {
+        objects.sort_by_key(sort_key);
+    }
+    if let Some(snaps) = ctx.get_mut("snapshots").and_then(Value::as_object_mut) {
+        for list in snaps.values_mut().filter_map(Value::as_array_mut) {
+            list.sort_by_key(sort_key);
+        }
+    }
+}
+
+fn sort_key(item: &Value) -> String {
+    let meta = &item["object"]["metadata"];
+    format!(
+        "{}/{}/{}",
+        meta["namespace"].as_str().unwrap_or(""),
+        meta["name"].as_str().unwrap_or(""),
+        item["filterResult"]
+    )
+}
+
+/// The environment variable names each tag's runs had beyond the test process's
+/// own (the operator's contract: `BINDING_CONTEXT_PATH`, …), as one set per tag.
+pub fn env_by_tag(op: &Operator) -> BTreeMap<String, BTreeSet<String>> {
+    let inherited: BTreeSet<String> = std::env::vars().map(|(k, _)| k).collect();
+    let text = std::fs::read_to_string(op.dir.0.join("out/env.log")).unwrap_or_default();
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((tag, names)) = line.split_once(' ') else {
+            continue;
+        };
+        let set = map.entry(tag.to_string()).or_default();
+        for n in names.split_whitespace() {
+            if !inherited.contains(n)
+                && !["OUT_DIR", "LOG_TYPE", "PWD", "SHLVL", "OLDPWD", "_"].contains(&n)
+            {
+                set.insert(n.to_string());
+            }
+        }
+    }
+    map
+}
+
+/// Compares `flant` with `ours` (one map per operator) and returns a report of every
+/// difference not in [`ALLOWED`]; empty when they agree.
+pub fn differences<T: Comparable>(
+    what: &str,
+    flant: &BTreeMap<String, T>,
+    ours: &BTreeMap<String, T>,
+) -> Vec<String> {
+    let tags: BTreeSet<&String> = flant.keys().chain(ours.keys()).collect();
+    tags.into_iter()
+        .filter(|tag| flant.get(*tag) != ours.get(*tag))
+        .filter(|tag| !ALLOWED.iter().any(|(t, w, _)| t == tag && *w == what))
+        .map(|tag| {
+            format!(
+                "{what} of hook {tag}: {}",
+                T::explain(flant.get(tag), ours.get(tag))
+            )
+        })
+        .collect()
+}
+
+/// What [`differences`] compares, and how it says where two differ.
+pub trait Comparable: PartialEq {
+    fn explain(flant: Option<&Self>, ours: Option<&Self>) -> String;
+}
+
+impl Comparable for Vec<String> {
+    fn explain(flant: Option<&Self>, ours: Option<&Self>) -> String {
+        format!("\n  flant: {flant:?}\n  ours:  {ours:?}")
+    }
+}
+
+impl Comparable for BTreeSet<String> {
+    fn explain(flant: Option<&Self>, ours: Option<&Self>) -> String {
+        let (f, o) = (
+            flant.cloned().unwrap_or_default(),
+            ours.cloned().unwrap_or_default(),
+        );
+        format!(
+            "\n  only flant: {:?}\n  only ours:  {:?}",
+            f.difference(&o).collect::<Vec<_>>(),
+            o.difference(&f).collect::<Vec<_>>()
+        )
+    }
+}
+
+impl Comparable for Vec<Value> {
+    /// The first context that differs (managedFields left out of the print).
+    fn explain(flant: Option<&Self>, ours: Option<&Self>) -> String {
+        let (f, o) = (
+            flant.cloned().unwrap_or_default(),
+            ours.cloned().unwrap_or_default(),
+        );
+        let at = f
+            .iter()
+            .zip(&o)
+            .position(|(a, b)| a != b)
+            .unwrap_or(f.len().min(o.len()));
+        let show = |v: Option<&Value>| {
+            v.map_or("(none)".to_string(), |v| {
+                let mut v = v.clone();
+                strip_managed_fields(&mut v);
+                v.to_string()
+            })
+        };
+        format!(
+            "{} contexts from flant, {} from ours; context {at} differs:\n  flant: {}\n  ours:  {}",
+            f.len(),
+            o.len(),
+            show(f.get(at)),
+            show(o.get(at))
+        )
+    }
+}
+
+fn strip_managed_fields(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.remove("managedFields");
+            map.values_mut().for_each(strip_managed_fields);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_managed_fields),
+        _ => {}
+    }
+}

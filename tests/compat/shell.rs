@@ -1,0 +1,131 @@
+//! The shell-operator corpus: onStartup order, kubernetes bindings with selectors,
+//! jqFilter, executeHookOnEvent / executeHookOnSynchronization,
+//! keepFullObjectsInMemory, includeSnapshotsFrom and group, through a scripted
+//! sequence of changes, one at a time (each settles before the next, so how events
+//! are combined into runs does not depend on timing). No two bindings of one hook
+//! react to the same change: their watches are separate streams, so which of them a
+//! hook hears first (and how fresh the other's snapshot is then) is timing, in
+//! flant's operator as in ours.
+
+use crate::oracle::{Pair, by_tag, differences, env_by_tag, recorder};
+use std::time::Duration;
+
+fn hooks(ns: &str) -> Vec<(&'static str, String)> {
+    let in_ns = format!("namespace:\n    nameSelector:\n      matchNames: [{ns}]");
+    vec![
+        (
+            "startup-a.sh",
+            recorder("startup-a", "configVersion: v1\nonStartup: 2"),
+        ),
+        (
+            "startup-b.sh",
+            recorder("startup-b", "configVersion: v1\nonStartup: 1"),
+        ),
+        (
+            "cms.sh",
+            recorder(
+                "cms",
+                &format!(
+                    "configVersion: v1\nkubernetes:\n\
+                     - name: selected\n  kind: ConfigMap\n  {in_ns}\n  labelSelector:\n    matchLabels: {{app: x}}\n  jqFilter: .data\n\
+                     - name: names\n  kind: Secret\n  {in_ns}\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n  executeHookOnEvent: [Added, Deleted]\n  includeSnapshotsFrom: [selected]\n"
+                ),
+            ),
+        ),
+        (
+            "group.sh",
+            recorder(
+                "group",
+                &format!(
+                    "configVersion: v1\nkubernetes:\n\
+                     - name: g-cms\n  kind: ConfigMap\n  {in_ns}\n  labelSelector:\n    matchExpressions:\n    - {{key: app, operator: In, values: [x]}}\n  jqFilter: .data\n  group: g\n\
+                     - name: g-secrets\n  apiVersion: v1\n  kind: Secret\n  {in_ns}\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n  group: g\n"
+                ),
+            ),
+        ),
+        (
+            "quiet.sh",
+            recorder(
+                "quiet",
+                &format!(
+                    "configVersion: v1\nkubernetes:\n\
+                     - name: snapshot-only\n  kind: ConfigMap\n  {in_ns}\n  executeHookOnSynchronization: false\n  executeHookOnEvent: []\n\
+                     - name: secrets\n  kind: secrets\n  {in_ns}\n  executeHookOnSynchronization: false\n  includeSnapshotsFrom: [snapshot-only]\n"
+                ),
+            ),
+        ),
+    ]
+}
+
+#[test]
+fn the_same_hooks_receive_the_same_contexts_from_flant_and_from_us() {
+    let cp = control_plane::shared();
+    let ns = cp.namespace("compat-shell");
+    let kubectl = |args: &[&str]| {
+        let mut all = vec!["-n", ns.as_str()];
+        all.extend_from_slice(args);
+        cp.kubectl(&all).unwrap_or_else(|e| panic!("{e}"));
+    };
+    kubectl(&["create", "configmap", "pre", "--from-literal=v=0"]);
+    kubectl(&["label", "configmap", "pre", "app=x"]);
+    kubectl(&["create", "secret", "generic", "s0", "--from-literal=k=v"]);
+    let kubeconfig = cp.admin_kubeconfig();
+    let pair = Pair::start(
+        &hooks(&ns),
+        &["--kube-config", kubeconfig.to_str().expect("utf8")],
+    );
+    pair.wait_both("\"Synchronization\"");
+    pair.settle(Duration::from_secs(2));
+
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["create", "configmap", "a", "--from-literal=v=1"],
+        vec!["label", "configmap", "a", "app=x"],
+        vec!["patch", "configmap", "a", "-p", r#"{"data":{"v":"2"}}"#],
+        vec!["annotate", "configmap", "a", "note=only-metadata"],
+        vec!["label", "configmap", "a", "app=y", "--overwrite"],
+        vec!["delete", "configmap", "pre"],
+        vec!["create", "secret", "generic", "s1", "--from-literal=k=v"],
+        vec!["delete", "secret", "s0"],
+    ];
+    for step in &steps {
+        kubectl(step);
+        pair.settle(Duration::from_millis(1500));
+    }
+
+    let startup = |op: &crate::common::Operator| {
+        let order: Vec<String> = op
+            .runs()
+            .into_iter()
+            .map(|(tag, _)| tag)
+            .filter(|t| t.starts_with("startup-"))
+            .collect();
+        std::collections::BTreeMap::from([("onStartup order".to_string(), order)])
+    };
+    let mut report = differences(
+        "onStartup order",
+        &startup(&pair.flant),
+        &startup(&pair.ours),
+    );
+    report.extend(differences(
+        "contexts",
+        &by_tag(&pair.flant),
+        &by_tag(&pair.ours),
+    ));
+    report.extend(differences(
+        "environment",
+        &env_by_tag(&pair.flant),
+        &env_by_tag(&pair.ours),
+    ));
+    let flant_runs = pair.flant.runs().len();
+    assert!(
+        flant_runs >= 10,
+        "flant's hooks ran {flant_runs} times: {}",
+        pair.flant.logs()
+    );
+    assert!(
+        report.is_empty(),
+        "{} difference(s) between flant's shell-operator and ours:\n{}",
+        report.len(),
+        report.join("\n")
+    );
+}
