@@ -6,7 +6,7 @@
 //! real kubectl as it reads the input.
 //!
 //! Each test runs the operator (cluster-admin) in a namespace of its own; releases,
-//! objects and the operator's ConfigMap live there.
+//! objects and the operator's ConfigMap live there. Each holds `api_shared()`.
 
 use crate::common::{TempDir, http_get, write_hooks};
 use crate::harness::*;
@@ -236,6 +236,8 @@ fn echo_module() -> Vec<(&'static str, String)> {
 /// with kubectl, disable: each step checked on the objects the API server holds and
 /// on `helm list` / `helm get values`.
 fn module_lifecycle(major: u32) {
+    // First, so it is dropped last: no API server restart while the operator runs.
+    let _api = api_shared();
     let ns = cp().namespace(&format!("addon-life{major}"));
     apply(&format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
@@ -543,6 +545,8 @@ fn comparable(mut obj: Value) -> Value {
 /// the values the YAML 1.1 forms stand for are asserted on as well, so an install
 /// that got them wrong on both sides cannot pass.
 fn yaml_1_1_chart_matches_a_bare_install(major: u32) {
+    // First, so it is dropped last: no API server restart while the operator runs.
+    let _api = api_shared();
     let ns = cp().namespace(&format!("addon-edge{major}"));
     let bare_ns = cp().namespace(&format!("addon-edge{major}-bare"));
     let mut files = edge_chart("modules/002-edge");
@@ -797,6 +801,8 @@ list: [a, [b, [c, {d: [on]}]]]
 /// last-applied-configuration annotation, which copies it).
 #[test]
 fn post_renderer_output_means_to_kubectl_what_its_input_means() {
+    // First, so it is dropped last: no API server restart while the operator runs.
+    let _api = api_shared();
     let ns = cp().namespace("addon-forms");
     let mut child = Command::new(env!("CARGO_BIN_EXE_shell-operator"))
         .arg("post-renderer")
