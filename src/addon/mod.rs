@@ -30,6 +30,7 @@ mod resources;
 mod state;
 mod status;
 pub mod values;
+mod yaml11;
 
 use crate::flags::Config;
 use crate::hook::Hook;

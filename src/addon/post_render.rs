@@ -4,9 +4,15 @@
 //! and writes the stream to stdout, as flant's post-renderer does. helm 3 runs it as
 //! an executable (`--post-renderer <binary> --post-renderer-args post-renderer`);
 //! helm 4 only takes plugins, so [`write_plugin`] makes one that runs the binary.
+//!
+//! A manifest must mean the same after it as before, labels aside. helm reads
+//! manifests as YAML 1.1 (go-yaml v2: plain `off` is false, `0644` is 420), so the
+//! stream is read that way ([`super::yaml11`]) and each document is written as JSON,
+//! which has one meaning in every YAML version: `"off"` stays a string, `0644`
+//! arrives as 420, as they would without a post-renderer.
 
-use serde::Deserialize;
-use serde_yaml::{Mapping, Value};
+use super::yaml11;
+use serde_json::{Map, Value};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -19,50 +25,46 @@ const MAX_MANIFEST: u64 = 64 << 20;
 /// The helm 4 plugin's name.
 pub const PLUGIN_NAME: &str = "addon-operator-post-renderer";
 
-/// Labels every document of `manifest`; an error names the document.
+/// Labels every document of `manifest`: each non-empty document becomes a JSON
+/// document after `---`; an error names the document.
 pub fn label(manifest: &str) -> Result<String, String> {
     let mut out = String::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
-        let mut value = Value::deserialize(doc)
-            .map_err(|e| format!("document {}: invalid YAML: {e}", i + 1))?;
-        if value.is_null() {
-            continue;
-        }
+    for mut value in yaml11::documents(manifest)? {
         label_object(&mut value);
-        let text = serde_yaml::to_string(&value).map_err(|e| format!("document {}: {e}", i + 1))?;
         out.push_str("---\n");
-        out.push_str(&text);
+        out.push_str(&yaml11::write(&value));
+        out.push('\n');
     }
     Ok(out)
 }
 
 /// Sets the label on an object, or on each item of a List.
 fn label_object(value: &mut Value) {
-    let Some(map) = value.as_mapping_mut() else {
+    let Some(map) = value.as_object_mut() else {
         return;
     };
     let is_list = map
         .get("kind")
         .and_then(Value::as_str)
         .is_some_and(|k| k.ends_with("List"));
-    if is_list && let Some(Value::Sequence(items)) = map.get_mut("items") {
+    if is_list && let Some(Value::Array(items)) = map.get_mut("items") {
         items.iter_mut().for_each(label_object);
         return;
     }
     let metadata = map
-        .entry(Value::from("metadata"))
-        .or_insert_with(|| Value::Mapping(Mapping::new()));
-    let Some(metadata) = metadata.as_mapping_mut() else {
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(metadata) = metadata.as_object_mut() else {
         return;
     };
     let labels = metadata
-        .entry(Value::from("labels"))
-        .or_insert_with(|| Value::Mapping(Mapping::new()));
-    if !labels.is_mapping() {
-        *labels = Value::Mapping(Mapping::new());
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !labels.is_object() {
+        *labels = Value::Object(Map::new());
     }
-    if let Some(labels) = labels.as_mapping_mut() {
-        labels.insert(Value::from(HERITAGE.0), Value::from(HERITAGE.1));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(HERITAGE.0.into(), Value::from(HERITAGE.1));
     }
 }
 
@@ -117,20 +119,51 @@ mod tests {
 
     #[test]
     fn every_object_and_list_item_gets_the_label() {
-        let manifest = "# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    heritage: helm\n    x: y\n---\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: b\n";
+        let manifest = "# Source: c/templates/a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    heritage: helm\n    x: z\n---\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: b\n";
         let out = label(manifest).expect("labelled");
-        let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&out)
-            .map(|d| serde_json::Value::deserialize(d).expect("yaml"))
-            .collect();
+        let docs = yaml11::documents(&out).expect("yaml");
         assert_eq!(docs.len(), 2);
         assert_eq!(
             docs[0]["metadata"]["labels"],
-            serde_json::json!({"heritage": "addon-operator", "x": "y"})
+            serde_json::json!({"heritage": "addon-operator", "x": "z"})
         );
         assert_eq!(
             docs[1]["items"][0]["metadata"]["labels"]["heritage"],
             "addon-operator"
         );
         assert!(label("a: [1").expect_err("bad yaml").contains("document 1"));
+    }
+
+    /// The bug the real API server found: yaml_serde re-wrote a quoted "off" plain
+    /// (a boolean to helm) and a plain 0644 quoted (a string to helm).
+    #[test]
+    fn a_manifest_means_the_same_after_the_post_renderer() {
+        let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t}\ndata:\n  a: \"off\"\n  \"y\": q\n  on: p\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      volumes:\n      - name: v\n        secret: {secretName: s, defaultMode: 0644}\n";
+        let before = yaml11::documents(manifest).expect("before");
+        let out = label(manifest).expect("labelled");
+        assert!(out.contains("\"a\": \"off\""), "{out}");
+        let mut after = yaml11::documents(&out).expect("after");
+        for doc in &mut after {
+            let labels = doc["metadata"]["labels"].as_object_mut().expect("labels");
+            assert_eq!(
+                labels.remove("heritage"),
+                Some(Value::from("addon-operator"))
+            );
+            if labels.is_empty() {
+                doc["metadata"]
+                    .as_object_mut()
+                    .expect("metadata")
+                    .remove("labels");
+            }
+        }
+        assert_eq!(after, before);
+        assert_eq!(
+            after[0]["data"],
+            serde_json::json!({"a": "off", "y": "q", "true": "p"})
+        );
+        assert_eq!(
+            after[1]["spec"]["template"]["spec"]["volumes"][0]["secret"]["defaultMode"],
+            420
+        );
     }
 }

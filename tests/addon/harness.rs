@@ -403,3 +403,13 @@ pub fn chart(module_dir: &str, name: &str, key: &str) -> Vec<(String, String)> {
         ),
     ]
 }
+
+/// The non-empty documents of a rendered manifest stream (the post-renderer writes
+/// each object as JSON, which is YAML), parsed.
+pub fn manifest_docs(text: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_yaml::Deserializer::from_str(text)
+        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{e}: {text}")))
+        .filter(|v| !v.is_null())
+        .collect()
+}

@@ -180,11 +180,13 @@ fn startup_sequence(major: u32) {
         yaml(cli(&["global", "list"])),
         json!({"globalHooks": ["a-global", "b-global"]})
     );
-    let rendered = cli(&["module", "render", "echo"]);
-    assert!(
-        rendered.contains("kind: ConfigMap") && rendered.contains("from-cm"),
-        "{rendered}"
-    );
+    let rendered = crate::harness::manifest_docs(&cli(&["module", "render", "echo"]));
+    assert_eq!(rendered.len(), 1, "{rendered:?}");
+    assert_eq!(rendered[0]["kind"], "ConfigMap");
+    let values: Value =
+        serde_json::from_str(rendered[0]["data"]["values"].as_str().expect("values"))
+            .expect("values json");
+    assert_eq!(values["param"], "from-cm", "{rendered:?}");
     let missing = std::process::Command::new(env!("CARGO_BIN_EXE_shell-operator"))
         .args([
             "addon-operator",

@@ -64,8 +64,9 @@ fn every_metric_name_and_debug_command_answers() {
         let text = addon.cli(&[cmd, &["-o", "text"]].concat());
         assert!(!text.trim().is_empty(), "{cmd:?} -o text printed nothing");
     }
-    let manifest = addon.cli(&["module", "render", "m"]);
-    assert!(manifest.contains("kind: ConfigMap"), "{manifest}");
+    let manifest = crate::harness::manifest_docs(&addon.cli(&["module", "render", "m"]));
+    assert_eq!(manifest.len(), 1, "{manifest:?}");
+    assert_eq!(manifest[0]["kind"], "ConfigMap", "{manifest:?}");
 
     // A rendered object deleted (the resource monitor), a bad ConfigMap, then the
     // module disabled (its afterDeleteHelm fails once).

@@ -13,6 +13,7 @@ mod common;
 
 mod harness;
 
+mod addon;
 mod bindings;
 mod ha;
 mod kube_sim_diff;
