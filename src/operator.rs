@@ -13,10 +13,12 @@
 //! debug, debug-http   operator.rs             debug socket / HTTP (poll)    whole requests → debug-N …
 //! queue-<name> × Q    operator.rs             task[name], stop              schedule control, monitor control,
 //!                                                                           kube event (releases); runs hooks
-//! router              operator.rs             fire, kube event, stop        task[*]
+//! router              operator.rs             fire, kube event, forwarded   task[*]
+//!                                             tasks, addon lifecycle inputs,
+//!                                             stop
 //! monitor             operator.rs             monitor control, watch events kube event
 //! scheduler           operator.rs             schedule control, stop        fire
-//! addon-resource-     operator.rs             stop (a check every period)   ModuleRun task[main]
+//! addon-resource-     operator.rs             stop (a check every period)   release drift to router
 //!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
 //! webhook-crds        operator.rs             webhook stop                  CRD conversion config
@@ -219,7 +221,11 @@ impl Bound {
             executor: &executor,
             metrics: &metrics,
             client: kube.as_ref().map(|k| k.client.clone()),
-            snapshots: webhook_snapshots(kube.as_ref().map(|k| k.runtime(&hooks))),
+            // Webhook handlers only read snapshots: nothing is ever forwarded.
+            snapshots: webhook_snapshots(
+                kube.as_ref()
+                    .map(|k| k.runtime(&hooks, crossbeam_channel::unbounded().0)),
+            ),
             patcher: patcher.clone().ok(),
         })?;
         Ok(Bound {
@@ -322,15 +328,11 @@ impl Bound {
             Some(addon) => addon.startup_tasks(&self.hooks),
             None => startup_tasks(&self.hooks),
         };
-        let main_tx = queues
-            .get(MAIN_QUEUE)
-            .ok_or("main queue missing")?
-            .0
-            .clone();
+        // Synchronization tasks for a binding's own queue, through the router.
+        let (forward_tx, forward_rx) = unbounded::<(String, Task)>();
         let mut addon = match self.addon {
             Some(addon) => Some(addon.start(
                 Arc::clone(&self.hooks),
-                main_tx,
                 schedule_tx.clone(),
                 Arc::clone(&self.ready),
                 self.kube.as_ref().map(|k| Arc::clone(&k.store)),
@@ -349,7 +351,10 @@ impl Bound {
             scheduler: schedule_tx,
             startup_left: AtomicUsize::new(startup.len()),
             ready: Arc::clone(&startup_ready),
-            kube: self.kube.as_ref().map(|k| k.runtime(&self.hooks)),
+            kube: self
+                .kube
+                .as_ref()
+                .map(|k| k.runtime(&self.hooks, forward_tx)),
             patcher: self.patcher,
             jq_library: self.config.jq_library_path.clone(),
             values: addon.as_ref().map(|a| Arc::clone(&a.values)),
@@ -385,6 +390,11 @@ impl Bound {
                 .map_or_else(crossbeam_channel::never, |k| k.events_rx.clone()),
             stop: stop_rx.clone(),
             queues: senders,
+            forward: match &self.kube {
+                Some(_) => forward_rx,
+                None => crossbeam_channel::never(),
+            },
+            addon: addon.as_mut().and_then(|a| a.inputs()),
         };
         threads.push(threads::spawn("router", move || router.run())?);
         if let Some(k) = self.kube {
@@ -715,12 +725,13 @@ impl KubeParts {
         }))
     }
 
-    fn runtime(&self, hooks: &Arc<Vec<Hook>>) -> KubeRuntime {
+    fn runtime(&self, hooks: &Arc<Vec<Hook>>, forward: Sender<(String, Task)>) -> KubeRuntime {
         KubeRuntime {
             hooks: Arc::clone(hooks),
             store: Arc::clone(&self.store),
             monitor: self.control_tx.clone(),
             events: self.events_tx.clone(),
+            forward,
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The router thread: turns schedule fires and kubernetes events into `HookRun`
 //! tasks on their binding's queue. It owns no state but the queues' senders, so
-//! whatever produces work (the scheduler, the monitor, Synchronization releases)
-//! reaches the queues through this one place.
+//! whatever produces work (the scheduler, the monitor, Synchronization releases,
+//! Synchronization tasks that run on their own queue) reaches the queues through
+//! this one place. In addon-operator it also steps the module lifecycle with the
+//! inputs that arise outside the main queue (values patched by hooks on other
+//! queues, release drift, retries coming due) and queues the tasks that result.
 
 use crate::hook::Hook;
 use crate::hook::context::{BindingContext, BindingType, Payload};
@@ -12,6 +15,7 @@ use crate::schedule::Fire;
 use crossbeam_channel::{Receiver, Sender, select};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The router's inputs and outputs.
 pub struct Router {
@@ -21,31 +25,59 @@ pub struct Router {
     pub stop: Receiver<()>,
     /// Every queue's sender, by queue name.
     pub queues: BTreeMap<String, Sender<Task>>,
+    /// Tasks for a named queue (Synchronization of bindings that do not wait).
+    pub forward: Receiver<(String, Task)>,
+    /// addon-operator's lifecycle inputs; `None` for shell-operator.
+    pub addon: Option<crate::addon::Inputs>,
 }
+
+/// The longest the router sleeps with no input and no retry due.
+const IDLE: Duration = Duration::from_secs(3600);
 
 impl Router {
     /// The thread body: routes until `stop` closes or an input disconnects.
     pub fn run(self) {
+        let never = crossbeam_channel::never();
+        let inputs = self.addon.as_ref().map_or(&never, |a| a.receiver());
         loop {
-            let task = select! {
+            let due = self.addon.as_ref().and_then(|a| a.due());
+            let wait = due.map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
+            let tasks = select! {
                 recv(self.fires) -> f => match f {
-                    Ok(f) => schedule_task(&self.hooks, f),
+                    Ok(f) => schedule_task(&self.hooks, f).into_iter().collect(),
                     Err(_) => return,
                 },
                 recv(self.kube_events) -> e => match e {
-                    Ok(e) => kube_task(&self.hooks, e),
+                    Ok(e) => kube_task(&self.hooks, e).into_iter().collect(),
                     Err(_) => return,
                 },
+                recv(self.forward) -> t => match t {
+                    Ok(t) => vec![t],
+                    Err(_) => return,
+                },
+                recv(inputs) -> i => match (i, &self.addon) {
+                    (Ok(i), Some(addon)) => addon.step(i),
+                    _ => return,
+                },
                 recv(self.stop) -> _ => return,
+                default(wait) => match &self.addon {
+                    Some(addon) => addon.tick(),
+                    None => Vec::new(),
+                },
             };
-            let Some((queue, task)) = task else { continue };
-            match self.queues.get(&queue) {
-                Some(q) => drop(q.send(task)),
-                None => log::error(
-                    "no such queue",
-                    &[("queue", &queue), ("hook", &task.hook_name)],
-                ),
+            for (queue, task) in tasks {
+                self.send(queue, task);
             }
+        }
+    }
+
+    fn send(&self, queue: String, task: Task) {
+        match self.queues.get(&queue) {
+            Some(q) => drop(q.send(task)),
+            None => log::error(
+                "no such queue",
+                &[("queue", &queue), ("hook", &task.hook_name)],
+            ),
         }
     }
 }

@@ -1,13 +1,15 @@
 //! How the addon engine reacts to its ConfigMap: the watch's current object is
 //! parsed and checked against the schemas; a bad one changes nothing (logged and
-//! counted), a good one is applied and starts a converge (global section or
-//! `*Enabled` flags changed) or the changed modules' runs.
+//! counted), a good one is applied at once and the lifecycle is told: a converge
+//! (global section or `*Enabled` flags changed) or the changed modules' values.
+//! The ConfigMap task is never stuck behind a failing module: failed runs leave
+//! the queue (`lifecycle.rs`).
 
 use super::configmap::KubeConfig;
 use super::engine::AddonHandler;
-use super::hook_values::request_converge;
+use super::lifecycle::Input;
 use crate::log;
-use crate::queue::{Step, Task};
+use crate::queue::Task;
 
 impl AddonHandler {
     /// The ConfigMap as the watch holds it now, compared with the applied one.
@@ -38,36 +40,26 @@ impl AddonHandler {
         }
         let reload = st.config.global != config.global || st.config.enabled != config.enabled;
         st.global.config = config.global.clone();
-        let mut runs = Vec::new();
+        let mut changed = Vec::new();
         for (m, module) in shared.layout.modules.iter().enumerate() {
             let section = config.section(&module.key);
             if st.modules[m].scope.config != section {
                 st.modules[m].scope.config = section;
-                if st.modules[m].enabled && !st.modules[m].run_pending {
-                    runs.push(m);
-                }
+                changed.push(m);
             }
         }
         st.config = config;
         log::info("ConfigMap changed", &[("reload_all", &reload.to_string())]);
         if reload {
-            request_converge(shared, &mut st, "KubeConfigChanged");
-            return Vec::new();
+            let event = "KubeConfigChanged".to_string();
+            return st.lifecycle.step(Input::ConvergeRequested { event });
         }
-        if !st.converge.started_once {
-            return Vec::new();
+        let mut tasks = Vec::new();
+        for module in changed {
+            let event = "KubeConfig-Changed-Modules".to_string();
+            tasks.extend(st.lifecycle.step(Input::ValuesChanged { module, event }));
         }
-        runs.into_iter()
-            .map(|m| {
-                st.modules[m].run_pending = true;
-                Task::step(Step::ModuleRun {
-                    module: m,
-                    name: shared.layout.modules[m].name.clone(),
-                    do_startup: false,
-                    event: "KubeConfig-Changed-Modules".into(),
-                })
-            })
-            .collect()
+        tasks
     }
 
     /// Config schemas of the global section and of every module section.

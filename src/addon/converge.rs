@@ -1,17 +1,20 @@
 //! The converge cycle ("reload all modules") of the addon engine: its phases
-//! (beforeAll hooks, the enabled state with its deletes and runs, afterAll hooks,
-//! the checks after it), the purge of releases no module owns after the first one,
-//! and the one list of releases a converge's module runs share.
+//! (beforeAll hooks, the enabled state, afterAll hooks, the checks after it), the
+//! purge of releases no module owns after the first one, and the one list of
+//! releases a converge's module runs share. Which modules are deleted and run, and
+//! when afterAll comes, is the lifecycle's to say (`lifecycle.rs`): each phase
+//! tells it what happened and queues what it answers.
 
 use super::enabled;
 use super::engine::AddonHandler;
 use super::helm;
-use super::hook_values::request_converge;
+use super::lifecycle::Input;
 use super::module_run::secrets_driver;
 use super::modules::Owner;
 use crate::hook::context::BindingType;
 use crate::log;
 use crate::queue::{ConvergePhase, Step, Task};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -26,13 +29,11 @@ impl AddonHandler {
         };
         match phase {
             ConvergePhase::BeforeAll => {
-                {
-                    let mut st = self.shared.lock();
-                    st.converge.active = true;
-                    st.converge.started_once = true;
-                    st.converge.event = event.to_string();
-                    st.converge.began = Some(Instant::now());
-                }
+                let now = Instant::now();
+                self.shared.step(Input::ConvergeStarted {
+                    event: event.to_string(),
+                    now,
+                });
                 self.shared
                     .metrics
                     .convergence_total
@@ -43,11 +44,7 @@ impl AddonHandler {
                 tasks.push(next(ConvergePhase::Modules));
                 Ok(tasks)
             }
-            ConvergePhase::Modules => {
-                let mut tasks = self.modules_phase(event)?;
-                tasks.push(next(ConvergePhase::AfterAll));
-                Ok(tasks)
-            }
+            ConvergePhase::Modules => Ok(self.modules_phase()),
             ConvergePhase::AfterAll => {
                 let checksum = hash(&self.shared.lock().global_checksum());
                 let mut tasks = self.lifecycle_tasks(Owner::Global, BindingType::AfterAll);
@@ -61,52 +58,70 @@ impl AddonHandler {
         }
     }
 
-    /// The enabled state, then the deletes and runs it calls for.
-    pub(super) fn modules_phase(&self, event: &str) -> Result<Vec<Task>, String> {
+    /// The enabled state (at the first converge, with the modules that have a
+    /// release); the lifecycle answers with the deletes and runs it calls for. A
+    /// failure is the lifecycle's to retry: it holds back no other task.
+    pub(super) fn modules_phase(&self) -> Vec<Task> {
         let shared = &self.shared;
+        // One list of releases serves the inventory and the module runs.
+        let listed = match secrets_driver() {
+            true => helm::releases_from_secrets(&shared.client, &shared.namespace, "").ok(),
+            false => None,
+        };
+        if shared.lock().lifecycle.wants_inventory() {
+            self.inventory(listed.as_ref());
+        }
         // Enabled scripts run on a copy, so other queues' hooks are not kept waiting.
         let copy = shared.lock().clone();
-        let enabled = enabled::compute(shared, &copy).inspect_err(|e| {
-            shared.metrics.modules_discover_errors_total.inc();
-            log::error("modules discovery failed, will retry", &[("error", e)]);
-        })?;
-        let mut st = shared.lock();
-        let names = |list: &[usize]| -> String {
-            let n: Vec<&str> = list
-                .iter()
-                .map(|&m| shared.layout.modules[m].name.as_str())
-                .collect();
-            n.join(",")
+        let enabled = match enabled::compute(shared, &copy) {
+            Ok(enabled) => enabled,
+            Err(error) => {
+                shared.metrics.modules_discover_errors_total.inc();
+                log::error("modules discovery failed, will retry", &[("error", &error)]);
+                let now = Instant::now();
+                return shared.step(Input::EnabledFailed { error, now });
+            }
         };
-        log::info("enabled modules", &[("modules", &names(&enabled))]);
-        let mut tasks = Vec::new();
-        for &m in st.enabled.iter().rev().filter(|m| !enabled.contains(m)) {
-            let name = shared.layout.modules[m].name.clone();
-            tasks.push(Task::step(Step::ModuleDelete { module: m, name }));
+        let names: Vec<&str> = enabled
+            .iter()
+            .map(|&m| shared.layout.modules[m].name.as_str())
+            .collect();
+        log::info("enabled modules", &[("modules", &names.join(","))]);
+        let tasks = shared.step(Input::Enabled {
+            modules: enabled.clone(),
+        });
+        if let Some(all) = listed {
+            self.prefetch_releases(&enabled, all);
         }
-        for (m, module) in st.modules.iter_mut().enumerate() {
-            module.enabled = enabled.contains(&m);
-        }
-        for &m in &enabled {
-            let name = shared.layout.modules[m].name.clone();
-            let do_startup = !st.modules[m].started;
-            let event = event.to_string();
-            tasks.push(Task::step(Step::ModuleRun {
-                module: m,
-                name,
-                do_startup,
-                event,
-            }));
-        }
-        st.enabled = enabled.clone();
-        drop(st);
-        self.prefetch_releases(&enabled);
-        Ok(tasks)
+        tasks
+    }
+
+    /// Tells the lifecycle which modules have a release when the operator starts
+    /// (or takes over), so those that are not enabled are deleted.
+    fn inventory(&self, listed: Option<&BTreeMap<String, helm::Release>>) {
+        let releases: Vec<String> = match listed {
+            Some(all) => all.keys().cloned().collect(),
+            None => match self.release_names() {
+                Ok(r) => r,
+                Err(e) => {
+                    log::error(
+                        "cannot list helm releases; releases of disabled modules stay",
+                        &[("error", &e)],
+                    );
+                    return;
+                }
+            },
+        };
+        let modules = (self.shared.layout.modules.iter().enumerate())
+            .filter(|(_, m)| m.has_chart && releases.contains(&m.name))
+            .map(|(i, _)| i)
+            .collect();
+        self.shared.step(Input::Inventory { modules });
     }
 
     /// Adds the finished converge's duration to `convergence_seconds`.
     pub(super) fn converge_took(&self, event: &str) {
-        let began = self.shared.lock().converge.began.take();
+        let began = self.shared.lock().lifecycle.converge_began();
         if let Some(began) = began {
             self.shared
                 .metrics
@@ -118,28 +133,16 @@ impl AddonHandler {
 
     pub(super) fn converge_done(&self, before: u64) -> Vec<Task> {
         let mut tasks = Vec::new();
-        let first = {
-            let st = self.shared.lock();
-            !st.converge.done_once
-        };
+        let first = !self.shared.lock().lifecycle.converge_status().1;
         if first {
             tasks.extend(self.purge_tasks());
             self.shared.ready.store(true, Ordering::Release);
             log::info("first converge done", &[]);
         }
         let mut st = self.shared.lock();
-        st.converge.done_once = true;
-        st.converge.active = false;
         st.releases.clear();
         let changed = hash(&st.global_checksum()) != before;
-        if changed || std::mem::take(&mut st.converge.again) {
-            let event = if changed {
-                "AfterAll-Hooks-Change-GlobalValues"
-            } else {
-                "ReloadAllModules"
-            };
-            request_converge(&self.shared, &mut st, event);
-        }
+        tasks.extend(st.lifecycle.step(Input::ConvergeDone { changed }));
         tasks
     }
 
@@ -192,13 +195,13 @@ impl AddonHandler {
         }
     }
 
-    /// Reads every module's release in one list for the module runs of this converge.
-    pub(super) fn prefetch_releases(&self, enabled: &[usize]) {
-        if !secrets_driver() {
-            return;
-        }
-        let all = helm::releases_from_secrets(&self.shared.client, &self.shared.namespace, "");
-        let Ok(mut all) = all else { return };
+    /// Keeps each enabled module's entry of the converge's one list of releases for
+    /// its module run.
+    pub(super) fn prefetch_releases(
+        &self,
+        enabled: &[usize],
+        mut all: BTreeMap<String, helm::Release>,
+    ) {
         let mut st = self.shared.lock();
         st.releases = enabled
             .iter()

@@ -1,5 +1,6 @@
 //! addon-operator's debug endpoints on the debug socket (flant's routes):
-//! `/global/{list,values,config,patches,snapshots}` and `/module/list`,
+//! `/global/{list,values,config,patches,snapshots}` and `/module/list` (the enabled
+//! modules, then every module with its order, lifecycle state and last error),
 //! `/module/<name>/{values,config,patches,snapshots,render}` (`?global=true` wraps a
 //! module's section with the global one; `render` is the manifests helm would
 //! install with the current values). The debug server is bound before the engine's state exists,
@@ -72,7 +73,25 @@ fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
         _ => {
             let mut names = st.enabled_names(&shared.layout, None);
             names.sort();
-            json!({ "enabledModules": names })
+            let modules: Vec<Value> = (shared.layout.modules.iter().enumerate())
+                .filter_map(|(m, module)| {
+                    let view = st.lifecycle.view(m)?;
+                    let mut entry = json!({
+                        "name": module.name,
+                        "order": module.order,
+                        "state": view.state,
+                    });
+                    if let Some(e) = view.last_error {
+                        entry["lastError"] = Value::String(e);
+                    }
+                    Some(entry)
+                })
+                .collect();
+            let mut out = json!({ "enabledModules": names, "modules": modules });
+            if let Some(e) = st.lifecycle.enabled_error() {
+                out["enabledError"] = Value::String(e.to_string());
+            }
+            out
         }
     })
 }
@@ -160,7 +179,7 @@ fn resource_monitor(shared: &Shared, watched: &WatchedModules) -> Value {
     let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
     let st = shared.lock();
-    for &m in &st.enabled {
+    for &m in st.lifecycle.enabled_modules() {
         let module = &shared.layout.modules[m];
         if !module.has_chart {
             continue;

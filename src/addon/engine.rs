@@ -90,7 +90,7 @@ impl AddonHandler {
                 self.unlock(task);
                 Ok(tasks)
             }
-            Some(Owner::Module(m)) if !self.shared.lock().modules[*m].enabled => {
+            Some(Owner::Module(m)) if !self.shared.lock().lifecycle.is_enabled(*m) => {
                 self.unlock(task);
                 Ok(Vec::new())
             }

@@ -8,11 +8,11 @@
 //! - [`manifest_objects`] lists the objects of a rendered manifest stream.
 //! - [`checksum`] hashes the rendered manifest and the chart's files (FNV-1a 128).
 //! - [`upgrade_reason`] is the dedup decision of §5.3: why an upgrade must run, or
-//!   `None` to skip it; [`object_exists`] backs its "is the object still there"
+//!   `None` to skip it; [`object_exists_in`] backs its "is the object still there"
 //!   question with our kube client.
 //!
-//! The module runner (the lead's `addon` code) calls render → checksum →
-//! last_release → upgrade_reason → upgrade.
+//! The module run (`module_run.rs`) calls checksum → last release → upgrade_reason
+//! (which renders and reads the release's manifest only when it must) → upgrade.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -488,40 +488,45 @@ fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> 
     })
 }
 
-/// The upgrade decision of spec §5.3: `Some(reason)` when an upgrade must run —
-/// `release absent`, `status <s>` (anything but deployed), `checksum changed` (also
-/// when the release stores none), `resource <ns>/<kind>/<name> absent`; `None` = skip.
-/// `exists` tells whether an object exists in the cluster; its errors are returned.
+/// What the upgrade decision asks outside itself, each only when it needs it.
+pub struct UpgradeFacts<'a> {
+    /// The chart rendered with the current values.
+    pub rendered: &'a dyn Fn() -> Result<String, String>,
+    /// The manifest of the release's last revision.
+    pub released: &'a dyn Fn() -> Result<String, String>,
+    /// Whether an object is in the cluster.
+    pub exists: &'a dyn Fn(&ObjectRef) -> Result<bool, String>,
+}
+
+/// The upgrade decision of spec §5.3, the one production runs: `Some(reason)` when
+/// an upgrade must run — `release absent`, `status <s>` (anything but deployed),
+/// `rendered objects changed` (the stored checksum differs, or there is none, and
+/// the rendered objects differ from the release's), `resource <ns>/<kind>/<name>
+/// absent`; `None` = skip. Nothing is rendered when the release must change anyway,
+/// and the release's manifest is read only when the checksums differ. Errors of
+/// `facts` are returned.
 pub fn upgrade_reason(
     last: Option<&Release>,
     checksum: &str,
-    objects: &[ObjectRef],
-    exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
+    facts: &UpgradeFacts,
 ) -> Result<Option<String>, String> {
-    if let Some(reason) = release_reason(last, checksum) {
-        return Ok(Some(reason));
+    let Some(last) = last else {
+        return Ok(Some("release absent".to_string()));
+    };
+    if last.status != "deployed" {
+        return Ok(Some(format!("status {}", last.status)));
     }
-    for obj in objects {
-        if !exists(obj)? {
+    let rendered = (facts.rendered)()?;
+    if last.checksum.as_deref() != Some(checksum) && !same_objects(&rendered, &(facts.released)()?)?
+    {
+        return Ok(Some("rendered objects changed".to_string()));
+    }
+    for obj in manifest_objects(&rendered)? {
+        if !(facts.exists)(&obj)? {
             return Ok(Some(format!("resource {obj} absent")));
         }
     }
     Ok(None)
-}
-
-/// The part of [`upgrade_reason`] that needs only the release: absent, not
-/// `deployed`, or another checksum. `None` means the rendered objects decide.
-pub fn release_reason(last: Option<&Release>, checksum: &str) -> Option<String> {
-    let Some(last) = last else {
-        return Some("release absent".to_string());
-    };
-    if last.status != "deployed" {
-        return Some(format!("status {}", last.status));
-    }
-    if last.checksum.as_deref() != Some(checksum) {
-        return Some("checksum changed".to_string());
-    }
-    None
 }
 
 /// The release label that carries the checksum (flant's newer name).

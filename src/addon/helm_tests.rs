@@ -67,58 +67,89 @@ fn deployed(sum: Option<&str>) -> Release {
     }
 }
 
+const TWO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n---\n\
+                   apiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n  namespace: ns\n";
+const ONE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n";
+
+/// The decision with `rendered` and `released` manifests and `exists` for objects;
+/// also what it asked: "rendered", "released", then each object's name.
+fn decide(
+    last: Option<&Release>,
+    sum: &str,
+    released: &str,
+    exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
+) -> (Result<Option<String>, String>, Vec<String>) {
+    let asked = RefCell::new(Vec::new());
+    let note = |what: &str| asked.borrow_mut().push(what.to_string());
+    let rendered = || {
+        note("rendered");
+        Ok(TWO.to_string())
+    };
+    let released = || {
+        note("released");
+        Ok(released.to_string())
+    };
+    let exists = |o: &ObjectRef| {
+        note(&o.name);
+        exists(o)
+    };
+    let facts = UpgradeFacts {
+        rendered: &rendered,
+        released: &released,
+        exists: &exists,
+    };
+    let r = upgrade_reason(last, sum, &facts);
+    (r, asked.into_inner())
+}
+
 #[test]
 fn upgrade_reason_covers_each_case() {
-    let objs = vec![
-        obj("v1", "ConfigMap", Some("ns"), "a"),
-        obj("v1", "Secret", Some("ns"), "b"),
-    ];
     let all = |_: &ObjectRef| Ok(true);
-    let reason = |last: Option<&Release>, sum: &str| upgrade_reason(last, sum, &objs, &all);
-    assert_eq!(
-        reason(None, "x").unwrap().as_deref(),
-        Some("release absent")
-    );
+    let reason = |last: Option<&Release>, sum: &str, released: &str| {
+        decide(last, sum, released, &all).0.unwrap()
+    };
+    assert_eq!(reason(None, "x", TWO).as_deref(), Some("release absent"));
     let failed = Release {
         status: "failed".into(),
         ..deployed(Some("x"))
     };
     assert_eq!(
-        reason(Some(&failed), "x").unwrap().as_deref(),
+        reason(Some(&failed), "x", TWO).as_deref(),
         Some("status failed")
     );
+    let changed = Some("rendered objects changed");
     assert_eq!(
-        reason(Some(&deployed(Some("old"))), "x")
-            .unwrap()
-            .as_deref(),
-        Some("checksum changed")
+        reason(Some(&deployed(Some("old"))), "x", ONE).as_deref(),
+        changed
     );
-    assert_eq!(
-        reason(Some(&deployed(None)), "x").unwrap().as_deref(),
-        Some("checksum changed")
-    );
-    assert_eq!(reason(Some(&deployed(Some("x"))), "x").unwrap(), None);
+    assert_eq!(reason(Some(&deployed(None)), "x", ONE).as_deref(), changed);
+    // Another checksum but the same objects (a chart file that renders nothing new).
+    assert_eq!(reason(Some(&deployed(Some("old"))), "x", TWO), None);
+    assert_eq!(reason(Some(&deployed(Some("x"))), "x", ONE), None);
 
-    let asked = RefCell::new(Vec::new());
-    let no_secret = |o: &ObjectRef| {
-        asked.borrow_mut().push(o.name.clone());
-        Ok(o.kind != "Secret")
-    };
-    let r = upgrade_reason(Some(&deployed(Some("x"))), "x", &objs, &no_secret).unwrap();
-    assert_eq!(r.as_deref(), Some("resource ns/Secret/b absent"));
-    assert_eq!(*asked.borrow(), ["a", "b"]);
+    let no_secret = |o: &ObjectRef| Ok(o.kind != "Secret");
+    let (r, asked) = decide(Some(&deployed(Some("x"))), "x", ONE, &no_secret);
+    assert_eq!(r.unwrap().as_deref(), Some("resource ns/Secret/b absent"));
+    assert_eq!(
+        asked,
+        ["rendered", "a", "b"],
+        "same checksum: manifests not compared"
+    );
 
     let broken = |_: &ObjectRef| Err("api down".to_string());
-    let e = upgrade_reason(Some(&deployed(Some("x"))), "x", &objs, &broken).unwrap_err();
-    assert_eq!(e, "api down");
+    let (r, _) = decide(Some(&deployed(Some("x"))), "x", TWO, &broken);
+    assert_eq!(r.unwrap_err(), "api down");
 }
 
 #[test]
-fn upgrade_reason_does_not_ask_the_cluster_when_the_release_must_change() {
-    let objs = vec![obj("v1", "ConfigMap", None, "a")];
+fn upgrade_reason_asks_nothing_when_the_release_must_change() {
     let never = |_: &ObjectRef| -> Result<bool, String> { panic!("asked the cluster") };
-    let r = upgrade_reason(Some(&deployed(Some("old"))), "new", &objs, &never).unwrap();
-    assert_eq!(r.as_deref(), Some("checksum changed"));
+    let (r, asked) = decide(None, "new", TWO, &never);
+    assert_eq!(r.unwrap().as_deref(), Some("release absent"));
+    assert!(asked.is_empty(), "{asked:?}");
+    let (r, asked) = decide(Some(&deployed(Some("old"))), "new", ONE, &never);
+    assert_eq!(r.unwrap().as_deref(), Some("rendered objects changed"));
+    assert_eq!(asked, ["rendered", "released"]);
 }
 
 #[test]

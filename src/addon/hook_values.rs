@@ -4,18 +4,20 @@
 //! A run's patches change values only whole: both files are parsed and checked (path
 //! rules, strict apply, schemas) and the ConfigMap is written before anything is
 //! stored; any failure fails the run, which the queue retries, and the values stay
-//! as they were. Then the reactions of seed 004: a global hook's schedule or event
-//! run that changed global values (or `*Enabled` flags) asks for a converge; a
-//! module hook's that changed its module's values queues a ModuleRun.
+//! as they were. Then the reactions of seed 004, sent to the lifecycle through the
+//! router: a global hook's schedule or event run that changed global values (or
+//! `*Enabled` flags) asks for a converge; a module hook's that changed its module's
+//! values, a run of the module.
 
 use super::configmap;
+use super::lifecycle::Input;
 use super::modules::Owner;
 use super::state::{Shared, State};
 use super::values::{PatchOp, parse_patch, root_of};
 use crate::executor::ExtraFile;
 use crate::hook::context::BindingType;
 use crate::log;
-use crate::queue::{ConvergePhase, Step, Task};
+use crate::queue::Task;
 use crate::runner::{HookValues, RunMetrics};
 use serde_json::Value;
 use std::sync::Arc;
@@ -102,12 +104,10 @@ fn activation(st: &State, m: Option<usize>, binding: BindingType) -> String {
     use BindingType::*;
     match (m, binding) {
         (None, OnStartup) => "OperatorStartup".into(),
-        (None, BeforeAll | AfterAll) => st.converge.event.clone(),
-        (Some(m), OnStartup | BeforeHelm | AfterHelm | AfterDeleteHelm) => st
-            .modules
-            .get(m)
-            .map(|s| s.activation.clone())
-            .unwrap_or_default(),
+        (None, BeforeAll | AfterAll) => st.lifecycle.converge_event().to_string(),
+        (Some(m), OnStartup | BeforeHelm | AfterHelm | AfterDeleteHelm) => {
+            st.lifecycle.activation(m)
+        }
         _ => String::new(),
     }
 }
@@ -179,7 +179,8 @@ impl ValuesHook {
         st.dynamic = dynamic;
         let changed = before != (st.global_checksum(), st.dynamic.clone());
         if changed && reacts(task) {
-            request_converge(&self.shared, &mut st, &event_of(task, "GlobalValues"));
+            let event = event_of(task, "GlobalValues");
+            self.shared.send(Input::ConvergeRequested { event });
         }
         Ok(())
     }
@@ -224,18 +225,9 @@ impl ValuesHook {
         if let Some(p) = patches {
             st.modules[m].scope.patches = p;
         }
-        let module = &st.modules[m];
-        if before != st.module_checksum(m) && reacts(task) && module.enabled && !module.run_pending
-        {
-            st.modules[m].run_pending = true;
-            let name = self.shared.layout.modules[m].name.clone();
-            let run = Step::ModuleRun {
-                module: m,
-                name,
-                do_startup: false,
-                event: event_of(task, "ModuleValues"),
-            };
-            let _ = self.shared.main.send(Task::step(run));
+        if before != st.module_checksum(m) && reacts(task) {
+            let event = event_of(task, "ModuleValues");
+            self.shared.send(Input::ValuesChanged { module: m, event });
         }
         Ok(())
     }
@@ -283,23 +275,4 @@ fn dynamic_flags(
         }
     }
     Ok(out)
-}
-
-/// Queues a converge unless one is already queued or running (then that one runs
-/// again when it ends). Before the first converge started, the startup one will
-/// see the change anyway.
-pub fn request_converge(shared: &Shared, st: &mut State, event: &str) {
-    if !st.converge.started_once {
-        return;
-    }
-    if st.converge.active {
-        st.converge.again = true;
-        return;
-    }
-    st.converge.active = true;
-    let step = Step::Converge {
-        phase: ConvergePhase::BeforeAll,
-        event: event.to_string(),
-    };
-    let _ = shared.main.send(Task::step(step));
 }

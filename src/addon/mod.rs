@@ -23,6 +23,7 @@ mod engine;
 pub mod flags;
 pub mod helm;
 mod hook_values;
+mod lifecycle;
 mod module_run;
 pub mod modules;
 pub mod post_render;
@@ -49,8 +50,9 @@ use configmap::KubeConfig;
 use crossbeam_channel::Sender;
 use flags::AddonFlags;
 use helm::Helm;
+use lifecycle::{Input, Lifecycle};
 use modules::{Layout, Owner};
-use state::{AddonMetrics, ConvergeState, ModuleState, Shared, State};
+use state::{AddonMetrics, ModuleState, Shared, State};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use values::{Schemas, Scope};
@@ -210,6 +212,42 @@ pub struct Started {
     pub values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
     monitor: Option<resources::ResourceMonitor>,
+    inputs: Option<crossbeam_channel::Receiver<Input>>,
+}
+
+/// The router's side of the module lifecycle: the inputs sent to it, stepped on the
+/// router thread; their tasks go to the main queue.
+pub struct Inputs {
+    rx: crossbeam_channel::Receiver<Input>,
+    shared: Arc<Shared>,
+}
+
+impl Inputs {
+    pub(crate) fn receiver(&self) -> &crossbeam_channel::Receiver<Input> {
+        &self.rx
+    }
+
+    /// Steps one input; returns its tasks with their queue.
+    pub(crate) fn step(&self, input: Input) -> Vec<(String, Task)> {
+        let tasks = self.shared.lock().lifecycle.step(input);
+        on_main(tasks)
+    }
+
+    /// When the next retry is due.
+    pub(crate) fn due(&self) -> Option<std::time::Instant> {
+        self.shared.lock().lifecycle.next_due()
+    }
+
+    /// Queues the retries that are due.
+    pub(crate) fn tick(&self) -> Vec<(String, Task)> {
+        let now = std::time::Instant::now();
+        on_main(self.shared.lock().lifecycle.step(Input::Tick { now }))
+    }
+}
+
+fn on_main(tasks: Vec<Task>) -> Vec<(String, Task)> {
+    let main = crate::startup::MAIN_QUEUE;
+    tasks.into_iter().map(|t| (main.to_string(), t)).collect()
 }
 
 impl Bound {
@@ -239,13 +277,13 @@ impl Bound {
     pub fn start(
         self,
         hooks: Arc<Vec<Hook>>,
-        main: Sender<Task>,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
     ) -> Result<Started, String> {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
+        let (inputs, inputs_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             layout: self.layout,
             hooks,
@@ -261,7 +299,7 @@ impl Bound {
             script_timeout: self.script_timeout,
             metrics: self.metrics,
             ready,
-            main,
+            inputs,
             scheduler,
             store,
         });
@@ -279,6 +317,7 @@ impl Bound {
             values,
             shared,
             monitor: Some(monitor),
+            inputs: Some(inputs_rx),
         })
     }
 }
@@ -291,6 +330,14 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         let monitor = self.monitor.take()?;
         Some(move || monitor.run(stop))
+    }
+
+    /// The router's side of the lifecycle (once).
+    pub fn inputs(&mut self) -> Option<Inputs> {
+        Some(Inputs {
+            rx: self.inputs.take()?,
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// The handler every queue thread uses.
@@ -319,23 +366,14 @@ fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, Strin
             scope.check_config(&section)?;
         }
         scope.config = section;
-        modules.push(ModuleState {
-            scope,
-            enabled: false,
-            started: false,
-            kube_enabled: false,
-            run_pending: false,
-            in_run: false,
-            activation: String::new(),
-        });
+        modules.push(ModuleState { scope });
     }
     Ok(State {
         global,
         modules,
         config,
         dynamic: Default::default(),
-        enabled: Vec::new(),
-        converge: ConvergeState::default(),
+        lifecycle: Lifecycle::new(layout.modules.iter().map(|m| m.name.clone())),
         releases: Default::default(),
     })
 }

@@ -2,31 +2,23 @@
 //! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
 //! decision of spec §5.3, a revision left pending by a killed helm), afterHelm hooks;
 //! and ModuleDelete (schedules and watches off, helm uninstall, afterDeleteHelm).
+//! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it
+//! answers: a failed run is retried by the lifecycle, off the queue.
 
 use super::engine::AddonHandler;
 use super::helm::{self, object_exists_in};
+use super::lifecycle::Input;
 use super::modules::Owner;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::log;
-use crate::queue::{Step, Task, TaskKind};
+use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
 use std::path::Path;
 use std::time::Instant;
 
 impl AddonHandler {
-    /// Marks module `m` as running while `f` runs (the resource monitor skips it).
-    pub(super) fn in_run<T>(&self, m: usize, f: impl FnOnce() -> T) -> T {
-        let mark = |on: bool| {
-            if let Some(state) = self.shared.lock().modules.get_mut(m) {
-                state.in_run = on;
-            }
-        };
-        mark(true);
-        let result = f();
-        mark(false);
-        result
-    }
-
+    /// A ModuleRun task: never fails the task, since a failed run is retried by
+    /// the lifecycle (and a new input for the module replaces that retry).
     pub(super) fn counted_run(
         &self,
         m: usize,
@@ -34,13 +26,13 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         let start = Instant::now();
-        let result = self.in_run(m, || self.module_run(m, do_startup, event));
+        let result = self.module_run(m, do_startup, event);
         self.shared
             .metrics
             .module_run_seconds
             .with_label_values(&[&self.module_name(m), event])
             .observe(start.elapsed().as_secs_f64());
-        result.inspect_err(|e| {
+        Ok(result.unwrap_or_else(|error| {
             let name = self.module_name(m);
             self.shared
                 .metrics
@@ -49,14 +41,22 @@ impl AddonHandler {
                 .inc();
             log::error(
                 "module run failed, will retry",
-                &[("module", &name), ("error", e)],
+                &[("module", &name), ("error", &error)],
             );
-        })
+            let now = Instant::now();
+            self.shared.step(Input::RunFailed {
+                module: m,
+                error,
+                now,
+            })
+        }))
     }
 
+    /// A ModuleDelete task; a failure fails it, so the queue retries it first.
     pub(super) fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
-        self.in_run(m, || self.module_delete(m))
-            .map(|()| Vec::new())
+        self.shared.step(Input::DeleteStarted { module: m });
+        self.module_delete(m)
+            .map(|()| self.shared.step(Input::DeleteFinished { module: m }))
             .inspect_err(|e| {
                 let name = self.module_name(m);
                 self.shared
@@ -88,10 +88,9 @@ impl AddonHandler {
     ) -> Result<Vec<Task>, String> {
         let (enabled, started) = {
             let mut st = self.shared.lock();
-            let state = st.modules.get_mut(m).ok_or("no such module")?;
-            state.run_pending = false;
-            state.activation = event.to_string();
-            (state.enabled, state.started)
+            let event = event.to_string();
+            st.lifecycle.step(Input::RunStarted { module: m, event });
+            (st.lifecycle.is_enabled(m), st.lifecycle.is_started(m))
         };
         if !enabled {
             return Ok(Vec::new());
@@ -114,16 +113,8 @@ impl AddonHandler {
         }
         let before = self.shared.lock().module_checksum(m);
         self.run_lifecycle(Owner::Module(m), BindingType::AfterHelm)?;
-        if self.shared.lock().module_checksum(m) != before {
-            let again = Step::ModuleRun {
-                module: m,
-                name,
-                do_startup: false,
-                event: "AfterHelm-Hooks-Change-Values".into(),
-            };
-            return Ok(vec![Task::step(again)]);
-        }
-        Ok(Vec::new())
+        let again = self.shared.lock().module_checksum(m) != before;
+        Ok(self.shared.step(Input::RunFinished { module: m, again }))
     }
 
     /// onStartup hooks, then Enable tasks for the module's bindings (their
@@ -146,11 +137,7 @@ impl AddonHandler {
             let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
             self.runner.run_hook(&task, "main")?;
         }
-        let kube_enabled = {
-            let mut st = self.shared.lock();
-            st.modules[m].started = true;
-            std::mem::replace(&mut st.modules[m].kube_enabled, true)
-        };
+        let kube_enabled = self.shared.lock().lifecycle.kube_enabled(m);
         let mut tasks = Vec::new();
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if hook.has_kube_bindings() && !kube_enabled {
@@ -168,12 +155,7 @@ impl AddonHandler {
                 ));
             }
         }
-        tasks.push(Task::step(Step::ModuleRun {
-            module: m,
-            name: name.to_string(),
-            do_startup: false,
-            event: event.to_string(),
-        }));
+        tasks.extend(self.shared.step(Input::StartupDone { module: m }));
         Ok(tasks)
     }
 
@@ -214,11 +196,9 @@ impl AddonHandler {
         result
     }
 
-    /// Upgrades when the release is absent or not deployed, or when the rendered
-    /// objects differ from the release's or one of them is missing from the cluster.
-    /// The release is read from its storage Secrets, so a first install costs one helm
-    /// process; a release whose values and chart files have the checksum stored with it
-    /// skips comparing manifests (only the missing-object check renders the chart).
+    /// Upgrades when [`helm::upgrade_reason`] says so. The release is read from its
+    /// storage Secrets, so a first install costs one helm process; a revision left
+    /// pending by a killed helm is removed first (then its status is the reason).
     pub(super) fn upgrade_if_needed(
         &self,
         name: &str,
@@ -231,28 +211,18 @@ impl AddonHandler {
         let metrics = &self.shared.metrics;
         let checksum = helm::checksum(&String::from_utf8_lossy(values), chart)?;
         let reason = metrics.helm_op(name, event, "check-upgrade", || {
-            Ok::<_, String>(match self.last_release(name)? {
-                None => Some("release absent".to_string()),
-                Some(r) if r.status.starts_with("pending-") => {
-                    self.clear_pending(name, &r)?;
-                    Some(format!(
-                        "status {} (revision {} left by an interrupted helm, removed)",
-                        r.status, r.revision
-                    ))
-                }
-                Some(r) if r.status != "deployed" => Some(format!("status {}", r.status)),
-                Some(r) => {
-                    let render = || helm.render(name, chart, file);
-                    let manifest = metrics.helm_op(name, event, "template", render)?;
-                    let changed = r.checksum.as_deref() != Some(checksum.as_str())
-                        && !helm::same_objects(&manifest, &helm.manifest(name)?)?;
-                    if changed {
-                        Some("rendered objects changed".to_string())
-                    } else {
-                        self.missing_object(&manifest)?
-                    }
-                }
-            })
+            let last = self.last_release(name)?;
+            if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
+                self.clear_pending(name, r)?;
+            }
+            let rendered =
+                || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
+            let facts = helm::UpgradeFacts {
+                rendered: &rendered,
+                released: &|| helm.manifest(name),
+                exists: &|obj| object_exists_in(&self.shared.client, obj, &self.shared.namespace),
+            };
+            helm::upgrade_reason(last.as_ref(), &checksum, &facts)
         })?;
         match reason {
             Some(reason) => {
@@ -299,17 +269,6 @@ impl AddonHandler {
         }
     }
 
-    /// `Some("resource … absent")` for the first rendered object not in the cluster.
-    pub(super) fn missing_object(&self, manifest: &str) -> Result<Option<String>, String> {
-        let (client, ns) = (&self.shared.client, &self.shared.namespace);
-        for obj in helm::manifest_objects(manifest)? {
-            if !object_exists_in(client, &obj, ns)? {
-                return Ok(Some(format!("resource {obj} absent")));
-            }
-        }
-        Ok(None)
-    }
-
     /// The release's latest revision: the converge's list if it has the module's
     /// entry, else from helm's storage Secrets with our client (no helm process), or
     /// `helm history` when `HELM_DRIVER` names other storage.
@@ -327,14 +286,7 @@ impl AddonHandler {
     /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
     pub(super) fn module_delete(&self, m: usize) -> Result<(), String> {
         let name = self.module_name(m);
-        let event = {
-            let mut st = self.shared.lock();
-            let event = st.converge.event.clone();
-            if let Some(state) = st.modules.get_mut(m) {
-                state.activation = event.clone();
-            }
-            event
-        };
+        let event = self.shared.lock().lifecycle.activation(m);
         log::info("module delete", &[("module", &name)]);
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if !hook.config.schedule.is_empty() {
@@ -346,7 +298,6 @@ impl AddonHandler {
                 kube.disable(i)?;
             }
         }
-        self.shared.lock().modules[m].kube_enabled = false;
         if self.shared.layout.modules[m].has_chart
             && self.shared.helm.last_release(&name)?.is_some()
         {
@@ -355,9 +306,7 @@ impl AddonHandler {
                 .metrics
                 .helm_op(&name, &event, "uninstall", uninstall)?;
         }
-        self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)?;
-        self.shared.lock().modules[m].started = false;
-        Ok(())
+        self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)
     }
 }
 

@@ -15,10 +15,10 @@
 //! converge is on, so one problem queues one run.
 
 use super::helm::{self, ObjectRef};
+use super::lifecycle::Input;
 use super::state::Shared;
 use crate::kube::{Client, ListParams, Resource};
 use crate::log;
-use crate::queue::{Step, Task};
 use crossbeam_channel::Receiver;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -123,20 +123,19 @@ impl ResourceMonitor {
     /// Enabled, started modules with a chart, not running and with no run queued.
     fn idle_modules(&self) -> Vec<(usize, String)> {
         let st = self.shared.lock();
-        // A converge runs every module anyway; its queued runs are not marked pending.
-        if st.converge.active {
+        // A converge runs every module anyway.
+        if st.lifecycle.converge_status().2 {
             return Vec::new();
         }
-        let layout = &self.shared.layout;
+        let (layout, lifecycle) = (&self.shared.layout, &st.lifecycle);
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
-        for (m, state) in st.modules.iter().enumerate() {
-            let module = &layout.modules[m];
-            if !(state.enabled && state.started && module.has_chart) {
+        for (m, module) in layout.modules.iter().enumerate() {
+            if !(lifecycle.is_enabled(m) && lifecycle.is_started(m) && module.has_chart) {
                 watched.remove(&module.name);
                 continue;
             }
-            if !(state.in_run || state.run_pending) {
+            if lifecycle.idle(m) {
                 out.push((m, module.name.clone()));
             }
         }
@@ -210,23 +209,10 @@ impl ResourceMonitor {
         Ok(missing)
     }
 
-    /// Queues one ModuleRun for module `m` unless one is queued already.
+    /// Tells the lifecycle module `m`'s release drifted (it queues one run).
     fn queue_run(&self, m: usize, event: &str) {
-        let mut st = self.shared.lock();
-        let Some(state) = st.modules.get_mut(m) else {
-            return;
-        };
-        if state.run_pending || state.in_run {
-            return;
-        }
-        state.run_pending = true;
-        let run = Step::ModuleRun {
-            module: m,
-            name: self.shared.layout.modules[m].name.clone(),
-            do_startup: false,
-            event: event.to_string(),
-        };
-        let _ = self.shared.main.send(Task::step(run));
+        let event = event.to_string();
+        self.shared.send(Input::ReleaseDrift { module: m, event });
     }
 }
 

@@ -1,6 +1,7 @@
 //! addon-operator's shared state: the values of every scope, the ConfigMap's last
-//! good content, the enabled modules and the converge bookkeeping, behind one
-//! mutex that the queue threads take briefly (never across a hook or helm run).
+//! good content and the module lifecycle ([`Lifecycle`], which alone changes the
+//! modules' and converges' state), behind one mutex that the queue threads and the
+//! router take briefly (never across a hook or helm run).
 //!
 //! Also the values files hooks and `enabled` scripts read: `CONFIG_VALUES_PATH` is
 //! `{"global": …, "<key>": …}` of config values, `VALUES_PATH` the same of effective
@@ -13,6 +14,7 @@
 
 use super::configmap::KubeConfig;
 use super::helm::Helm;
+use super::lifecycle::{Input, Lifecycle};
 use super::modules::{Layout, Owner};
 use super::values::{Scope, checksum};
 use crate::hook::Hook;
@@ -51,8 +53,9 @@ pub struct Shared {
     pub metrics: AddonMetrics,
     /// Set once the first converge finished (`/ready`).
     pub ready: Arc<AtomicBool>,
-    /// The main queue, for tasks queued from other queues (values changes).
-    pub main: Sender<Task>,
+    /// Lifecycle inputs from outside the main queue, to the router (which steps
+    /// them and queues their tasks).
+    pub inputs: Sender<Input>,
     pub scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
     pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
@@ -68,46 +71,18 @@ pub struct State {
     pub config: KubeConfig,
     /// `<key>Enabled` set by global hooks' patches.
     pub dynamic: BTreeMap<String, bool>,
-    /// Enabled modules, in module order.
-    pub enabled: Vec<usize>,
-    pub converge: ConvergeState,
+    /// Every module's lifecycle and the converges'.
+    pub lifecycle: Lifecycle,
     /// Releases read in one list when a converge computed the enabled modules: each
     /// module run of that converge takes its entry (`None`: no release) instead of
     /// asking the API server again; a retry asks again.
     pub releases: std::collections::HashMap<String, Option<super::helm::Release>>,
 }
 
-/// One module's run-time state.
+/// One module's values.
 #[derive(Clone)]
 pub struct ModuleState {
     pub scope: Scope,
-    pub enabled: bool,
-    /// onStartup hooks ran since it was (re-)enabled.
-    pub started: bool,
-    /// Its hooks' kubernetes bindings were enabled once (watches keep running).
-    pub kube_enabled: bool,
-    /// A ModuleRun for it waits in the main queue.
-    pub run_pending: bool,
-    /// One of its runs (or its delete) is executing; the resource monitor skips it.
-    pub in_run: bool,
-    /// The event of its current (or last) run or delete: the `activation` label
-    /// of the hooks that run inside it.
-    pub activation: String,
-}
-
-/// Where converges are.
-#[derive(Debug, Default, Clone)]
-pub struct ConvergeState {
-    /// A converge is queued or running.
-    pub active: bool,
-    /// Another one was asked for while one was active.
-    pub again: bool,
-    pub started_once: bool,
-    pub done_once: bool,
-    /// The event of the current (or last) converge (`activation`).
-    pub event: String,
-    /// When the current converge started (for `convergence_seconds`).
-    pub began: Option<Instant>,
 }
 
 impl Shared {
@@ -123,14 +98,36 @@ impl Shared {
             .enumerate()
             .filter(move |(i, _)| self.owners.get(*i) == Some(&owner))
     }
+
+    /// Steps the lifecycle with an input that arose in the current main-queue task;
+    /// the tasks it returns run next.
+    /// A retry it schedules wakes the router, which keeps the retry timer.
+    pub fn step(&self, input: Input) -> Vec<Task> {
+        let mut st = self.lock();
+        let before = st.lifecycle.next_due();
+        let tasks = st.lifecycle.step(input);
+        let due = st.lifecycle.next_due();
+        drop(st);
+        if due.is_some() && due != before {
+            let now = Instant::now();
+            self.send(Input::Tick { now });
+        }
+        tasks
+    }
+
+    /// Sends an input that arose outside the main queue to the router.
+    pub fn send(&self, input: Input) {
+        let _ = self.inputs.send(input);
+    }
 }
 
 impl State {
     /// Names of the enabled modules, in order (`global.enabledModules`).
     pub fn enabled_names(&self, layout: &Layout, upto: Option<usize>) -> Vec<String> {
+        let enabled = self.lifecycle.enabled_modules();
         let list = match upto {
-            Some(n) => &self.enabled[..n.min(self.enabled.len())],
-            None => &self.enabled[..],
+            Some(n) => &enabled[..n.min(enabled.len())],
+            None => enabled,
         };
         list.iter()
             .filter_map(|&m| layout.modules.get(m).map(|m| m.name.clone()))

@@ -25,11 +25,7 @@ const CONVERGE_TASKS: &[&str] = &[
 pub fn routes(slot: Slot, main: SharedView) -> ExtraRoutes {
     Arc::new(move |path: &str, query: &str| {
         let (started, done, active) = match slot.get() {
-            Some(shared) => {
-                let st = shared.lock();
-                let c = &st.converge;
-                (c.started_once, c.done_once, c.active)
-            }
+            Some(shared) => shared.lock().lifecycle.converge_status(),
             None => (false, false, false),
         };
         match path {

@@ -1,6 +1,8 @@
 //! The queue side of kubernetes bindings, used by the runner on queue threads:
 //! enabling a hook's bindings (asking the monitor thread, then queueing one
-//! Synchronization task per binding right behind the Enable task), filling contexts
+//! Synchronization task per binding right behind the Enable task, or, for a binding
+//! on its own queue with `waitForSynchronization: false`, on that queue through the
+//! router, so it holds nothing back), filling contexts
 //! with snapshots when a hook starts, and unlocking bindings once their
 //! Synchronization ran (replaying the events buffered meanwhile to the router).
 
@@ -20,11 +22,14 @@ pub struct KubeRuntime {
     pub monitor: Sender<Control>,
     /// The router's channel (replayed events go there too).
     pub events: Sender<KubeEvent>,
+    /// The router's channel for tasks bound to a named queue.
+    pub forward: Sender<(String, Task)>,
 }
 
 impl KubeRuntime {
     /// Runs an `EnableKubernetesBindings` task: starts the hook's watches and returns
-    /// its Synchronization tasks, in binding order, to run next.
+    /// its Synchronization tasks, in binding order, to run next; those of bindings on
+    /// another queue that do not wait for Synchronization go to their queue instead.
     pub fn enable(&self, task: &Task) -> Result<Vec<Task>, String> {
         let (reply_tx, reply_rx) = bounded(1);
         self.monitor
@@ -53,6 +58,12 @@ impl KubeRuntime {
             };
             let mut t = Task::hook_run(task.hook, &hook.name, true, b.allow_failure, ctx);
             t.sync_bindings.push(bi);
+            if !b.wait_for_synchronization && b.queue != crate::startup::MAIN_QUEUE {
+                self.forward
+                    .send((b.queue.clone(), t))
+                    .map_err(|_| "router is not running".to_string())?;
+                continue;
+            }
             tasks.push(t);
         }
         Ok(tasks)

@@ -8,7 +8,8 @@ use crate::common::TempDir;
 use crate::harness::{helm_bin, repo_root};
 use kube_sim::Sim;
 use shell_operator::addon::helm::{
-    Helm, ObjectRef, Release, checksum, manifest_objects, object_exists_in, upgrade_reason,
+    Helm, ObjectRef, Release, UpgradeFacts, checksum, manifest_objects, object_exists_in,
+    upgrade_reason,
 };
 use shell_operator::kube::{Client, KubeSettings};
 use std::path::{Path, PathBuf};
@@ -55,9 +56,15 @@ impl World {
         p
     }
 
-    fn reason(&self, last: Option<&Release>, sum: &str, objects: &[ObjectRef]) -> Option<String> {
-        let exists = |o: &ObjectRef| object_exists_in(&self.client, o, NS);
-        upgrade_reason(last, sum, objects, &exists).expect("upgrade_reason")
+    /// The production decision for release `greeter` with `rendered` as the chart's
+    /// current output.
+    fn reason(&self, last: Option<&Release>, sum: &str, rendered: &str) -> Option<String> {
+        let facts = UpgradeFacts {
+            rendered: &|| Ok(rendered.to_string()),
+            released: &|| self.helm.manifest("greeter"),
+            exists: &|o| object_exists_in(&self.client, o, NS),
+        };
+        upgrade_reason(last, sum, &facts).expect("upgrade_reason")
     }
 }
 
@@ -99,7 +106,7 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     assert_eq!(w.helm.last_release("greeter").unwrap(), None);
     assert_eq!(w.helm.list().unwrap(), Vec::<String>::new());
     assert_eq!(
-        w.reason(None, &sum1, &objects).as_deref(),
+        w.reason(None, &sum1, &manifest).as_deref(),
         Some("release absent")
     );
 
@@ -118,10 +125,10 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     assert_eq!(obj["data"]["greeting"], "hi");
 
     // Nothing changed: skip. Rendered object deleted behind helm's back: upgrade.
-    assert_eq!(w.reason(last.as_ref(), &sum1, &objects), None);
+    assert_eq!(w.reason(last.as_ref(), &sum1, &manifest), None);
     w.sim.delete("v1", "ConfigMap", NS, "greeter-cm").unwrap();
     assert_eq!(
-        w.reason(last.as_ref(), &sum1, &objects).as_deref(),
+        w.reason(last.as_ref(), &sum1, &manifest).as_deref(),
         Some("resource /ConfigMap/greeter-cm absent")
     );
 
@@ -131,8 +138,8 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     let sum2 = checksum(&manifest2, &chart).unwrap();
     assert_ne!(sum1, sum2);
     assert_eq!(
-        w.reason(last.as_ref(), &sum2, &objects).as_deref(),
-        Some("checksum changed")
+        w.reason(last.as_ref(), &sum2, &manifest2).as_deref(),
+        Some("rendered objects changed")
     );
     w.helm.upgrade("greeter", &chart, &values2, &sum2).unwrap();
     let last = w.helm.last_release("greeter").unwrap().expect("release");
@@ -143,7 +150,7 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         .get("v1", "ConfigMap", NS, "greeter-cm")
         .expect("ConfigMap back");
     assert_eq!(obj["data"]["greeting"], "bye");
-    assert_eq!(w.reason(Some(&last), &sum2, &objects), None);
+    assert_eq!(w.reason(Some(&last), &sum2, &manifest2), None);
 
     assert_eq!(w.helm.list().unwrap(), ["greeter"]);
     assert!(w.helm.uninstall("greeter").unwrap());
@@ -182,7 +189,6 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
     let values = w.values("v.yaml", "greeting: hi\n");
     let manifest = w.helm.render("greeter", &chart, &values).unwrap();
     let sum = checksum(&manifest, &chart).unwrap();
-    let objects = manifest_objects(&manifest).unwrap();
 
     // Only the write of the object fails (helm 4 applies server-side, helm 3 creates).
     let collection = format!("/api/v1/namespaces/{NS}/configmaps");
@@ -213,14 +219,14 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
     );
     assert_eq!(w.helm.list().unwrap(), ["greeter"]);
     assert_eq!(
-        w.reason(Some(&last), &sum, &objects).as_deref(),
+        w.reason(Some(&last), &sum, &manifest).as_deref(),
         Some("status failed")
     );
 
     w.helm.upgrade("greeter", &chart, &values, &sum).unwrap();
     let last = w.helm.last_release("greeter").unwrap().expect("release");
     assert_eq!((last.revision, last.status.as_str()), (2, "deployed"));
-    assert_eq!(w.reason(Some(&last), &sum, &objects), None);
+    assert_eq!(w.reason(Some(&last), &sum, &manifest), None);
 }
 
 #[test]
@@ -310,7 +316,7 @@ fn pending_release_is_listed(bin: PathBuf, major: u32) {
     );
     assert_eq!(w.helm.list().unwrap(), ["stuck"]);
     assert_eq!(
-        w.reason(Some(&last), "sum", &[]).as_deref(),
+        w.reason(Some(&last), "sum", "").as_deref(),
         Some("status pending-install")
     );
 }

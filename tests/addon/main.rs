@@ -10,6 +10,7 @@ mod deploy;
 mod ha;
 mod harness;
 mod helm;
+mod lifecycle;
 mod metrics;
 mod operator;
 mod production;

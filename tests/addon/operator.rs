@@ -160,10 +160,12 @@ fn startup_sequence(major: u32) {
     // The debug CLI shows the same state.
     let cli = |args: &[&str]| addon.cli(args);
     let yaml = |text: String| -> Value { serde_yaml::from_str(&text).expect("yaml") };
-    assert_eq!(
-        yaml(cli(&["module", "list"])),
-        json!({"enabledModules": ["echo"]})
-    );
+    let list = yaml(cli(&["module", "list"]));
+    assert_eq!(list["enabledModules"], json!(["echo"]));
+    let echo = list["modules"]
+        .as_array()
+        .and_then(|l| l.iter().find(|m| m["name"] == "echo"));
+    assert_eq!(echo.map(|m| &m["state"]), Some(&json!("Ready")), "{list}");
     assert_eq!(
         yaml(cli(&["global", "values"])),
         json!({"owner": "tests", "discovered": "yes"})

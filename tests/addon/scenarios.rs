@@ -51,7 +51,7 @@ fn startup_global_runs_its_onstartup_hook() {
     addon.wait_log(&["001-startup-global: the onStartup hook is running"], LONG);
     assert_eq!(
         addon.cli(&["module", "list", "-o", "json"]).trim(),
-        r#"{"enabledModules":[]}"#
+        r#"{"enabledModules":[],"modules":[]}"#
     );
 }
 
@@ -112,5 +112,13 @@ fn module_symlinks_in_two_modules_dirs_both_run() {
     addon.wait_log(&["frontend module started (a symlinked module)"], LONG);
     let list: Value =
         serde_json::from_str(&addon.cli(&["module", "list", "-o", "json"])).expect("json");
-    assert_eq!(list, json!({"enabledModules": ["backend", "frontend"]}));
+    assert_eq!(list["enabledModules"], json!(["backend", "frontend"]));
+    let states: Vec<(&str, &str)> = (list["modules"].as_array().into_iter().flatten())
+        .filter_map(|m| Some((m["name"].as_str()?, m["state"].as_str()?)))
+        .collect();
+    assert_eq!(
+        states,
+        [("backend", "Ready"), ("frontend", "Ready")],
+        "{list}"
+    );
 }

@@ -1,0 +1,262 @@
+//! The lifecycle's rules, driven as a pure function: inputs in, task descriptions out.
+
+use super::*;
+use std::time::Duration;
+
+fn names(tasks: Vec<Task>) -> Vec<String> {
+    tasks.iter().map(|t| t.describe("main")).collect()
+}
+
+/// Three modules a, b, c; the startup converge has begun.
+fn started() -> (Lifecycle, Instant) {
+    let mut l = Lifecycle::new(["a", "b", "c"].map(String::from));
+    let now = Instant::now();
+    let event = "OperatorStartup".to_string();
+    assert!(names(l.step(Input::ConvergeStarted { event, now })).is_empty());
+    (l, now)
+}
+
+/// The event a ModuleRun task of `m` carries here: its last one, or startup's.
+fn event_of(l: &Lifecycle, m: usize) -> String {
+    Some(l.activation(m))
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "OperatorStartup".into())
+}
+
+fn finish(l: &mut Lifecycle, m: usize) -> Vec<String> {
+    let event = event_of(l, m);
+    l.step(Input::RunStarted { module: m, event });
+    if !l.is_started(m) {
+        l.step(Input::StartupDone { module: m });
+        l.step(Input::RunStarted {
+            module: m,
+            event: l.activation(m),
+        });
+    }
+    names(l.step(Input::RunFinished {
+        module: m,
+        again: false,
+    }))
+}
+
+fn fail(l: &mut Lifecycle, m: usize, now: Instant) {
+    let event = event_of(l, m);
+    l.step(Input::RunStarted { module: m, event });
+    let error = "x is required".to_string();
+    l.step(Input::RunFailed {
+        module: m,
+        error,
+        now,
+    });
+}
+
+#[test]
+fn the_first_converge_runs_enabled_modules_and_deletes_inventoried_disabled_ones() {
+    let (mut l, _) = started();
+    assert!(l.wants_inventory());
+    l.step(Input::Inventory {
+        modules: vec![0, 2],
+    });
+    let tasks = names(l.step(Input::Enabled { modules: vec![1] }));
+    assert_eq!(
+        tasks,
+        [
+            "ModuleDelete:main:c",
+            "ModuleDelete:main:a",
+            "ModuleRun:main:b:doStartup:OperatorStartup"
+        ]
+    );
+    assert!(!l.wants_inventory());
+    // A later inventory is ignored: only startup's counts.
+    l.step(Input::Inventory { modules: vec![0] });
+    assert_eq!(
+        finish(&mut l, 1),
+        ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+}
+
+#[test]
+fn no_enabled_module_goes_straight_to_after_all() {
+    let (mut l, _) = started();
+    let tasks = names(l.step(Input::Enabled { modules: vec![] }));
+    assert_eq!(tasks, ["ConvergeModules:main:AfterAll:OperatorStartup"]);
+}
+
+#[test]
+fn a_converge_waits_for_a_failed_module_and_a_values_change_replaces_its_retry() {
+    let (mut l, now) = started();
+    l.step(Input::Enabled {
+        modules: vec![0, 1],
+    });
+    fail(&mut l, 0, now);
+    assert_eq!(l.view(0).map(|v| v.state), Some("Failed"));
+    assert_eq!(l.next_due(), Some(now + Duration::from_secs(5)));
+    // b runs although a failed; the converge still waits for a.
+    assert!(finish(&mut l, 1).is_empty());
+    // A new ConfigMap section for a runs it at once, not at the retry.
+    let event = "KubeConfig-Changed-Modules".to_string();
+    let tasks = names(l.step(Input::ValuesChanged { module: 0, event }));
+    assert_eq!(
+        tasks,
+        ["ModuleRun:main:a:doStartup:KubeConfig-Changed-Modules"]
+    );
+    assert_eq!(l.next_due(), None, "the retry was replaced");
+    assert_eq!(
+        finish(&mut l, 0),
+        ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+    assert_eq!(l.view(0).map(|v| v.last_error), Some(None));
+}
+
+#[test]
+fn a_retry_is_queued_when_due_with_the_event_of_the_failed_run() {
+    let (mut l, now) = started();
+    l.step(Input::Enabled { modules: vec![2] });
+    fail(&mut l, 2, now);
+    assert!(
+        l.step(Input::Tick {
+            now: now + Duration::from_secs(4)
+        })
+        .is_empty()
+    );
+    let tasks = names(l.step(Input::Tick {
+        now: now + Duration::from_secs(5),
+    }));
+    assert_eq!(tasks, ["ModuleRun:main:c:doStartup:OperatorStartup"]);
+    assert!(
+        l.step(Input::Tick {
+            now: now + Duration::from_secs(60)
+        })
+        .is_empty()
+    );
+    // The second failure waits longer (6 s and up to 1 s of jitter).
+    fail(&mut l, 2, now);
+    let due = l.next_due().expect("retry");
+    assert!(due >= now + Duration::from_secs(6) && due < now + Duration::from_secs(7));
+    let error = l.view(2).and_then(|v| v.last_error);
+    assert_eq!(error.as_deref(), Some("x is required"));
+}
+
+#[test]
+fn a_converge_stuck_on_a_failed_module_gives_way_to_a_new_one() {
+    let (mut l, now) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    fail(&mut l, 0, now);
+    let event = "KubeConfigChanged".to_string();
+    let tasks = names(l.step(Input::ConvergeRequested { event }));
+    assert_eq!(tasks, ["ConvergeModules:main:BeforeAll:KubeConfigChanged"]);
+    l.step(Input::ConvergeStarted {
+        event: "KubeConfigChanged".into(),
+        now,
+    });
+    // Disabled now: deleted at once, its retry dropped.
+    let tasks = names(l.step(Input::Enabled { modules: vec![] }));
+    assert_eq!(
+        tasks,
+        [
+            "ModuleDelete:main:a",
+            "ConvergeModules:main:AfterAll:KubeConfigChanged"
+        ]
+    );
+    assert_eq!(l.next_due(), None);
+    assert!(
+        l.step(Input::Tick {
+            now: now + Duration::from_secs(60)
+        })
+        .is_empty()
+    );
+    l.step(Input::DeleteStarted { module: 0 });
+    assert_eq!(l.view(0).map(|v| v.state), Some("Deleting"));
+    l.step(Input::DeleteFinished { module: 0 });
+    assert_eq!(l.view(0).map(|v| v.state), Some("Disabled"));
+}
+
+#[test]
+fn a_converge_that_is_running_is_asked_again_afterwards() {
+    let (mut l, _) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    let event = "KubeConfigChanged".to_string();
+    assert!(l.step(Input::ConvergeRequested { event }).is_empty());
+    finish(&mut l, 0);
+    let tasks = names(l.step(Input::ConvergeDone { changed: false }));
+    assert_eq!(tasks, ["ConvergeModules:main:BeforeAll:ReloadAllModules"]);
+}
+
+#[test]
+fn a_failed_enabled_computation_is_retried_and_a_new_request_replaces_the_retry() {
+    let (mut l, now) = started();
+    let error = "module 'a': enabled script: exit 1".to_string();
+    l.step(Input::EnabledFailed { error, now });
+    assert_eq!(
+        l.enabled_error(),
+        Some("module 'a': enabled script: exit 1")
+    );
+    let tasks = names(l.step(Input::Tick {
+        now: now + Duration::from_secs(5),
+    }));
+    assert_eq!(tasks, ["ConvergeModules:main:Modules:OperatorStartup"]);
+    l.step(Input::EnabledFailed {
+        error: "again".into(),
+        now,
+    });
+    let event = "KubeConfigChanged".to_string();
+    let tasks = names(l.step(Input::ConvergeRequested { event }));
+    assert_eq!(tasks, ["ConvergeModules:main:BeforeAll:KubeConfigChanged"]);
+    assert_eq!(l.next_due(), None);
+}
+
+#[test]
+fn values_changes_and_drift_queue_one_run_and_wait_for_the_first_converge() {
+    let mut l = Lifecycle::new(["a".to_string()]);
+    let change = || Input::ValuesChanged {
+        module: 0,
+        event: "Kubernetes-Change-ModuleValues".into(),
+    };
+    assert!(l.step(change()).is_empty(), "before the first converge");
+    l.step(Input::ConvergeStarted {
+        event: "OperatorStartup".into(),
+        now: Instant::now(),
+    });
+    l.step(Input::Enabled { modules: vec![0] });
+    assert!(l.step(change()).is_empty(), "a run is queued already");
+    finish(&mut l, 0);
+    let drift = || Input::ReleaseDrift {
+        module: 0,
+        event: "AbsentHelmResourcesDetected".into(),
+    };
+    assert!(l.step(drift()).is_empty(), "the converge is still on");
+    l.step(Input::ConvergeDone { changed: false });
+    assert!(l.idle(0));
+    assert_eq!(
+        names(l.step(drift())),
+        ["ModuleRun:main:a:AbsentHelmResourcesDetected"]
+    );
+    assert!(l.step(drift()).is_empty(), "one problem, one run");
+    assert!(l.step(change()).is_empty());
+}
+
+#[test]
+fn after_helm_changing_values_runs_the_module_again_before_the_converge_goes_on() {
+    let (mut l, _) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    l.step(Input::RunStarted {
+        module: 0,
+        event: "OperatorStartup".into(),
+    });
+    let tasks = names(l.step(Input::StartupDone { module: 0 }));
+    assert_eq!(tasks, ["ModuleRun:main:a:OperatorStartup"]);
+    assert!(l.kube_enabled(0));
+    l.step(Input::RunStarted {
+        module: 0,
+        event: "OperatorStartup".into(),
+    });
+    let tasks = names(l.step(Input::RunFinished {
+        module: 0,
+        again: true,
+    }));
+    assert_eq!(tasks, ["ModuleRun:main:a:AfterHelm-Hooks-Change-Values"]);
+    assert_eq!(
+        finish(&mut l, 0),
+        ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+}
