@@ -374,9 +374,8 @@ impl ChildFile {
     /// child writes). An error names the path.
     pub fn create(dir: &Path, stem: &str, content: &[u8]) -> std::io::Result<ChildFile> {
         let path = dir.join(format!("{stem}-{}", unique_id()));
-        let named = |e: std::io::Error| {
-            std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-        };
+        let named =
+            |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let mut file = create_new(&path).map_err(named)?;
         let made = ChildFile { path: path.clone() };
         file.write_all(content).map_err(named)?;
@@ -627,6 +626,44 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
             std::fs::read_to_string(dir.join("seen")).expect("seen"),
             "first\nsecond\n"
         );
+    }
+
+    /// Files for helm and `enabled` scripts are made as a hook's are: 0600, never
+    /// through a symlink planted at their path, never over an existing file
+    /// (issue 27 item 4).
+    #[test]
+    fn child_files_are_0600_and_never_follow_a_planted_symlink() {
+        let e = executor("child");
+        let f = ChildFile::create(&e.tmp_dir, "m.module-values.yaml", b"{}").expect("made");
+        let meta = std::fs::symlink_metadata(f.path()).expect("stat");
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(f.read("VALUES_PATH", 16).expect("read"), b"{}");
+        let path = f.path().to_path_buf();
+        drop(f);
+        assert!(!path.exists(), "removed when dropped");
+
+        let victim = e.tmp_dir.parent().expect("parent").join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let link = e.tmp_dir.join("helm-plugin.yaml");
+        std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+        // replace_file removes the link and makes a new file in its place.
+        replace_file(&link, b"new").expect("replaced");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        assert!(!std::fs::symlink_metadata(&link).expect("stat").is_symlink());
+        // create_new itself refuses a planted symlink, dangling or not.
+        let planted = e.tmp_dir.join("planted");
+        std::os::unix::fs::symlink(&victim, &planted).expect("symlink");
+        let err = create_new(&planted).expect_err("a symlink is never opened");
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        std::os::unix::fs::symlink(e.tmp_dir.join("nowhere"), e.tmp_dir.join("dangling"))
+            .expect("symlink");
+        assert!(create_new(&e.tmp_dir.join("dangling")).is_err());
+        assert!(
+            !e.tmp_dir.join("nowhere").exists(),
+            "not created through the link"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
     }
 
     #[test]

@@ -165,7 +165,7 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     let stem = format!("{}.module-render-values.yaml", module.name);
     let file = crate::executor::ChildFile::create(&shared.tmp_dir, &stem, &text)
         .map_err(|e| e.to_string())?;
-    shared.helm.render(&module.name, &module.path, file.path())
+    shared.helm.render(&module.name, &module.chart, file.path())
 }
 
 /// `{module: ["ns/Kind/name", ...]}` of what the resource monitor watches; a module

@@ -78,7 +78,10 @@ fn run_script(
         "config-values.json",
         &serde_json::to_vec(&config).unwrap_or_default(),
     )?;
-    let values = file("values.json", &serde_json::to_vec(&values).unwrap_or_default())?;
+    let values = file(
+        "values.json",
+        &serde_json::to_vec(&values).unwrap_or_default(),
+    )?;
     let result = file("enabled-result", b"")?;
     let reason = file("enabled-reason", b"")?;
     let mut cmd = Command::new(script);
@@ -124,7 +127,10 @@ pub(super) fn log_stderr(module: &str, output: &str, stderr: &[u8]) {
     for line in String::from_utf8_lossy(stderr).lines() {
         let line = line.trim_end();
         if !line.is_empty() {
-            log::debug(line, &[("module", module), ("output", output), ("stream", "stderr")]);
+            log::debug(
+                line,
+                &[("module", module), ("output", output), ("stream", "stderr")],
+            );
         }
     }
 }

@@ -188,7 +188,7 @@ impl AddonHandler {
         let stem = format!("{}.module-values.yaml", module.name);
         let file = crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, &text)
             .map_err(|e| e.to_string())?;
-        self.upgrade_if_needed(&module.name, &module.path, file.path(), &text, event)
+        self.upgrade_if_needed(&module.name, &module.chart, file.path(), &text, event)
     }
 
     /// Upgrades when [`helm::upgrade_reason`] says so. The release is read from its
