@@ -14,6 +14,7 @@
 //! the binding of an internal hook (owner [`Owner::ConfigMap`]) whose runs the
 //! engine handles instead of executing anything.
 
+mod chart_dir;
 mod config_changes;
 pub mod configmap;
 mod converge;
@@ -111,7 +112,8 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
                 .into(),
         );
     }
-    let layout = modules::discover(&flags)?;
+    let mut layout = modules::discover(&flags)?;
+    chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
             "module found",

@@ -184,16 +184,11 @@ impl AddonHandler {
                 .map_err(|e| format!("check helm values: {e}"))?;
             values
         };
-        let file = self.shared.tmp_dir.join(format!(
-            "{}.module-values.yaml-{}",
-            module.name,
-            std::process::id()
-        ));
         let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
-        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text, event);
-        let _ = std::fs::remove_file(&file);
-        result
+        let stem = format!("{}.module-values.yaml", module.name);
+        let file = crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, &text)
+            .map_err(|e| e.to_string())?;
+        self.upgrade_if_needed(&module.name, &module.chart, file.path(), &text, event)
     }
 
     /// Upgrades when [`helm::upgrade_reason`] says so. The release is read from its

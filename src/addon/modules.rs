@@ -34,6 +34,9 @@ pub struct Module {
     pub path: PathBuf,
     /// A Helm chart: `Chart.yaml` or `templates/`.
     pub has_chart: bool,
+    /// The chart directory helm gets: `path`, or the one made in the tmp dir for a
+    /// module without `Chart.yaml` (`chart_dir.rs`).
+    pub chart: PathBuf,
     /// The executable `enabled` script, if any.
     pub enabled_script: Option<PathBuf>,
     /// `<key>:` of the modules dir's `values.yaml`, then of the module's own.
@@ -152,6 +155,7 @@ fn load_module(
         .unwrap_or_default();
     let (order, name) =
         parse_dir_name(&dir_name).map_err(|e| format!("module dir '{}': {e}", path.display()))?;
+    super::chart_dir::check_release_name(path, &name)?;
     let key = values_key(&name);
     let own = read_values_file(&path.join("values.yaml"), flags.strict_values)?;
     let mut static_values = Value::Object(Map::new());
@@ -186,6 +190,7 @@ fn load_module(
         name,
         key,
         path: path.to_path_buf(),
+        chart: path.to_path_buf(),
         static_values,
         static_enabled,
         schemas,

@@ -208,6 +208,9 @@ pub struct AddonMetrics {
     pub modules_helm_release_redeployed_total: IntCounterVec,
     /// `{module,resource}`: rendered objects found missing by the resource monitor.
     pub modules_absent_resources_total: IntCounterVec,
+    /// `{module,kind}`: resource monitor checks that could not list a module's
+    /// objects of a kind (its resource type gone, no permission).
+    pub modules_resource_check_errors_total: IntCounterVec,
 }
 
 /// Registers collectors under one prefix, naming the metric in its errors.
@@ -302,6 +305,16 @@ impl AddonMetrics {
                         "Rendered objects found missing, their module run again",
                     ),
                     &["module", "resource"],
+                ),
+            )?,
+            modules_resource_check_errors_total: r.add(
+                "modules_resource_check_errors_total",
+                IntCounterVec::new(
+                    Opts::new(
+                        format!("{prefix}modules_resource_check_errors_total"),
+                        "Resource monitor checks that could not list a module's objects of a kind",
+                    ),
+                    &["module", "kind"],
                 ),
             )?,
             convergence_seconds: r.add(

@@ -8,6 +8,7 @@ mod common;
 mod autoheal;
 mod deploy;
 mod ha;
+mod hardening;
 mod harness;
 mod helm;
 mod lifecycle;
