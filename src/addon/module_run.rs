@@ -1,4 +1,4 @@
-//! A module's run and delete in the addon engine: startup (onStartup hooks, then
+//! A module's run and delete in the addon engine: startup (its CRDs, onStartup hooks, then
 //! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
 //! decision of spec §5.3, a revision left pending by a killed helm), afterHelm hooks;
 //! and ModuleDelete (schedules and watches off, helm uninstall, afterDeleteHelm).
@@ -126,6 +126,7 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         log::info("module startup", &[("module", name), ("event", event)]);
+        self.install_crds(m, name)?;
         let mut on_startup: Vec<(f64, usize)> = self
             .shared
             .hooks_of(Owner::Module(m))

@@ -59,6 +59,8 @@ pub struct Shared {
     pub scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
     pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+    /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
+    pub crds: super::crds::ModuleCrds,
 }
 
 /// The mutable part.
