@@ -387,6 +387,7 @@ pub fn bindings_of(c: &HookConfig) -> usize {
         lifecycle.after_all,
         lifecycle.before_helm,
         lifecycle.after_helm,
+        lifecycle.before_delete_helm,
         lifecycle.after_delete_helm,
     ];
     flags.iter().filter(|f| f.is_some()).count() + c.schedule.len() + c.kubernetes.len()
