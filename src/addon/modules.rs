@@ -228,6 +228,10 @@ pub enum Owner {
     ConfigMap,
 }
 
+/// Directories under a module's `hooks/` that hold no hooks: `venv`, a Python
+/// virtualenv whose `bin/` is full of executables (flant skips it too).
+const MODULE_HOOKS_SKIPPED: &[&str] = &["venv"];
+
 /// Loads global hooks, then every module's hooks; `owners[i]` tells whose hook `i` is.
 /// Global hook names are relative to the global hooks root; module hook names to
 /// the modules directory (`001-foo/hooks/bar.sh`), as in flant v1.0.
@@ -252,7 +256,9 @@ pub fn load_hooks(
             continue;
         }
         let root = module.path.parent().unwrap_or(&module.path);
-        for path in hook::discover(&dir).map_err(|e| e.to_string())? {
+        for path in
+            hook::discover_skipping(&dir, MODULE_HOOKS_SKIPPED).map_err(|e| e.to_string())?
+        {
             let loaded = hook::load_as(root, &path, timeout, jq_library, HookKind::Module)
                 .map_err(|e| format!("module '{}': {e}", module.name))?;
             hooks.push(loaded);
@@ -281,6 +287,8 @@ mod tests {
             resources_check_period: Duration::from_secs(270),
             monitor_qps: 5.0,
             monitor_burst: 10,
+            crd_extra_labels: String::new(),
+            crd_filters: String::new(),
             ignored: Vec::new(),
         }
     }

@@ -128,7 +128,8 @@ impl ResourceMonitor {
         Ok(())
     }
 
-    /// Enabled, started modules with a chart, not running and with no run queued.
+    /// Enabled, started modules with a chart, not running and with no run queued;
+    /// not those in maintenance (`<key>Maintenance: NoResourceReconciliation`).
     fn idle_modules(&self) -> Vec<(usize, String)> {
         let st = self.shared.lock();
         // A converge runs every module anyway.
@@ -139,7 +140,10 @@ impl ResourceMonitor {
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         for (m, module) in layout.modules.iter().enumerate() {
-            if !(lifecycle.is_enabled(m) && lifecycle.is_started(m) && module.has_chart) {
+            let maintenance = st.config.no_resource_reconciliation(&module.key);
+            if !(lifecycle.is_enabled(m) && lifecycle.is_started(m) && module.has_chart)
+                || maintenance
+            {
                 watched.remove(&module.name);
                 continue;
             }

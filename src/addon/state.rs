@@ -59,6 +59,8 @@ pub struct Shared {
     pub scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
     pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+    /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
+    pub crds: super::crds::ModuleCrds,
 }
 
 /// The mutable part.
@@ -398,6 +400,7 @@ pub fn bindings_of(c: &HookConfig) -> usize {
         lifecycle.after_all,
         lifecycle.before_helm,
         lifecycle.after_helm,
+        lifecycle.before_delete_helm,
         lifecycle.after_delete_helm,
     ];
     flags.iter().filter(|f| f.is_some()).count() + c.schedule.len() + c.kubernetes.len()

@@ -13,6 +13,7 @@ mod harness;
 mod helm;
 mod lifecycle;
 mod metrics;
+mod newer;
 mod operator;
 mod production;
 mod reactions;
