@@ -316,25 +316,6 @@ fn admission_hooks_answer_the_real_api_server_over_tls() {
     assert!(cp().get("configmap", &ns, "while-down").is_none());
 }
 
-/// A CronTab CRD in a group of this test's own: v1alpha1 (the storage version)
-/// keeps the schedule as an array `spec.cron`, v1 as a string `spec.cronSpec`.
-fn crontab_crd(group: &str) -> String {
-    let version = |name: &str, storage: bool| {
-        format!(
-            "  - name: {name}\n    served: true\n    storage: {storage}\n    schema:\n      \
-             openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
-        )
-    };
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
-         name: crontabs.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    \
-         plural: crontabs\n    singular: crontab\n    kind: CronTab\n    listKind: CronTabList\n  \
-         versions:\n{}{}",
-        version("v1alpha1", true),
-        version("v1", false)
-    )
-}
-
 /// Converts CronTabs both ways between v1alpha1 and v1; refuses (failedMessage)
 /// a review holding a CronTab whose `spec.cron` is a string.
 fn conversion_hook(group: &str) -> String {
@@ -377,7 +358,7 @@ fn conversion_hook_converts_stored_objects_for_the_real_api_server() {
     let ns = cp().namespace("wh-conv");
     let group = format!("{ns}.example.com");
     let crd = format!("crontabs.{group}");
-    apply(&crontab_crd(&group));
+    apply(&control_plane::fixtures::crontab_crd(&group));
     kubectl(&[
         "wait",
         "--for=condition=Established",

@@ -83,6 +83,16 @@ pub fn start_flant(
     )
 }
 
+/// Stops `op` as a pod stop would (SIGTERM) and requires exit 0 within 20 s.
+pub fn stop(op: &mut Operator, who: &str) {
+    op.signal(libc::SIGTERM);
+    assert_eq!(
+        op.wait_exit(Duration::from_secs(20)),
+        Some(0),
+        "{who} stopped with 0"
+    );
+}
+
 /// flant's operator and ours on the same hooks, kubeconfig and extra arguments.
 pub struct Pair {
     pub flant: Operator,

@@ -10,7 +10,7 @@
 //! it over (one configuration, not two, and it keeps working); then the way back.
 
 use crate::common::Operator;
-use crate::oracle::{Pair, recorder, start_flant};
+use crate::oracle::{Pair, recorder, start_flant, stop};
 use control_plane::{ControlPlane, WebhookEndpoint};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -196,15 +196,13 @@ fn webhook_configurations_are_taken_over_both_ways() {
         "flant registered one configuration: {before:?}"
     );
     assert_eq!(before[0].0, object, "flant's object name is ours too");
-    flant.signal(libc::SIGTERM);
-    assert_eq!(
-        flant.wait_exit(Duration::from_secs(20)),
-        Some(0),
-        "flant stopped"
-    );
+    stop(&mut flant, "flant");
 
     let ours = Operator::start(&hooks, &strs(&args), &[]);
-    ours.wait_log("webhook configuration is up to date", Duration::from_secs(30));
+    ours.wait_log(
+        "webhook configuration is up to date",
+        Duration::from_secs(30),
+    );
     wait_called(cp, &ns, &[&ours]);
     let taken = configurations_named(cp, &name);
     assert_eq!(
@@ -222,12 +220,7 @@ fn webhook_configurations_are_taken_over_both_ways() {
         "{err}"
     );
     let mut ours = ours;
-    ours.signal(libc::SIGTERM);
-    assert_eq!(
-        ours.wait_exit(Duration::from_secs(20)),
-        Some(0),
-        "ours stopped"
-    );
+    stop(&mut ours, "ours");
 
     let (flant, _) = start_flant(&hooks, &strs(&args), &[]);
     wait_called(cp, &ns, &[&flant]);
@@ -243,24 +236,6 @@ fn webhook_configurations_are_taken_over_both_ways() {
         "{err}"
     );
     assert_eq!(create(cp, &ns, "ok", "a=1").0, true);
-}
-
-/// A CRD `crontabs.<group>` stored as v1alpha1 (`spec.cron`, a list) and served
-/// as v1 too (`spec.cronSpec`, a string).
-fn crontab_crd(group: &str) -> String {
-    let version = |name: &str, storage: bool| {
-        format!(
-            "  - name: {name}\n    served: true\n    storage: {storage}\n    schema:\n      \
-             openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
-        )
-    };
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
-         name: crontabs.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    \
-         plural: crontabs\n    kind: CronTab\n  versions:\n{}{}",
-        version("v1alpha1", true),
-        version("v1", false)
-    )
 }
 
 /// Records its context and converts CronTabs between the two versions.
@@ -335,7 +310,7 @@ fn crd_conversion_is_the_same_and_taken_over_both_ways() {
     let cp = control_plane::shared();
     let ns = cp.namespace("compat-conv");
     let group = format!("{ns}.example.com");
-    cp.apply(&crontab_crd(&group))
+    cp.apply(&control_plane::fixtures::crontab_crd(&group))
         .unwrap_or_else(|e| panic!("{e}"));
     cp.kubectl(&[
         "wait",
@@ -368,12 +343,7 @@ fn crd_conversion_is_the_same_and_taken_over_both_ways() {
     let from_flant = create_and_read_converted(cp, &group, &ns, "a");
     let flant_contexts = conversions(&flant);
     let after_flant = crd_version();
-    flant.signal(libc::SIGTERM);
-    assert_eq!(
-        flant.wait_exit(Duration::from_secs(20)),
-        Some(0),
-        "flant stopped"
-    );
+    stop(&mut flant, "flant");
 
     let mut ours = Operator::start(&hooks, &strs(&args), &[]);
     ours.wait_log("CRD conversion is up to date", Duration::from_secs(30));
@@ -396,12 +366,7 @@ fn crd_conversion_is_the_same_and_taken_over_both_ways() {
         "the first conversion context differs:\n{}",
         diff.join("\n")
     );
-    ours.signal(libc::SIGTERM);
-    assert_eq!(
-        ours.wait_exit(Duration::from_secs(20)),
-        Some(0),
-        "ours stopped"
-    );
+    stop(&mut ours, "ours");
 
     let (flant, _) = start_flant(&hooks, &strs(&args), &[]);
     create_and_read_converted(cp, &group, &ns, "c");

@@ -187,6 +187,24 @@ fn text_logs_without_time() {
     );
 }
 
+/// The operator on `dir`'s hooks as PID 1 of a new PID namespace (unshare's only
+/// child), JSON logs on a piped stdout.
+fn start_as_pid1(dir: &TempDir) -> std::process::Child {
+    std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", common::binary(), "start"])
+        .args(["--listen-port", "0", "--hooks-dir"])
+        .arg(dir.0.join("hooks"))
+        .arg("--tmp-dir")
+        .arg(dir.0.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(dir.0.join("debug.socket"))
+        .env("OUT_DIR", dir.0.join("out"))
+        .env("LOG_TYPE", "json")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare must be available (util-linux)")
+}
+
 /// As PID 1 (in a new PID namespace) the operator reaps orphaned grandchildren,
 /// and still sees each hook's own exit status. No fixed wait: each orphan marks
 /// its start, then runs `sleep 0.3`; the test waits until none of the operator's
@@ -208,27 +226,7 @@ fn pid1_reaps_orphans_without_stealing_hook_status() {
         ],
     );
     std::fs::create_dir_all(dir.0.join("out")).expect("out");
-    let mut child = std::process::Command::new("unshare")
-        .args([
-            "--pid",
-            "--fork",
-            "--kill-child",
-            common::binary(),
-            "start",
-            "--listen-port",
-            "0",
-            "--hooks-dir",
-        ])
-        .arg(dir.0.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(dir.0.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(dir.0.join("debug.socket"))
-        .env("OUT_DIR", dir.0.join("out"))
-        .env("LOG_TYPE", "json")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("unshare must be available (util-linux)");
+    let mut child = start_as_pid1(&dir);
     let lines = common::stdout_lines(&mut child);
     let mut logs = String::new();
     let out = dir.0.join("out");
@@ -290,19 +288,7 @@ fn pid1_exits_zero_on_sigterm_with_nothing_left_running() {
         &[("s.sh", hook("s", config, "sleep 300; true"))],
     );
     std::fs::create_dir_all(dir.0.join("out")).expect("out");
-    let mut child = std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "--kill-child", common::binary(), "start"])
-        .args(["--listen-port", "0", "--hooks-dir"])
-        .arg(dir.0.join("hooks"))
-        .arg("--tmp-dir")
-        .arg(dir.0.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(dir.0.join("debug.socket"))
-        .env("OUT_DIR", dir.0.join("out"))
-        .env("LOG_TYPE", "json")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("unshare must be available (util-linux)");
+    let mut child = start_as_pid1(&dir);
     let lines = common::stdout_lines(&mut child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !std::fs::read_to_string(dir.0.join("out/runs.log")).is_ok_and(|l| l.contains("s [{")) {

@@ -20,6 +20,7 @@
 
 mod endpoint;
 pub mod etcd;
+pub mod fixtures;
 pub mod pki;
 mod spawn;
 
