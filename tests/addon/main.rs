@@ -16,3 +16,4 @@ mod operator;
 mod production;
 mod reactions;
 mod scenarios;
+mod ux;
