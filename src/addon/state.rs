@@ -59,6 +59,9 @@ pub struct Shared {
     pub scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
     pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+    /// The ConfigMap `data` refused last (logged and counted once, not again when
+    /// only its metadata changes); `None` after a good one.
+    pub refused_config: Mutex<Option<serde_json::Value>>,
 }
 
 /// The mutable part.

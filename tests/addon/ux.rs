@@ -413,3 +413,141 @@ fn debug_cli_module_commands() {
         .collect();
     assert!(named.is_empty(), "the internal hook in metrics: {named:#?}");
 }
+
+/// Module `web` with a chart, enabled in the modules dir's values.yaml.
+fn web_module() -> Vec<(String, String)> {
+    let mut files = vec![(
+        "modules/values.yaml".to_string(),
+        "webEnabled: true\n".to_string(),
+    )];
+    files.extend(chart("modules/001-web", "web", "web"));
+    files
+}
+
+fn main_queue_empty(addon: &Addon) -> bool {
+    let v: serde_json::Value =
+        serde_json::from_str(&addon.cli(&["queue", "main", "-o", "json"])).expect("json");
+    v["tasksCount"] == 0
+}
+
+fn errors_total(addon: &Addon) -> f64 {
+    metric(&addon.metrics(), &format!("{P}config_values_errors_total")).unwrap_or(-1.0)
+}
+
+/// Item 4: sections and flags of modules that do not exist are refused, every
+/// error in one log line; the refused ConfigMap is not logged and counted again when
+/// only its metadata changes.
+#[test]
+fn configmap_unknown_module_keys_are_refused_all_at_once() {
+    let mut files = web_module();
+    files.push((
+        "global-hooks/hooks/watcher".into(),
+        rec(
+            "watcher",
+            &format!(
+                r#"{{"configVersion":"v1","kubernetes":[{{"name":"cm","apiVersion":"v1","kind":"ConfigMap",
+                "nameSelector":{{"matchNames":["addon-operator"]}},"namespace":{{"nameSelector":{{"matchNames":["{NS}"]}}}},
+                "jqFilter":".metadata.annotations.touched"}}]}}"#
+            ),
+            "",
+        ),
+    ));
+    let addon = Addon::start(&refs(&files), Some(json!({"web": "a: 1\n"})), 4);
+    addon.wait_ready();
+    addon.wait_object("ConfigMap", "web", |o| {
+        o.is_some_and(|o| o["data"]["values"] == r#"{"a":1}"#)
+    });
+    // Two bad keys in one edit.
+    let mut cm = addon
+        .sim
+        .get("v1", "ConfigMap", NS, "addon-operator")
+        .expect("cm");
+    cm["data"]["wbe"] = json!("a: 2\n");
+    cm["data"]["nosuchModuleEnabled"] = json!("true");
+    addon.sim.update(cm).expect("update");
+    let line = addon.wait_log(&["ConfigMap is invalid"], Duration::from_secs(30));
+    assert!(
+        line.contains("key 'wbe'") && line.contains("key 'nosuchModuleEnabled'"),
+        "both keys named in one line: {line}"
+    );
+    assert_eq!(errors_total(&addon), 1.0);
+    // Metadata only: twice.
+    for n in ["1", "2"] {
+        let mut cm = addon
+            .sim
+            .get("v1", "ConfigMap", NS, "addon-operator")
+            .expect("cm");
+        cm["metadata"]["annotations"] = json!({"touched": n});
+        addon.sim.update(cm).expect("annotate");
+        // Fence: the watcher hook saw this edit, and the main queue (where the
+        // ConfigMap's own task runs beside it) is empty again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let seen = format!("\"filterResult\":\"{n}\"");
+        while !(addon
+            .runs()
+            .iter()
+            .any(|(t, ctx)| t == "watcher" && ctx.to_string().contains(&seen))
+            && main_queue_empty(&addon))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "edit {n} not handled:\n{}",
+                addon.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Then a good edit: once web has its new value, the annotations were handled.
+    let mut cm = addon
+        .sim
+        .get("v1", "ConfigMap", NS, "addon-operator")
+        .expect("cm");
+    let data = cm["data"].as_object_mut().expect("data");
+    data.remove("wbe");
+    data.remove("nosuchModuleEnabled");
+    data.insert("web".into(), json!("a: 3\n"));
+    addon.sim.update(cm).expect("fix");
+    addon.wait_object("ConfigMap", "web", |o| {
+        o.is_some_and(|o| o["data"]["values"] == r#"{"a":3}"#)
+    });
+    let refusals = addon
+        .logs()
+        .lines()
+        .filter(|l| l.contains("ConfigMap is invalid"))
+        .count();
+    assert_eq!(refusals, 1, "logged again:\n{}", addon.logs());
+    assert_eq!(errors_total(&addon), 1.0);
+}
+
+/// Item 4: at startup a key of no module stops the operator naming the key, and
+/// the seeds' `<module>: "false"` disables the module.
+#[test]
+fn configmap_at_startup_unknown_key_and_the_seeds_false_form() {
+    let mut addon = Addon::start(&refs(&web_module()), Some(json!({"wbe": "a: 1\n"})), 4);
+    let child = addon.child.as_mut().expect("child");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running:\n{}",
+            addon.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+    addon.wait_log(&["key 'wbe'", "module keys: web"], Duration::from_secs(5));
+
+    // The seeds' form: web is enabled by values.yaml, disabled by the ConfigMap.
+    let addon = Addon::start(&refs(&web_module()), Some(json!({"web": "false"})), 4);
+    addon.wait_ready();
+    let list: serde_json::Value =
+        serde_json::from_str(&addon.cli(&["module", "list", "-o", "json"])).expect("json");
+    assert_eq!(list["enabledModules"], json!([]), "{list}");
+    assert!(addon.object("v1", "ConfigMap", "web").is_none());
+    // And "true" in the same place enables it again (a converge).
+    addon.set_config("web", "true");
+    addon.wait_object("ConfigMap", "web", |o| o.is_some());
+}
