@@ -551,3 +551,91 @@ fn configmap_at_startup_unknown_key_and_the_seeds_false_form() {
     addon.set_config("web", "true");
     addon.wait_object("ConfigMap", "web", |o| o.is_some());
 }
+
+/// Item 9: `scripts/dev-addon.sh` (`make dev-addon`) runs a modules directory
+/// against kube-sim with the helm found on PATH (helm 3 here, not .tools' helm 4),
+/// without building the binaries it is given.
+#[test]
+fn dev_addon_runs_my_modules_with_my_helm() {
+    use crate::common::TempDir;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = TempDir::new("dev-addon");
+    let root = dir.0.clone();
+    let mut files = web_module();
+    files.push((
+        "modules/001-web/hooks/h".into(),
+        rec("web", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
+    ));
+    crate::common::write_hooks(&root, &refs(&files));
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::os::unix::fs::symlink(crate::harness::helm_bin(3), bin.join("helm")).expect("link");
+    let repo = crate::harness::repo_root();
+    let kube_sim = repo.join("target/debug/kube-sim");
+    let mut cmd = Command::new(repo.join("scripts/dev-addon.sh"));
+    cmd.env("DEV_MODULES", root.join("modules"))
+        .env("DEV_KUBECONFIG", root.join("kubeconfig"))
+        .env("OPERATOR_BIN", env!("CARGO_BIN_EXE_shell-operator"))
+        .env("OUT_DIR", root.join("out"))
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+        )
+        .env_remove("HELM_BIN_PATH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if kube_sim.is_file() {
+        cmd.env("KUBE_SIM_BIN", &kube_sim);
+    }
+    std::fs::create_dir_all(root.join("out")).expect("mkdir");
+    let mut child = cmd.spawn().expect("dev-addon.sh");
+    let pid = child.id().to_string();
+    let stop = |child: &mut std::process::Child| {
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = child.wait();
+    };
+    let lines = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut out = Vec::new();
+    for line in lines.lines().map_while(Result::ok) {
+        let ready = line.starts_with("== ready");
+        out.push(line);
+        if ready {
+            break;
+        }
+    }
+    let text = out.join("\n");
+    let checks = (|| {
+        if !text.contains("== ready") {
+            return Err(format!("never ready:\n{text}"));
+        }
+        if text.contains("== building") {
+            return Err(format!("built although given the binaries:\n{text}"));
+        }
+        let helm = format!("== helm: {}/helm (v3.", bin.display());
+        if !text.contains(&helm) {
+            return Err(format!("not the helm on PATH ({helm}):\n{text}"));
+        }
+        // The module's release, read with kubectl through the printed kubeconfig.
+        let kubectl = repo.join(".tools/bin/kubectl");
+        let got = Command::new(&kubectl)
+            .args(["-n", "addons", "get", "configmap", "web", "-o", "json"])
+            .env("KUBECONFIG", root.join("kubeconfig"))
+            .output()
+            .expect("kubectl");
+        let cm: serde_json::Value = serde_json::from_slice(&got.stdout)
+            .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&got.stderr)))?;
+        if cm["metadata"]["labels"]["heritage"] != "addon-operator" {
+            return Err(format!("not installed by the operator: {cm}"));
+        }
+        let runs = std::fs::read_to_string(root.join("out/runs.log")).unwrap_or_default();
+        if !runs.lines().any(|l| l.starts_with("web ")) {
+            return Err(format!("the module's hook did not run: {runs}"));
+        }
+        Ok(())
+    })();
+    stop(&mut child);
+    if let Err(e) = checks {
+        panic!("{e}");
+    }
+}
