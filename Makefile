@@ -9,8 +9,9 @@ build:
 	$(CARGO) build --release
 
 # The whole test suite: unit tests, integration tests on the real binary against
-# kube-sim, and the cluster tier against a real kube-apiserver + etcd (built from
-# their Go modules on first use, then cached in .tools/control-plane).
+# kube-sim, the cluster tier against a real kube-apiserver + etcd (built from their
+# Go modules on first use, then cached in .tools/control-plane) and the
+# compatibility suite beside flant's shell-operator (also built once, .tools/flant).
 test: control-plane flant
 	$(CARGO) test --workspace --no-fail-fast
 

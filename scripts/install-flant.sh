@@ -5,11 +5,12 @@
 # and repeats its replace directives (those only apply in the main module).
 #
 # Binaries go to .tools/flant/<name>-<version>/<name> (keyed by version; a second run
-# takes a second). The last line on stdout is the shell-operator binary's path.
+# takes a second). The last line on stdout is the binary's path.
 #
-# flant's addon-operator is not built: every release since v1.6 needs
-# github.com/werf/nelm, which the Go module proxy refuses (403) at every version
-# (see the README, "Differences from flant's operators" and issue 25's note).
+# `scripts/install-flant.sh` builds the shell-operator (v1.20.2);
+# `scripts/install-flant.sh addon-operator` builds flant's addon-operator v1.5.0, the
+# newest release the Go module proxy serves whole (scripts/flant/addon-operator/go.mod
+# says what it refuses of the newer ones).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,4 +40,8 @@ build() {
     echo "$dest/$name"
 }
 
-build shell-operator github.com/flant/shell-operator/cmd/shell-operator
+case "${1:-shell-operator}" in
+shell-operator) build shell-operator github.com/flant/shell-operator/cmd/shell-operator ;;
+addon-operator) build addon-operator github.com/flant/addon-operator/cmd/addon-operator ;;
+*) echo "usage: $0 [shell-operator|addon-operator]" >&2; exit 2 ;;
+esac

@@ -348,13 +348,66 @@ fn unique_id() -> String {
     )
 }
 
-/// Creates `path` empty, 0600, never opening an existing file.
+/// Creates `path` empty, 0600, never opening an existing file or following a
+/// symlink (`O_CREAT | O_EXCL | O_NOFOLLOW`): the one way the operator makes a file
+/// a child process reads or writes.
 fn create_new(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
+}
+
+/// A file the operator hands to a child process that is not a hook run (helm's
+/// values file, an `enabled` script's values and result files): made the same way
+/// as a hook's files ([`create_new`]: 0600, `O_EXCL`, `O_NOFOLLOW`) under a name
+/// no other run shares, in the operator's own tmp dir; removed when dropped.
+#[derive(Debug)]
+pub struct ChildFile {
+    path: PathBuf,
+}
+
+impl ChildFile {
+    /// Creates `<dir>/<stem>-<unique id>` holding `content` (empty for a file the
+    /// child writes). An error names the path.
+    pub fn create(dir: &Path, stem: &str, content: &[u8]) -> std::io::Result<ChildFile> {
+        let path = dir.join(format!("{stem}-{}", unique_id()));
+        let named =
+            |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let mut file = create_new(&path).map_err(named)?;
+        let made = ChildFile { path: path.clone() };
+        file.write_all(content).map_err(named)?;
+        Ok(made)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the child wrote, at most `max` bytes, as [`read_output`] reads a hook's
+    /// output file (`var` names it in errors).
+    pub fn read(&self, var: &str, max: u64) -> std::io::Result<Vec<u8>> {
+        read_output_max(&self.path, var, max)
+    }
+}
+
+impl Drop for ChildFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Writes `content` into a new file at `path` (a fixed name in the operator's own
+/// tmp dir, such as helm's plugin file), replacing what was there, by
+/// [`create_new`].
+pub fn replace_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    create_new(path)?.write_all(content)
 }
 
 /// Reads the output file the hook got as `$var`. The operator created it empty
@@ -363,7 +416,12 @@ fn create_new(path: &Path) -> std::io::Result<File> {
 /// error naming the variable and the path. The bytes are not decoded here: each
 /// reader refuses what is not valid UTF-8 JSON or YAML with its own message.
 fn read_output(path: &Path, var: &str) -> std::io::Result<Vec<u8>> {
-    match crate::bounded_read::read(path, MAX_OUTPUT_FILE) {
+    read_output_max(path, var, MAX_OUTPUT_FILE)
+}
+
+/// [`read_output`] with another cap.
+fn read_output_max(path: &Path, var: &str, max: u64) -> std::io::Result<Vec<u8>> {
+    match crate::bounded_read::read(path, max) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => {
             let text = format!("${var} file {}: cannot read it: {e}", path.display());
@@ -568,6 +626,44 @@ test -n "$KUBERNETES_PATCH_PATH" -a -n "$CONVERSION_RESPONSE_PATH" || exit 8"#,
             std::fs::read_to_string(dir.join("seen")).expect("seen"),
             "first\nsecond\n"
         );
+    }
+
+    /// Files for helm and `enabled` scripts are made as a hook's are: 0600, never
+    /// through a symlink planted at their path, never over an existing file
+    /// (issue 27 item 4).
+    #[test]
+    fn child_files_are_0600_and_never_follow_a_planted_symlink() {
+        let e = executor("child");
+        let f = ChildFile::create(&e.tmp_dir, "m.module-values.yaml", b"{}").expect("made");
+        let meta = std::fs::symlink_metadata(f.path()).expect("stat");
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(f.read("VALUES_PATH", 16).expect("read"), b"{}");
+        let path = f.path().to_path_buf();
+        drop(f);
+        assert!(!path.exists(), "removed when dropped");
+
+        let victim = e.tmp_dir.parent().expect("parent").join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let link = e.tmp_dir.join("helm-plugin.yaml");
+        std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+        // replace_file removes the link and makes a new file in its place.
+        replace_file(&link, b"new").expect("replaced");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        assert!(!std::fs::symlink_metadata(&link).expect("stat").is_symlink());
+        // create_new itself refuses a planted symlink, dangling or not.
+        let planted = e.tmp_dir.join("planted");
+        std::os::unix::fs::symlink(&victim, &planted).expect("symlink");
+        let err = create_new(&planted).expect_err("a symlink is never opened");
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        std::os::unix::fs::symlink(e.tmp_dir.join("nowhere"), e.tmp_dir.join("dangling"))
+            .expect("symlink");
+        assert!(create_new(&e.tmp_dir.join("dangling")).is_err());
+        assert!(
+            !e.tmp_dir.join("nowhere").exists(),
+            "not created through the link"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
     }
 
     #[test]

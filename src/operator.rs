@@ -25,7 +25,7 @@
 //! reaper              operator.rs (PID 1;     child exits                   exit per child
 //!                     not joined)
 //! leader-election     operator.rs (--ha)      its stop; the Lease (API)     notes (acquired, lost); the Lease
-//! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel per watch)
+//! watch-<resource>×W  kube/reflector.rs       API watch stream              watch events (one channel shared by every watch)
 //!                     (asked by monitor)
 //! <server>-N          listen/mod.rs           whole requests                replies; keep-alive conns back
 //!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)

@@ -52,7 +52,10 @@ impl AddonHandler {
         let mut changed = Vec::new();
         for (m, module) in shared.layout.modules.iter().enumerate() {
             let section = config.section(&module.key);
-            if st.modules[m].scope.config != section {
+            let maintenance = |c: &KubeConfig| c.no_resource_reconciliation(&module.key);
+            if st.modules[m].scope.config != section
+                || maintenance(&st.config) != maintenance(&config)
+            {
                 st.modules[m].scope.config = section;
                 changed.push(m);
             }

@@ -25,6 +25,9 @@ pub struct KubeConfig {
     pub enabled: BTreeMap<String, bool>,
     /// Keys whose flag was written in the seeds' form (`<key>: "false"`).
     pub section_flags: std::collections::BTreeSet<String>,
+    /// `<key>Maintenance` by values key (flant's newer key): `true` for
+    /// `NoResourceReconciliation` (helm leaves the release alone), `false` for `""`.
+    pub maintenance: BTreeMap<String, bool>,
 }
 
 /// Most a ConfigMap's data may hold (the API server's own limit is 1 MiB).
@@ -104,10 +107,18 @@ impl KubeConfig {
                     false => unknown(k, format!("{k}Enabled")),
                 }),
         );
+        errors.extend(
+            self.maintenance
+                .keys()
+                .filter_map(|k| unknown(k, format!("{k}Maintenance"))),
+        );
         all_errors(errors)
     }
 
     fn read_key(&mut self, key: &str, text: &str) -> Result<(), String> {
+        if self.read_maintenance(key, text)? {
+            return Ok(());
+        }
         if key == "global" {
             self.global = section(key, text)?;
             return Ok(());
@@ -136,6 +147,35 @@ impl KubeConfig {
         }
         self.modules.insert(key.to_string(), section(key, text)?);
         Ok(())
+    }
+
+    /// `<key>Maintenance`, flant's newer key: `NoResourceReconciliation` (or
+    /// `noresourcereconciliation`) or empty. Returns whether `key` was one; a value
+    /// that is a map is left to be read as the section of a module named
+    /// `<name>-maintenance`.
+    fn read_maintenance(&mut self, key: &str, text: &str) -> Result<bool, String> {
+        let Some(module_key) = key.strip_suffix("Maintenance") else {
+            return Ok(false);
+        };
+        let state = match text.trim() {
+            "NoResourceReconciliation" | "noresourcereconciliation" => true,
+            "" => false,
+            other if !other.contains(':') && !other.starts_with('{') => {
+                return Err(format!(
+                    "key '{key}': must be \"NoResourceReconciliation\" or \"\", got {other:?}"
+                ));
+            }
+            _ => return Ok(false),
+        };
+        check_key(key, module_key)?;
+        self.maintenance.insert(module_key.to_string(), state);
+        Ok(true)
+    }
+
+    /// Whether module `key` is in maintenance (`<key>Maintenance: NoResourceReconciliation`):
+    /// its release is neither upgraded nor healed.
+    pub fn no_resource_reconciliation(&self, key: &str) -> bool {
+        self.maintenance.get(key).copied().unwrap_or(false)
     }
 
     /// The section of `key` ("global" or a module key), an empty map when unset.
@@ -316,6 +356,7 @@ mod tests {
             (json!({"anotherModule": "yes"}), "must be a map"),
             (json!({"fooEnabled": "yes"}), "fooEnabled"),
             (json!({"global": "a: [1"}), "bad YAML"),
+            (json!({"fooMaintenance": "Off"}), "NoResourceReconciliation"),
         ] {
             let err = KubeConfig::from_object(Some(&cm(data))).expect_err("invalid");
             assert!(err.contains(needle), "{err}");
@@ -362,18 +403,42 @@ mod tests {
             "wbe": "a: 1\n",
             "nosuchModuleEnabled": "true",
             "gone": "false",
+            "wbeMaintenance": "NoResourceReconciliation",
+            "webMaintenance": "",
             "web": "a: 2\n",
             "webEnabled": "true",
         }))))
         .expect("parses");
         let err = c.check_module_keys(&["web"]).expect_err("unknown keys");
-        assert!(err.starts_with("3 errors: "), "{err}");
+        assert!(err.starts_with("4 errors: "), "{err}");
         for needle in [
             "key 'wbe': no module has the values key 'wbe' (module keys: web)",
             "key 'nosuchModuleEnabled'",
             "key 'gone'",
+            "key 'wbeMaintenance'",
         ] {
             assert!(err.contains(needle), "{needle}: {err}");
         }
+    }
+
+    #[test]
+    fn maintenance_keys_of_flants_newer_releases_are_read() {
+        let c = KubeConfig::from_object(Some(&cm(json!({
+            "fooMaintenance": "NoResourceReconciliation",
+            "barMaintenance": "",
+            "bazMaintenance": "noresourcereconciliation",
+            "quxMaintenance": "a: 1\n",
+        }))))
+        .expect("valid");
+        assert!(c.no_resource_reconciliation("foo"));
+        assert!(!c.no_resource_reconciliation("bar"));
+        assert!(c.no_resource_reconciliation("baz"));
+        assert!(!c.no_resource_reconciliation("other"));
+        assert_eq!(c.maintenance.len(), 3);
+        assert_eq!(
+            c.modules.get("quxMaintenance"),
+            Some(&json!({"a": 1})),
+            "a map is the section of module qux-maintenance"
+        );
     }
 }

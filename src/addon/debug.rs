@@ -167,16 +167,11 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
         let enabled = st.enabled_names(&shared.layout, None);
         st.module_files(m, enabled)?.1
     };
-    let file = shared.tmp_dir.join(format!(
-        "{}.module-render-values.yaml-{}",
-        module.name,
-        std::process::id()
-    ));
     let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
-    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
-    let rendered = shared.helm.render(&module.name, &module.path, &file);
-    let _ = std::fs::remove_file(&file);
-    rendered
+    let stem = format!("{}.module-render-values.yaml", module.name);
+    let file = crate::executor::ChildFile::create(&shared.tmp_dir, &stem, &text)
+        .map_err(|e| e.to_string())?;
+    shared.helm.render(&module.name, &module.chart, file.path())
 }
 
 /// `module=<name>` of a query (percent-decoded), if any.

@@ -4,7 +4,8 @@
 //! one set wins, flant v1.0's order); disabled by default. A module enabled so far
 //! runs its `enabled` script, which can only say no. The script reads the values
 //! files, with `global.enabledModules` listing the modules enabled before it, and
-//! writes `true` or `false` into `$MODULE_ENABLED_RESULT`.
+//! writes `true` or `false` into `$MODULE_ENABLED_RESULT`, and may say why it said
+//! no in `$MODULE_ENABLED_REASON` (logged). Its stderr is logged at debug level.
 //!
 //! Any failure (the script exits non-zero or writes anything else) fails the whole
 //! computation with the module's name and what it wrote; the caller keeps the
@@ -12,11 +13,11 @@
 
 use super::modules::Module;
 use super::state::{Shared, State};
+use crate::executor::ChildFile;
 use crate::log;
 use crate::process::{self, ExitStatus};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The enabled modules, in module order.
 pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
@@ -41,10 +42,6 @@ pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
                 .map(|&m| shared.layout.modules[m].name.clone())
                 .collect();
             if !run_script(shared, st, mi, module, script, before)? {
-                log::info(
-                    "module disabled by its enabled script",
-                    &[("module", &module.name)],
-                );
                 continue;
             }
         }
@@ -53,12 +50,16 @@ pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
     Ok(enabled)
 }
 
-static SCRIPT_RUNS: AtomicU64 = AtomicU64::new(0);
-
 /// Most an `enabled` script may print (it is only logged).
 const MAX_SCRIPT_STDOUT: usize = 1 << 20;
 
+/// Most `$MODULE_ENABLED_RESULT` and `$MODULE_ENABLED_REASON` may hold.
+const MAX_ANSWER: u64 = 4096;
+
 /// Runs a module's `enabled` script; `Ok(false)` when it says the module is off.
+/// Its files are made as a hook's are ([`ChildFile`]: 0600, `O_EXCL`, in the tmp
+/// dir). Besides flant v1.0's three, it gets `$MODULE_ENABLED_REASON` (an empty file,
+/// as flant's newer releases give), where it may say why it disables the module.
 fn run_script(
     shared: &Shared,
     st: &State,
@@ -69,34 +70,27 @@ fn run_script(
 ) -> Result<bool, String> {
     let fail = |e: String| format!("module '{}': enabled script: {e}", module.name);
     let (config, values) = st.module_files(mi, enabled_before).map_err(fail)?;
-    let id = SCRIPT_RUNS.fetch_add(1, Ordering::Relaxed);
-    let file = |kind: &str| -> PathBuf {
-        let name = format!("{}.module-{kind}-{}-{id}", module.name, std::process::id());
-        shared.tmp_dir.join(name)
+    let file = |kind: &str, content: &[u8]| {
+        let stem = format!("{}.module-{kind}", module.name);
+        ChildFile::create(&shared.tmp_dir, &stem, content).map_err(|e| fail(e.to_string()))
     };
-    let files = TempFiles(vec![
-        file("config-values.json"),
-        file("values.json"),
-        file("enabled-result"),
-    ]);
-    let write = |p: &Path, bytes: &[u8]| {
-        std::fs::write(p, bytes).map_err(|e| fail(format!("{}: {e}", p.display())))
-    };
-    write(
-        &files.0[0],
+    let config = file(
+        "config-values.json",
         &serde_json::to_vec(&config).unwrap_or_default(),
     )?;
-    write(
-        &files.0[1],
+    let values = file(
+        "values.json",
         &serde_json::to_vec(&values).unwrap_or_default(),
     )?;
-    write(&files.0[2], b"")?;
+    let result = file("enabled-result", b"")?;
+    let reason = file("enabled-reason", b"")?;
     let mut cmd = Command::new(script);
     crate::builtin_jq::apply(&mut cmd);
     cmd.current_dir(&module.path)
-        .env("CONFIG_VALUES_PATH", &files.0[0])
-        .env("VALUES_PATH", &files.0[1])
-        .env("MODULE_ENABLED_RESULT", &files.0[2]);
+        .env("CONFIG_VALUES_PATH", config.path())
+        .env("VALUES_PATH", values.path())
+        .env("MODULE_ENABLED_RESULT", result.path())
+        .env("MODULE_ENABLED_REASON", reason.path());
     let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT)
         .map_err(|e| fail(format!("cannot run {}: {e}", script.display())))?;
     for line in String::from_utf8_lossy(&run.stdout).lines() {
@@ -106,29 +100,37 @@ fn run_script(
         let stderr = String::from_utf8_lossy(&run.stderr);
         return Err(fail(format!("{}: {}", run.status, stderr.trim())));
     }
-    let result =
-        read_bounded(&files.0[2]).map_err(|e| fail(format!("$MODULE_ENABLED_RESULT: {e}")))?;
-    match result.trim() {
+    log_stderr(&module.name, "enabled", &run.stderr);
+    let answer = |f: &ChildFile, var: &str| {
+        let bytes = f.read(var, MAX_ANSWER).map_err(|e| fail(e.to_string()))?;
+        String::from_utf8(bytes).map_err(|_| fail(format!("${var}: not UTF-8 text")))
+    };
+    match answer(&result, "MODULE_ENABLED_RESULT")?.trim() {
         "true" => Ok(true),
-        "false" => Ok(false),
+        "false" => {
+            let why = answer(&reason, "MODULE_ENABLED_REASON")?;
+            log::info(
+                "module disabled by its enabled script",
+                &[("module", &module.name), ("reason", why.trim())],
+            );
+            Ok(false)
+        }
         other => Err(fail(format!(
             "wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"
         ))),
     }
 }
 
-/// Reads at most 4 KiB: the answer is one word.
-fn read_bounded(path: &Path) -> std::io::Result<String> {
-    crate::bounded_read::read_to_string(path, 4096)
-}
-
-/// Temp files removed on drop.
-struct TempFiles(Vec<PathBuf>);
-
-impl Drop for TempFiles {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            let _ = std::fs::remove_file(p);
+/// Logs, at debug level with the module's name, what a child process that
+/// succeeded (an `enabled` script, helm) wrote to stderr; `output` says which.
+pub(super) fn log_stderr(module: &str, output: &str, stderr: &[u8]) {
+    for line in String::from_utf8_lossy(stderr).lines() {
+        let line = line.trim_end();
+        if !line.is_empty() {
+            log::debug(
+                line,
+                &[("module", module), ("output", output), ("stream", "stderr")],
+            );
         }
     }
 }

@@ -15,7 +15,7 @@
 //!                              and schedule bindings; ModuleRun (started)
 //! ModuleRun (started)        → beforeHelm hooks, helm, afterHelm hooks; values
 //!                              changed by afterHelm: ModuleRun again
-//! ModuleDelete               → schedules off, helm uninstall, afterDeleteHelm hooks
+//! ModuleDelete               → schedules off, beforeDeleteHelm hooks, helm uninstall, afterDeleteHelm hooks
 //! ```
 //!
 //! A failing step fails its task; the queue retries it with backoff and the phase

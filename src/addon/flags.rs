@@ -157,14 +157,14 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
         "ADDON_OPERATOR_CRD_EXTRA_LABELS",
         "heritage=addon-operator",
         Kind::Str,
-        "Accepted; has no effect yet (crds/ are not installed)."
+        "Labels (k=v,...) written on every CRD installed from a module's crds/ (plus heritage=addon-operator unless a heritage label is given)."
     ),
     flag!(
         "crd-filters",
         "ADDON_OPERATOR_CRD_FILTER_PREFIXES",
         "doc-,_",
         Kind::Str,
-        "Accepted; has no effect yet (crds/ are not installed)."
+        "Comma-separated prefixes: files in a module's crds/ whose name starts with one are not installed."
     ),
     flag!(
         "admission-server-enabled",
@@ -194,8 +194,6 @@ pub const NO_EFFECT: &[&str] = &[
     "hook-metrics-listen-port",
     "shell-chroot-dir",
     "applied-module-extenders",
-    "crd-extra-labels",
-    "crd-filters",
     "admission-server-enabled",
     "admission-server-listen-port",
     "admission-server-certs-dir",
@@ -218,6 +216,9 @@ pub struct AddonFlags {
     pub resources_check_period: Duration,
     pub monitor_qps: f32,
     pub monitor_burst: u32,
+    /// `--crd-extra-labels` and `--crd-filters` as given (parsed by `crds.rs` at bind).
+    pub crd_extra_labels: String,
+    pub crd_filters: String,
     /// Compatibility flags set to something other than their default (logged at start).
     pub ignored: Vec<String>,
 }
@@ -242,6 +243,8 @@ pub fn addon_flags(v: &Values) -> AddonFlags {
         resources_check_period: v.duration("resources-check-period"),
         monitor_qps: v.num("helm-monitor-kube-client-qps"),
         monitor_burst: v.num("helm-monitor-kube-client-burst"),
+        crd_extra_labels: v.str("crd-extra-labels"),
+        crd_filters: v.str("crd-filters"),
         ignored: NO_EFFECT
             .iter()
             .filter(|name| {

@@ -311,8 +311,28 @@ impl Helm {
                 stderr.trim_end()
             ));
         }
+        log_stderr(what, &out.stderr);
         String::from_utf8(out.stdout)
             .map_err(|e| format!("helm {what} ({bin}): output is not UTF-8: {e}"))
+    }
+}
+
+/// Logs what a helm that succeeded wrote to stderr (warnings, deprecations) at
+/// debug level, with the module (the release named last in `what`, `upgrade demo`)
+/// and the command.
+fn log_stderr(what: &str, stderr: &[u8]) {
+    let release = what.rsplit_once(' ').map_or("", |(_, r)| r);
+    for line in String::from_utf8_lossy(stderr).lines() {
+        let line = line.trim_end();
+        if !line.is_empty() {
+            let fields = [
+                ("module", release),
+                ("output", "helm"),
+                ("stream", "stderr"),
+                ("helm", what),
+            ];
+            crate::log::debug(line, &fields);
+        }
     }
 }
 

@@ -105,7 +105,7 @@ fn activation(st: &State, m: Option<usize>, binding: BindingType) -> String {
     match (m, binding) {
         (None, OnStartup) => "OperatorStartup".into(),
         (None, BeforeAll | AfterAll) => st.lifecycle.converge_event().to_string(),
-        (Some(m), OnStartup | BeforeHelm | AfterHelm | AfterDeleteHelm) => {
+        (Some(m), OnStartup | BeforeHelm | AfterHelm | BeforeDeleteHelm | AfterDeleteHelm) => {
             st.lifecycle.activation(m)
         }
         _ => String::new(),

@@ -14,9 +14,11 @@
 //! the binding of an internal hook (owner [`Owner::ConfigMap`]) whose runs the
 //! engine handles instead of executing anything.
 
+mod chart_dir;
 mod config_changes;
 pub mod configmap;
 mod converge;
+mod crds;
 mod debug;
 mod enabled;
 mod engine;
@@ -80,6 +82,8 @@ pub struct Bound {
     monitor_client: Client,
     /// What the resource monitor watches (the debug CLI shows it).
     watched: resources::WatchedModules,
+    /// Every module's `crds/` files and the labels written on them.
+    crds: crds::ModuleCrds,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -111,13 +115,16 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
                 .into(),
         );
     }
-    let layout = modules::discover(&flags)?;
+    let mut layout = modules::discover(&flags)?;
+    chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
             "module found",
             &[("module", &m.name), ("path", &m.path.display().to_string())],
         );
     }
+    let crds =
+        crd_settings(&flags).and_then(|s| crds::ModuleCrds::discover(&layout.modules, &s))?;
     let (mut hooks, mut owners) = modules::load_hooks(
         &layout,
         config.hook_run_timeout,
@@ -205,6 +212,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
         debug: Default::default(),
         monitor_client,
         watched: Default::default(),
+        crds,
     };
     Ok((bound, hooks))
 }
@@ -305,6 +313,7 @@ impl Bound {
             scheduler,
             store,
             refused_config: Mutex::new(None),
+            crds: self.crds,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {
@@ -378,6 +387,14 @@ fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, Strin
         dynamic: Default::default(),
         lifecycle: Lifecycle::new(layout.modules.iter().map(|m| m.name.clone())),
         releases: Default::default(),
+    })
+}
+
+/// `--crd-extra-labels` and `--crd-filters`, parsed.
+fn crd_settings(flags: &AddonFlags) -> Result<crds::CrdSettings, String> {
+    Ok(crds::CrdSettings {
+        extra_labels: crds::parse_extra_labels(&flags.crd_extra_labels)?,
+        filters: crds::parse_filters(&flags.crd_filters),
     })
 }
 

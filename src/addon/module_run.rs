@@ -1,7 +1,8 @@
-//! A module's run and delete in the addon engine: startup (onStartup hooks, then
+//! A module's run and delete in the addon engine: startup (its CRDs, onStartup hooks, then
 //! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
 //! decision of spec §5.3, a revision left pending by a killed helm), afterHelm hooks;
-//! and ModuleDelete (schedules and watches off, helm uninstall, afterDeleteHelm).
+//! and ModuleDelete (schedules and watches off, beforeDeleteHelm, helm uninstall,
+//! afterDeleteHelm).
 //! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it
 //! answers: a failed run is retried by the lifecycle, off the queue.
 
@@ -126,6 +127,7 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         log::info("module startup", &[("module", name), ("event", event)]);
+        self.install_crds(m, name)?;
         let mut on_startup: Vec<(f64, usize)> = self
             .shared
             .hooks_of(Owner::Module(m))
@@ -175,6 +177,13 @@ impl AddonHandler {
         let module = &self.shared.layout.modules[m];
         let values = {
             let st = self.shared.lock();
+            if st.config.no_resource_reconciliation(&module.key) {
+                log::info(
+                    "module in maintenance (NoResourceReconciliation): helm upgrade skipped",
+                    &[("module", &module.name)],
+                );
+                return Ok(());
+            }
             let enabled = st.enabled_names(&self.shared.layout, None);
             let (_, values) = st.module_files(m, enabled)?;
             let section = values.get(&module.key).cloned().unwrap_or_default();
@@ -184,16 +193,11 @@ impl AddonHandler {
                 .map_err(|e| format!("check helm values: {e}"))?;
             values
         };
-        let file = self.shared.tmp_dir.join(format!(
-            "{}.module-values.yaml-{}",
-            module.name,
-            std::process::id()
-        ));
         let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
-        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let result = self.upgrade_if_needed(&module.name, &module.path, &file, &text, event);
-        let _ = std::fs::remove_file(&file);
-        result
+        let stem = format!("{}.module-values.yaml", module.name);
+        let file = crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, &text)
+            .map_err(|e| e.to_string())?;
+        self.upgrade_if_needed(&module.name, &module.chart, file.path(), &text, event)
     }
 
     /// Upgrades when [`helm::upgrade_reason`] says so. The release is read from its
@@ -301,6 +305,9 @@ impl AddonHandler {
         if self.shared.layout.modules[m].has_chart
             && self.shared.helm.last_release(&name)?.is_some()
         {
+            // As flant: only when there is a release to uninstall; a failure stops
+            // the delete before helm (retried).
+            self.run_lifecycle(Owner::Module(m), BindingType::BeforeDeleteHelm)?;
             let uninstall = || self.shared.helm.uninstall(&name);
             self.shared
                 .metrics

@@ -34,6 +34,9 @@ pub struct Module {
     pub path: PathBuf,
     /// A Helm chart: `Chart.yaml` or `templates/`.
     pub has_chart: bool,
+    /// The chart directory helm gets: `path`, or the one made in the tmp dir for a
+    /// module without `Chart.yaml` (`chart_dir.rs`).
+    pub chart: PathBuf,
     /// The executable `enabled` script, if any.
     pub enabled_script: Option<PathBuf>,
     /// `<key>:` of the modules dir's `values.yaml`, then of the module's own.
@@ -152,6 +155,7 @@ fn load_module(
         .unwrap_or_default();
     let (order, name) =
         parse_dir_name(&dir_name).map_err(|e| format!("module dir '{}': {e}", path.display()))?;
+    super::chart_dir::check_release_name(path, &name)?;
     let key = values_key(&name);
     let own = read_values_file(&path.join("values.yaml"), flags.strict_values)?;
     let mut static_values = Value::Object(Map::new());
@@ -186,6 +190,7 @@ fn load_module(
         name,
         key,
         path: path.to_path_buf(),
+        chart: path.to_path_buf(),
         static_values,
         static_enabled,
         schemas,
@@ -223,6 +228,10 @@ pub enum Owner {
     ConfigMap,
 }
 
+/// Directories under a module's `hooks/` that hold no hooks: `venv`, a Python
+/// virtualenv whose `bin/` is full of executables (flant skips it too).
+const MODULE_HOOKS_SKIPPED: &[&str] = &["venv"];
+
 /// Loads global hooks, then every module's hooks; `owners[i]` tells whose hook `i` is.
 /// Global hook names are relative to the global hooks root; module hook names to
 /// the modules directory (`001-foo/hooks/bar.sh`), as in flant v1.0.
@@ -247,7 +256,9 @@ pub fn load_hooks(
             continue;
         }
         let root = module.path.parent().unwrap_or(&module.path);
-        for path in hook::discover(&dir).map_err(|e| e.to_string())? {
+        for path in
+            hook::discover_skipping(&dir, MODULE_HOOKS_SKIPPED).map_err(|e| e.to_string())?
+        {
             let loaded = hook::load_as(root, &path, timeout, jq_library, HookKind::Module)
                 .map_err(|e| format!("module '{}': {e}", module.name))?;
             hooks.push(loaded);
@@ -276,6 +287,8 @@ mod tests {
             resources_check_period: Duration::from_secs(270),
             monitor_qps: 5.0,
             monitor_burst: 10,
+            crd_extra_labels: String::new(),
+            crd_filters: String::new(),
             ignored: Vec::new(),
         }
     }

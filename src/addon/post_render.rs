@@ -109,7 +109,8 @@ pub fn write_plugin(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
         serde_json::to_string(binary).map_err(|e| e.to_string())?
     );
     let file = plugin.join("plugin.yaml");
-    std::fs::write(&file, yaml).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::executor::replace_file(&file, yaml.as_bytes())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(dir.to_path_buf())
 }
 

@@ -13,6 +13,11 @@
 //! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`). Modules that are disabled, not started,
 //! running, or already have a run queued are skipped, and so is every module while a
 //! converge is on, so one problem queues one run.
+//!
+//! Each module is judged on its own: a release manifest that cannot be read, or a
+//! kind that cannot be listed (its CRD deleted), is logged and counted
+//! (`modules_resource_check_errors_total{module,kind}`) for the modules concerned,
+//! and every other module and kind is still checked and healed.
 
 use super::helm::{self, ObjectRef};
 use super::lifecycle::Input;
@@ -74,11 +79,14 @@ impl ResourceMonitor {
         let mut objects: Vec<(usize, ObjectRef)> = Vec::new();
         for &(m, ref name) in &modules {
             match releases.get(name) {
-                Some(r) if r.status == "deployed" => {
-                    for obj in self.objects_of(name, r.revision)? {
-                        objects.push((m, obj));
-                    }
-                }
+                Some(r) if r.status == "deployed" => match self.objects_of(name, r.revision) {
+                    Ok(found) => objects.extend(found.into_iter().map(|o| (m, o))),
+                    // This module is not checked this time; the others are.
+                    Err(e) => log::error(
+                        "resource monitor cannot read the release's manifest",
+                        &[("module", name), ("error", &e)],
+                    ),
+                },
                 other => {
                     let status = other.map_or("absent", |r| r.status.as_str());
                     log::warn(
@@ -95,7 +103,7 @@ impl ResourceMonitor {
             }
         }
         let mut reported: BTreeSet<usize> = BTreeSet::new();
-        for (m, obj) in self.missing(&objects)? {
+        for (m, obj) in self.missing(&objects) {
             if !reported.insert(m) {
                 continue;
             }
@@ -120,7 +128,8 @@ impl ResourceMonitor {
         Ok(())
     }
 
-    /// Enabled, started modules with a chart, not running and with no run queued.
+    /// Enabled, started modules with a chart, not running and with no run queued;
+    /// not those in maintenance (`<key>Maintenance: NoResourceReconciliation`).
     fn idle_modules(&self) -> Vec<(usize, String)> {
         let st = self.shared.lock();
         // A converge runs every module anyway.
@@ -131,7 +140,10 @@ impl ResourceMonitor {
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         for (m, module) in layout.modules.iter().enumerate() {
-            if !(lifecycle.is_enabled(m) && lifecycle.is_started(m) && module.has_chart) {
+            let maintenance = st.config.no_resource_reconciliation(&module.key);
+            if !(lifecycle.is_enabled(m) && lifecycle.is_started(m) && module.has_chart)
+                || maintenance
+            {
                 watched.remove(&module.name);
                 continue;
             }
@@ -167,8 +179,11 @@ impl ResourceMonitor {
         Ok(objects)
     }
 
-    /// The objects not in the cluster: one list per kind and namespace.
-    fn missing(&self, objects: &[(usize, ObjectRef)]) -> Result<Vec<(usize, ObjectRef)>, String> {
+    /// The objects not in the cluster: one list per kind and namespace. A list that
+    /// fails (the kind's CRD deleted, no permission) is reported for each module
+    /// with objects of that kind ([`Self::report_list_error`]); those objects are not
+    /// judged this time, and every other list still is.
+    fn missing(&self, objects: &[(usize, ObjectRef)]) -> Vec<(usize, ObjectRef)> {
         let mut groups: HashMap<ListKey, Vec<&(usize, ObjectRef)>> = HashMap::new();
         for entry in objects {
             let o = &entry.1;
@@ -183,22 +198,13 @@ impl ResourceMonitor {
         }
         let mut missing = Vec::new();
         for ((api_version, kind, ns), entries) in groups {
-            let context = format!("resource monitor {api_version} {kind}");
-            let resource: Resource = self
-                .client
-                .resolve(&api_version, &kind, &context)
-                .map_err(|e| e.to_string())?;
-            let ns = ns.filter(|_| resource.namespaced);
-            let list = self
-                .client
-                .api(&resource, ns.as_deref())
-                .list_all(&ListParams::default())
-                .map_err(|e| format!("{context}: {e}"))?;
-            let names: BTreeSet<&str> = list
-                .items
-                .iter()
-                .filter_map(|o| o.get("metadata")?.get("name")?.as_str())
-                .collect();
+            let names = match self.names_of(&api_version, &kind, ns) {
+                Ok(names) => names,
+                Err(e) => {
+                    self.report_list_error(&entries, &api_version, &kind, &e);
+                    continue;
+                }
+            };
             for (m, obj) in entries {
                 if !names.contains(obj.name.as_str()) {
                     missing.push((*m, obj.clone()));
@@ -206,7 +212,62 @@ impl ResourceMonitor {
             }
         }
         missing.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        Ok(missing)
+        missing
+    }
+
+    /// The names of the objects of one kind in `ns` (or cluster-wide).
+    fn names_of(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: Option<String>,
+    ) -> Result<BTreeSet<String>, String> {
+        let context = format!("resource monitor {api_version} {kind}");
+        let resource: Resource = self
+            .client
+            .resolve(api_version, kind, &context)
+            .map_err(|e| e.to_string())?;
+        let ns = ns.filter(|_| resource.namespaced);
+        let list = self
+            .client
+            .api(&resource, ns.as_deref())
+            .list_all(&ListParams::default())
+            .map_err(|e| format!("{context}: {e}"))?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|o| o.get("metadata")?.get("name")?.as_str())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// One error line and one `modules_resource_check_errors_total{module,kind}` per
+    /// module whose objects of `kind` could not be listed.
+    fn report_list_error(
+        &self,
+        entries: &[&(usize, ObjectRef)],
+        api_version: &str,
+        kind: &str,
+        error: &str,
+    ) {
+        let modules: BTreeSet<usize> = entries.iter().map(|(m, _)| *m).collect();
+        for m in modules {
+            let name = &self.shared.layout.modules[m].name;
+            log::error(
+                "resource monitor cannot list a module's objects; its other kinds and other modules are still checked",
+                &[
+                    ("module", name),
+                    ("apiVersion", api_version),
+                    ("kind", kind),
+                    ("error", error),
+                ],
+            );
+            self.shared
+                .metrics
+                .modules_resource_check_errors_total
+                .with_label_values(&[name, kind])
+                .inc();
+        }
     }
 
     /// Tells the lifecycle module `m`'s release drifted (it queues one run).

@@ -62,6 +62,8 @@ pub struct Shared {
     /// The ConfigMap `data` refused last (logged and counted once, not again when
     /// only its metadata changes); `None` after a good one.
     pub refused_config: Mutex<Option<serde_json::Value>>,
+    /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
+    pub crds: super::crds::ModuleCrds,
 }
 
 /// The mutable part.
@@ -213,6 +215,9 @@ pub struct AddonMetrics {
     pub modules_helm_release_redeployed_total: IntCounterVec,
     /// `{module,resource}`: rendered objects found missing by the resource monitor.
     pub modules_absent_resources_total: IntCounterVec,
+    /// `{module,kind}`: resource monitor checks that could not list a module's
+    /// objects of a kind (its resource type gone, no permission).
+    pub modules_resource_check_errors_total: IntCounterVec,
 }
 
 /// Registers collectors under one prefix, naming the metric in its errors.
@@ -313,6 +318,16 @@ impl AddonMetrics {
                     &["module", "resource"],
                 ),
             )?,
+            modules_resource_check_errors_total: r.add(
+                "modules_resource_check_errors_total",
+                IntCounterVec::new(
+                    Opts::new(
+                        format!("{prefix}modules_resource_check_errors_total"),
+                        "Resource monitor checks that could not list a module's objects of a kind",
+                    ),
+                    &["module", "kind"],
+                ),
+            )?,
             convergence_seconds: r.add(
                 "convergence_seconds",
                 CounterVec::new(
@@ -400,6 +415,7 @@ pub fn bindings_of(c: &HookConfig) -> usize {
         lifecycle.after_all,
         lifecycle.before_helm,
         lifecycle.after_helm,
+        lifecycle.before_delete_helm,
         lifecycle.after_delete_helm,
     ];
     flags.iter().filter(|f| f.is_some()).count() + c.schedule.len() + c.kubernetes.len()

@@ -61,14 +61,20 @@ impl std::fmt::Display for LoadError {
 /// Finds every hook under `root`: executable regular files, recursively, skipping
 /// dot-entries, `lib` directories and docs/data files, sorted by path.
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    discover_skipping(root, &[])
+}
+
+/// [`discover`], also skipping directories named in `skip` at any depth
+/// (addon-operator's module hooks skip `venv`, a Python virtualenv, as flant does).
+pub fn discover_skipping(root: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, LoadError> {
     let mut found = Vec::new();
-    walk(root, &mut found)
+    walk(root, skip, &mut found)
         .map_err(|e| LoadError(format!("hooks dir '{}': {e}", root.display())))?;
     found.sort();
     Ok(found)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+fn walk(dir: &Path, skip: &[&str], found: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
@@ -78,8 +84,8 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         let link_type = entry.file_type()?;
         if link_type.is_dir() {
-            if name != "lib" {
-                walk(&path, found)?;
+            if name != "lib" && !skip.contains(&name.as_str()) {
+                walk(&path, skip, found)?;
             }
             continue;
         }

@@ -95,6 +95,16 @@ impl AddonOperator {
     /// Writes `files` (relative: `modules/...`), then runs `addon-operator start` with
     /// helm `major` as cluster-admin; resources are checked every 2 s.
     fn start(ns: &str, major: u32, files: &[(&str, String)]) -> AddonOperator {
+        Self::start_with_env(ns, major, files, &[])
+    }
+
+    /// [`AddonOperator::start`] with extra environment variables.
+    fn start_with_env(
+        ns: &str,
+        major: u32,
+        files: &[(&str, String)],
+        env: &[(&str, &str)],
+    ) -> AddonOperator {
         let dir = TempDir::new("addon-cluster");
         write_hooks(&dir.0, files);
         for d in ["modules", "global-hooks", "home"] {
@@ -121,6 +131,7 @@ impl AddonOperator {
             .env("HOME", dir.0.join("home"))
             .env("LOG_TYPE", "json")
             .env("ADDON_OPERATOR_RESOURCES_CHECK_PERIOD", "2s")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -882,4 +893,141 @@ fn post_renderer_output_means_to_kubectl_what_its_input_means() {
     );
     assert_eq!(before["items"][0]["data"]["420"], "0644");
     assert_eq!(before["items"][1]["data"], json!({"a": "off", "b": "yes"}));
+}
+
+/// A CRD document: `plural`.`group`, kind `kind`, one served version `v1` whose spec
+/// has the string properties `fields`.
+fn crd_yaml(group: &str, plural: &str, kind: &str, fields: &[&str], meta: &str) -> String {
+    let props: String = fields
+        .iter()
+        .map(|f| format!("                {f}: {{type: string}}\n"))
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
+         name: {plural}.{group}\n{meta}spec:\n  group: {group}\n  names:\n    kind: {kind}\n    \
+         plural: {plural}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    \
+         storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+         properties:\n          spec:\n            type: object\n            properties:\n{props}"
+    )
+}
+
+/// Issue 30 item 5: a module's `crds/` is installed before its release, with
+/// `ADDON_OPERATOR_CRD_EXTRA_LABELS` written on each CRD and the files named by
+/// `ADDON_OPERATOR_CRD_FILTER_PREFIXES` left out; an existing CRD is updated (its
+/// schema replaced, its own labels and annotations kept). The chart holds custom
+/// resources of both CRDs: the real server creates them only once the CRDs are
+/// Established, and its schema prunes a field the old CRD did not have.
+fn module_crds_installed_before_release(major: u32) {
+    let _api = api_shared();
+    let ns = cp().namespace(&format!("addon-crds{major}"));
+    let group = format!("{ns}.crd.test");
+    // An older Gadget CRD is already there, labelled by someone else.
+    apply(&crd_yaml(
+        &group,
+        "gadgets",
+        "Gadget",
+        &["size"],
+        "  labels: {owner: someone}\n  annotations: {note: keep}\n",
+    ));
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let files = vec![
+        ("modules/values.yaml", "toysEnabled: true\n".to_string()),
+        (
+            "modules/001-toys/Chart.yaml",
+            "apiVersion: v2\nname: toys\nversion: 0.1.0\n".to_string(),
+        ),
+        (
+            "modules/001-toys/crds/widgets.yaml",
+            format!(
+                "# two CRDs in one file\n---\n{}---\n{}",
+                crd_yaml(
+                    &group,
+                    "widgets",
+                    "Widget",
+                    &["color"],
+                    "  labels: {app: toys}\n"
+                ),
+                crd_yaml(&group, "gadgets", "Gadget", &["size", "shape"], "")
+            ),
+        ),
+        (
+            "modules/001-toys/crds/doc-example.yaml",
+            crd_yaml(&group, "examples", "Example", &[], ""),
+        ),
+        (
+            "modules/001-toys/crds/skip-me.yaml",
+            crd_yaml(&group, "skipped", "Skipped", &[], ""),
+        ),
+        (
+            "modules/001-toys/templates/toys.yaml",
+            format!(
+                "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  color: red\n\
+                 ---\napiVersion: {group}/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n  \
+                 size: big\n  shape: round\n"
+            ),
+        ),
+    ];
+    let op = AddonOperator::start_with_env(
+        &ns,
+        major,
+        &files,
+        &[
+            ("ADDON_OPERATOR_CRD_EXTRA_LABELS", "team=core"),
+            ("ADDON_OPERATOR_CRD_FILTER_PREFIXES", "doc-,skip-"),
+        ],
+    );
+    op.wait_ready();
+
+    let widget = op.wait("Widget w1", || get(&format!("widgets.{group}"), &ns, "w1"));
+    assert_eq!(widget["spec"], json!({"color": "red"}));
+    assert_eq!(widget["metadata"]["labels"]["heritage"], "addon-operator");
+    let gadget = get(&format!("gadgets.{group}"), &ns, "g1").expect("Gadget g1");
+    assert_eq!(
+        gadget["spec"],
+        json!({"size": "big", "shape": "round"}),
+        "the updated schema keeps `shape`"
+    );
+
+    let crd = |name: &str| get("crd", "", &format!("{name}.{group}"));
+    let widgets = crd("widgets").expect("CRD widgets");
+    assert_eq!(
+        widgets["metadata"]["labels"],
+        json!({"app": "toys", "heritage": "addon-operator", "team": "core"})
+    );
+    let established = widgets["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    assert!(established, "{widgets}");
+    let gadgets = crd("gadgets").expect("CRD gadgets");
+    assert_eq!(
+        gadgets["metadata"]["labels"],
+        json!({"owner": "someone", "heritage": "addon-operator", "team": "core"})
+    );
+    assert_eq!(gadgets["metadata"]["annotations"]["note"], "keep");
+    let props = &gadgets["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"];
+    assert_eq!(
+        props,
+        &json!({"size": {"type": "string"}, "shape": {"type": "string"}})
+    );
+    assert!(crd("examples").is_none(), "doc- files are filtered");
+    assert!(crd("skipped").is_none(), "skip- files are filtered");
+    assert!(op.logs().contains("module CRDs installed"), "{}", op.logs());
+    for name in ["widgets", "gadgets"] {
+        kubectl(&["delete", "crd", &format!("{name}.{group}"), "--wait=false"]);
+    }
+}
+
+#[test]
+fn module_crds_installed_before_release_with_helm3() {
+    module_crds_installed_before_release(3);
+}
+
+#[test]
+fn module_crds_installed_before_release_with_helm4() {
+    module_crds_installed_before_release(4);
 }

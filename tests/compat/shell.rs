@@ -195,3 +195,44 @@ fn the_same_hooks_receive_the_same_contexts_from_flant_and_from_us() {
         report.join("\n")
     );
 }
+
+/// A schedule binding with snapshots: both operators fire it with the same context
+/// (the binding's name, type and the included snapshot).
+#[test]
+fn schedule_contexts_are_the_same() {
+    let cp = control_plane::shared();
+    let ns = cp.namespace("compat-sched");
+    cp.kubectl(&["-n", &ns, "create", "configmap", "c1", "--from-literal=v=1"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = format!(
+        "configVersion: v1\nschedule:\n- name: every-second\n  crontab: \"* * * * * *\"\n  \
+         includeSnapshotsFrom: [cms]\n  allowFailure: true\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  \
+         namespace:\n    nameSelector:\n      matchNames: [{ns}]\n  jqFilter: .data\n  \
+         executeHookOnEvent: []\n  executeHookOnSynchronization: false\n"
+    );
+    let hooks = [("sched.sh", recorder("sched", &config))];
+    let kubeconfig = cp.admin_kubeconfig();
+    let pair = Pair::start(
+        &hooks,
+        &["--kube-config", kubeconfig.to_str().expect("utf8")],
+    );
+    for op in [&pair.flant, &pair.ours] {
+        op.wait_runs(Duration::from_secs(30), |r| r.len() >= 3);
+    }
+    let (flant, ours) = (by_tag(&pair.flant), by_tag(&pair.ours));
+    let first = |m: &BTreeMap<String, Vec<Value>>| m.get("sched").and_then(|v| v.first()).cloned();
+    let f = first(&flant).expect("flant's schedule ran");
+    assert_eq!(f["type"], "Schedule", "{f}");
+    assert_eq!(Some(f), first(&ours), "the first schedule context");
+    let bindings = |m: &BTreeMap<String, Vec<Value>>| {
+        m["sched"]
+            .iter()
+            .map(|c| c["binding"].to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(
+        bindings(&flant),
+        bindings(&ours),
+        "only the schedule binding ran"
+    );
+}

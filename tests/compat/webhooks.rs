@@ -204,6 +204,10 @@ fn webhook_configurations_are_taken_over_both_ways() {
     );
 
     let ours = Operator::start(&hooks, &strs(&args), &[]);
+    ours.wait_log(
+        "webhook configuration is up to date",
+        Duration::from_secs(30),
+    );
     wait_called(cp, &ns, &[&ours]);
     let taken = configurations_named(cp, &name);
     assert_eq!(
@@ -242,4 +246,175 @@ fn webhook_configurations_are_taken_over_both_ways() {
         "{err}"
     );
     assert_eq!(create(cp, &ns, "ok", "a=1").0, true);
+}
+
+/// A CRD `crontabs.<group>` stored as v1alpha1 (`spec.cron`, a list) and served
+/// as v1 too (`spec.cronSpec`, a string).
+fn crontab_crd(group: &str) -> String {
+    let version = |name: &str, storage: bool| {
+        format!(
+            "  - name: {name}\n    served: true\n    storage: {storage}\n    schema:\n      \
+             openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
+        )
+    };
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
+         name: crontabs.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    \
+         plural: crontabs\n    kind: CronTab\n  versions:\n{}{}",
+        version("v1alpha1", true),
+        version("v1", false)
+    )
+}
+
+/// Records its context and converts CronTabs between the two versions.
+fn converting_hook(group: &str) -> String {
+    let config = format!(
+        "configVersion: v1\nkubernetesCustomResourceConversion:\n- name: crontab-versions\n  \
+         crdName: crontabs.{group}\n  conversions:\n  - fromVersion: {group}/v1alpha1\n    \
+         toVersion: {group}/v1\n  - fromVersion: {group}/v1\n    toVersion: {group}/v1alpha1"
+    );
+    recorder("conv", &config)
+        + r#"
+jq -c '.[0] as $c | {convertedObjects: [$c.review.request.objects[] | .apiVersion = $c.toVersion
+  | if ($c.toVersion | endswith("/v1")) then .spec.cronSpec = (.spec.cron | join(" ")) | del(.spec.cron)
+    else .spec.cron = (.spec.cronSpec | split(" ")) | del(.spec.cronSpec) end]}' \
+  "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"
+"#
+}
+
+/// Creates CronTab `name` as v1alpha1 and reads it as v1 until the conversion
+/// webhook answered; returns the v1 object.
+fn create_and_read_converted(cp: &ControlPlane, group: &str, ns: &str, name: &str) -> Value {
+    cp.apply(&format!(
+        "apiVersion: {group}/v1alpha1\nkind: CronTab\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+         spec: {{cron: ['*/5', '*', '*', '*', '*']}}\n"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = cp.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            &format!("crontabs.v1.{group}"),
+            name,
+            "-o",
+            "json",
+        ]) {
+            let obj: Value = serde_json::from_str(&text).expect("json");
+            if obj["spec"]["cronSpec"].is_string() {
+                return obj;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "CronTab {name} never read back converted"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The conversion contexts `op`'s hook got, without what names the objects.
+fn conversions(op: &Operator) -> Vec<Value> {
+    op.runs()
+        .into_iter()
+        .flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default())
+        .map(|mut c| {
+            c["review"]["request"]["uid"] = Value::from("<uid>");
+            for o in c["review"]["request"]["objects"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                o["metadata"] = Value::from("<metadata>");
+            }
+            c
+        })
+        .collect()
+}
+
+#[test]
+fn crd_conversion_is_the_same_and_taken_over_both_ways() {
+    let cp = control_plane::shared();
+    let ns = cp.namespace("compat-conv");
+    let group = format!("{ns}.example.com");
+    cp.apply(&crontab_crd(&group))
+        .unwrap_or_else(|e| panic!("{e}"));
+    cp.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        &format!("crd/crontabs.{group}"),
+        "--timeout=60s",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ep = cp.webhook_endpoint(&ns, "conv-svc").expect("endpoint");
+    let mut args = vec![
+        "--kube-config".to_string(),
+        cp.admin_kubeconfig().display().to_string(),
+        "--namespace".into(),
+        ns.clone(),
+    ];
+    args.extend(ep.flags("conversion"));
+    let hooks = [("conv.sh", converting_hook(&group))];
+    let crd_version = || {
+        let crd = cp
+            .kubectl(&["get", "crd", &format!("crontabs.{group}"), "-o", "json"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let crd: Value = serde_json::from_str(&crd).expect("json");
+        (
+            crd["metadata"]["resourceVersion"].clone(),
+            crd["spec"]["conversion"].clone(),
+        )
+    };
+
+    let (mut flant, _) = start_flant(&hooks, &strs(&args), &[]);
+    let from_flant = create_and_read_converted(cp, &group, &ns, "a");
+    let flant_contexts = conversions(&flant);
+    let after_flant = crd_version();
+    flant.signal(libc::SIGTERM);
+    assert_eq!(
+        flant.wait_exit(Duration::from_secs(20)),
+        Some(0),
+        "flant stopped"
+    );
+
+    let mut ours = Operator::start(&hooks, &strs(&args), &[]);
+    ours.wait_log("CRD conversion is up to date", Duration::from_secs(30));
+    let from_ours = create_and_read_converted(cp, &group, &ns, "b");
+    let our_contexts = conversions(&ours);
+    assert_eq!(
+        crd_version(),
+        after_flant,
+        "ours took flant's CRD conversion over with 0 writes"
+    );
+    assert_eq!(
+        from_flant["spec"], from_ours["spec"],
+        "the same conversion result"
+    );
+    assert!(!flant_contexts.is_empty(), "flant's hook converted");
+    let (f, o) = (&flant_contexts[0], &our_contexts[0]);
+    let diff = crate::oracle::unexplained_diff(f, o);
+    assert!(
+        diff.is_empty(),
+        "the first conversion context differs:\n{}",
+        diff.join("\n")
+    );
+    ours.signal(libc::SIGTERM);
+    assert_eq!(
+        ours.wait_exit(Duration::from_secs(20)),
+        Some(0),
+        "ours stopped"
+    );
+
+    let (flant, _) = start_flant(&hooks, &strs(&args), &[]);
+    create_and_read_converted(cp, &group, &ns, "c");
+    assert!(
+        !conversions(&flant).is_empty(),
+        "flant converts again after ours"
+    );
+    assert_eq!(
+        crd_version().1,
+        after_flant.1,
+        "the conversion settings are unchanged"
+    );
 }

@@ -7,6 +7,7 @@
 pub mod merge;
 pub mod names;
 pub mod patch;
+mod refs;
 pub mod schema;
 pub mod scope;
 

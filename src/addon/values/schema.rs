@@ -6,7 +6,7 @@
 //! and `items`; `x-extend` merges the config schema into the values schema; the helm schema
 //! adds `x-required-for-helm` to `required`. Schemas are compiled as JSON Schema draft 4
 //! (OpenAPI 3.0 semantics). Also a defaults walker for `default` keywords.
-//! `$ref` to other files is not supported (only in-document refs).
+//! A `$ref` to another file of the `openapi/` folder is inlined first ([`super::refs`]).
 
 use jsonschema::Draft;
 use jsonschema::error::ValidationErrorKind;
@@ -73,19 +73,29 @@ impl Schemas {
     pub fn load(dir: &Path, scope: &str) -> Result<Schemas, String> {
         let config = read_optional(&dir.join("config-values.yaml"), scope)?;
         let values = read_optional(&dir.join("values.yaml"), scope)?;
-        Schemas::from_yaml(config.as_deref(), values.as_deref(), scope)
+        Schemas::from_yaml_in(config.as_deref(), values.as_deref(), scope, Some(dir))
     }
 
-    /// Builds the schemas from YAML texts (either optional).
+    /// Builds the schemas from YAML texts (either optional); a `$ref` to a file is refused.
     pub fn from_yaml(
         config: Option<&str>,
         values: Option<&str>,
         scope: &str,
     ) -> Result<Schemas, String> {
+        Schemas::from_yaml_in(config, values, scope, None)
+    }
+
+    /// [`Schemas::from_yaml`] with `dir`, the `openapi/` folder `$ref`s to files read from.
+    fn from_yaml_in(
+        config: Option<&str>,
+        values: Option<&str>,
+        scope: &str,
+        dir: Option<&Path>,
+    ) -> Result<Schemas, String> {
         let mut out = Schemas::none();
         out.scope = scope.to_string();
         let config_raw = match config {
-            Some(text) => load_yaml(text, scope, "config-values.yaml")?,
+            Some(text) => load_yaml(text, scope, "config-values.yaml", dir)?,
             None => None,
         };
         let config_raw = config_raw.map(|mut s| {
@@ -93,7 +103,7 @@ impl Schemas {
             s
         });
         if let Some(values_text) = values
-            && let Some(mut raw) = load_yaml(values_text, scope, "values.yaml")?
+            && let Some(mut raw) = load_yaml(values_text, scope, "values.yaml", dir)?
         {
             if let Some(parent) = &config_raw {
                 extend(&mut raw, parent);
@@ -166,7 +176,12 @@ fn read_optional(path: &Path, scope: &str) -> Result<Option<String>, String> {
 }
 
 /// YAML text → JSON schema; an empty document means "no schema".
-fn load_yaml(text: &str, scope: &str, file: &str) -> Result<Option<Value>, String> {
+fn load_yaml(
+    text: &str,
+    scope: &str,
+    file: &str,
+    dir: Option<&Path>,
+) -> Result<Option<Value>, String> {
     let bad = |e: String| format!("{scope}: OpenAPI schema openapi/{file}: {e}");
     let mut yaml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| bad(e.to_string()))?;
     if yaml.is_null() {
@@ -178,6 +193,7 @@ fn load_yaml(text: &str, scope: &str, file: &str) -> Result<Option<Value>, Strin
     if !json.is_object() {
         return Err(bad("the schema must be a mapping".to_string()));
     }
+    super::refs::inline_file_refs(&mut json, dir, file).map_err(|e| format!("{scope}: {e}"))?;
     rewrite_nullable(&mut json);
     Ok(Some(json))
 }

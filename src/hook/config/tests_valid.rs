@@ -555,6 +555,14 @@ fn addon_lifecycle_bindings_by_hook_kind() {
     assert_eq!(module.lifecycle.before_helm, Some(10.0));
     assert_eq!(module.lifecycle.after_delete_helm, Some(2.0));
     assert_eq!(module.lifecycle.before_all, None);
+    // flant's newer binding (issue 30 item 6), v1 and v0.
+    for text in [
+        "configVersion: v1\nbeforeDeleteHelm: 3",
+        "{\"beforeDeleteHelm\": 3}",
+    ] {
+        let newer = parse_as("m", text, HookKind::Module).expect("beforeDeleteHelm");
+        assert_eq!(newer.lifecycle.before_delete_helm, Some(3.0), "{text}");
+    }
     let global = parse_as(
         "g",
         "{\"beforeAll\": 5, \"onStartup\": 1}",

@@ -39,7 +39,8 @@ pub enum HookKind {
     Shell,
     /// addon-operator's global hooks: `beforeAll`, `afterAll`.
     Global,
-    /// addon-operator's module hooks: `beforeHelm`, `afterHelm`, `afterDeleteHelm`.
+    /// addon-operator's module hooks: `beforeHelm`, `afterHelm`, `beforeDeleteHelm`,
+    /// `afterDeleteHelm`.
     Module,
 }
 
@@ -49,7 +50,12 @@ impl HookKind {
         match self {
             HookKind::Shell => &[],
             HookKind::Global => &["beforeAll", "afterAll"],
-            HookKind::Module => &["beforeHelm", "afterHelm", "afterDeleteHelm"],
+            HookKind::Module => &[
+                "beforeHelm",
+                "afterHelm",
+                "beforeDeleteHelm",
+                "afterDeleteHelm",
+            ],
         }
     }
 }
@@ -61,6 +67,8 @@ pub struct Lifecycle {
     pub after_all: Option<f64>,
     pub before_helm: Option<f64>,
     pub after_helm: Option<f64>,
+    /// flant's newer binding: runs just before `helm uninstall`.
+    pub before_delete_helm: Option<f64>,
     pub after_delete_helm: Option<f64>,
 }
 
@@ -72,6 +80,7 @@ impl Lifecycle {
             "afterAll" => self.after_all,
             "beforeHelm" => self.before_helm,
             "afterHelm" => self.after_helm,
+            "beforeDeleteHelm" => self.before_delete_helm,
             "afterDeleteHelm" => self.after_delete_helm,
             _ => None,
         }
@@ -83,6 +92,7 @@ impl Lifecycle {
             "afterAll" => Some(&mut self.after_all),
             "beforeHelm" => Some(&mut self.before_helm),
             "afterHelm" => Some(&mut self.after_helm),
+            "beforeDeleteHelm" => Some(&mut self.before_delete_helm),
             "afterDeleteHelm" => Some(&mut self.after_delete_helm),
             _ => None,
         }

@@ -30,6 +30,7 @@ pub enum BindingType {
     AfterAll,
     BeforeHelm,
     AfterHelm,
+    BeforeDeleteHelm,
     AfterDeleteHelm,
 }
 
@@ -47,6 +48,7 @@ impl BindingType {
             BindingType::AfterAll => "afterAll",
             BindingType::BeforeHelm => "beforeHelm",
             BindingType::AfterHelm => "afterHelm",
+            BindingType::BeforeDeleteHelm => "beforeDeleteHelm",
             BindingType::AfterDeleteHelm => "afterDeleteHelm",
         }
     }
