@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-peers run demo demo-addon dev fmt lint clean fuzz
+.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -85,7 +85,8 @@ run:
 demo:
 	scripts/demo.sh
 
-# addon-operator on examples/addon against kube-sim with the real helm (scripts/demo-addon.sh).
+# addon-operator on examples/addon against kube-sim with the real helm: HELM_BIN_PATH,
+# else helm on PATH, else .tools/bin/helm (scripts/demo-addon.sh).
 demo-addon:
 	scripts/demo-addon.sh
 
@@ -93,6 +94,11 @@ demo-addon:
 # included), a kubeconfig for kubectl; DEV_HOOKS=dir for your own hooks (scripts/dev.sh).
 dev:
 	scripts/dev.sh
+
+# Local loop for module authors: kube-sim + addon-operator on a modules dir with the
+# helm you have (HELM_BIN_PATH or PATH); DEV_MODULES=dir for your own (scripts/dev-addon.sh).
+dev-addon:
+	scripts/dev-addon.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo-addon`: addon-operator on examples/addon against kube-sim with the real
-# helm. Builds both binaries, starts kube-sim, runs the operator (as
+# helm (HELM_BIN_PATH, else helm on PATH, else .tools/bin/helm). Builds both
+# binaries unless OPERATOR_BIN and KUBE_SIM_BIN name them, starts kube-sim, runs the operator (as
 # `shell-operator addon-operator`) for DEMO_SECONDS (default 16); halfway through it
 # edits the ConfigMap (a new message for the echo module, the sysctl module
 # disabled), then shows the helm releases and the echo module's ConfigMap, and stops.
@@ -11,14 +12,13 @@ seconds="${DEMO_SECONDS:-16}"
 port="${DEMO_LISTEN_PORT:-9652}"
 . scripts/demo-lib.sh
 build_binaries
-[ -x .tools/bin/helm ] || scripts/install-k8s-clients.sh
-helm="$PWD/.tools/bin/helm"
+find_helm
 start_kube_sim
 post() { curl -sf -X POST -H 'Content-Type: application/json' "$url$1" -d "$2" >/dev/null; }
 post /api/v1/namespaces '{"metadata":{"name":"addons"}}'
 
 echo "== running addon-operator on examples/addon for ${seconds}s"
-HOME="$tmp" HELM_BIN_PATH="$helm" target/debug/shell-operator addon-operator start \
+HOME="$tmp" HELM_BIN_PATH="$helm" "$operator" addon-operator start \
     --namespace addons \
     --modules-dir examples/addon/modules \
     --global-hooks-dir examples/addon/global-hooks \

@@ -20,16 +20,39 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 130" INT TERM HUP
 
+# The binaries: $OPERATOR_BIN and $KUBE_SIM_BIN when set (a release build, say),
+# else the debug builds, built (or found up to date) by cargo.
 build_binaries() {
-    echo "== building"
-    cargo build -q -p kube-sim --bin kube-sim
-    cargo build -q --bin shell-operator
+    operator="${OPERATOR_BIN:-target/debug/shell-operator}"
+    kube_sim="${KUBE_SIM_BIN:-target/debug/kube-sim}"
+    if [ -z "${KUBE_SIM_BIN:-}" ] || [ -z "${OPERATOR_BIN:-}" ]; then
+        echo "== building"
+    fi
+    [ -n "${KUBE_SIM_BIN:-}" ] || cargo build -q -p kube-sim --bin kube-sim
+    [ -n "${OPERATOR_BIN:-}" ] || cargo build -q --bin shell-operator
+    for b in "$operator" "$kube_sim"; do
+        [ -x "$b" ] || { echo "not an executable: $b"; exit 1; }
+    done
+}
+
+# The helm to use: $HELM_BIN_PATH, else `helm` on PATH, else .tools/bin/helm
+# (installed on first use). Sets $helm to an absolute path.
+find_helm() {
+    helm="${HELM_BIN_PATH:-}"
+    [ -n "$helm" ] || helm="$(command -v helm || true)"
+    if [ -z "$helm" ]; then
+        [ -x .tools/bin/helm ] || scripts/install-k8s-clients.sh
+        helm="$PWD/.tools/bin/helm"
+    fi
+    helm="$(command -v "$helm")" || { echo "helm not found: ${HELM_BIN_PATH:-helm}"; exit 1; }
+    case "$helm" in /*) ;; *) helm="$PWD/$helm" ;; esac
+    echo "== helm: $helm ($("$helm" version --short 2>/dev/null || echo '?'))"
 }
 
 start_kube_sim() {
     echo "== starting kube-sim"
     : >"$tmp/kube-sim.out"
-    target/debug/kube-sim --port 0 "$@" --kubeconfig-out "$tmp/kubeconfig" >"$tmp/kube-sim.out" 2>&1 &
+    "${kube_sim:-target/debug/kube-sim}" --port 0 "$@" --kubeconfig-out "$tmp/kubeconfig" >"$tmp/kube-sim.out" 2>&1 &
     sim_pid=$!
     url=""
     for _ in $(seq 100); do

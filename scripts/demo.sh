@@ -14,7 +14,7 @@ build_binaries
 start_kube_sim --seed examples/secret-copier/seed
 
 echo "== running shell-operator on examples/secret-copier for ${seconds}s"
-target/debug/shell-operator start \
+"$operator" start \
     --hooks-dir examples/secret-copier/hooks \
     --tmp-dir "$tmp/run" \
     --kube-config "$tmp/kubeconfig" \

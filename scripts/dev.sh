@@ -68,7 +68,7 @@ start_kube_sim --seed "$seed"
 post /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
 hooks="$(hooks_dir)"
 echo "== starting shell-operator on $hooks (log: $tmp/operator.log)"
-target/debug/shell-operator start --hooks-dir "$hooks" --tmp-dir "$tmp/run" \
+"$operator" start --hooks-dir "$hooks" --tmp-dir "$tmp/run" \
     --kube-config "$tmp/kubeconfig" --namespace "$ns" --listen-port 0 --log-type json \
     --debug-unix-socket "$tmp/debug.socket" \
     --validating-webhook-server-cert "$tmp/tls.crt" --validating-webhook-server-key "$tmp/tls.key" \

@@ -51,10 +51,10 @@ pub fn main() -> i32 {
             let env = |name: &str| {
                 env(name).or_else(|| {
                     (program == Program::Addon && name == "DEBUG_UNIX_SOCKET")
-                        .then(|| "/var/run/addon-operator/debug.socket".to_string())
+                        .then(|| crate::debug::client::ADDON_DEFAULT_SOCKET.to_string())
                 })
             };
-            crate::debug::client::main(&words, &env)
+            crate::debug::client::main(&words, &env, program == Program::Addon)
         }
         Ok(Command::Jq(jq_args)) => crate::jq_cli::main(&jq_args),
         Ok(Command::Start(config)) => {
@@ -216,8 +216,12 @@ version    Print the version\n  help       Help about a command\n  \
 queue      Queues of a running operator: queue list, queue main\n  \
 hook       Hooks of a running operator: hook list, hook snapshot <hook>\n  \
 config     Runtime parameters: config list, config set log.level debug [duration]\n  \
-raw        GET any debug socket path\n\n\
-Run 'addon-operator start --help' for the flags.\n";
+raw        GET any debug socket path\n  \
+global     Global hooks and values: global list|values|config|patches|snapshots\n  \
+module     Modules: module list, module values|config|patches|snapshots|render <module>, \
+module resource-monitor [<module>]\n\n\
+Run 'addon-operator start --help' for the flags, 'addon-operator module --help' for the \
+debug commands.\n";
 
 fn help_for(program: Program, command: Option<&str>) -> String {
     let name = program.name();

@@ -477,6 +477,10 @@ pub struct HookRunMetrics {
     pub success_total: CounterVec,
     pub errors_total: CounterVec,
     pub allowed_errors_total: CounterVec,
+    /// The same three counters under the seeds' names (`<run stem>_{success,errors,
+    /// allowed_errors}_total`) where flant's binary names them differently (global
+    /// and module hooks): alerts written from either keep working.
+    pub seed_names: Option<[CounterVec; 3]>,
     pub task_wait: TaskWait,
 }
 
@@ -526,6 +530,11 @@ impl HookRunMetrics {
                 "Failed hook runs with allowFailure: true.",
                 labels,
             )?,
+            seed_names: if run == count {
+                None
+            } else {
+                Some(seed_outcome_counters(&r, run, labels)?)
+            },
             task_wait,
         })
     }
@@ -571,7 +580,28 @@ impl HookRunMetrics {
         add(&self.success_total, RunOutcome::Success);
         add(&self.errors_total, RunOutcome::Error);
         add(&self.allowed_errors_total, RunOutcome::AllowedError);
+        if let Some([success, errors, allowed]) = &self.seed_names {
+            add(success, RunOutcome::Success);
+            add(errors, RunOutcome::Error);
+            add(allowed, RunOutcome::AllowedError);
+        }
     }
+}
+
+/// The outcome counters under the seeds' names (`<run>_success_total`, …), the
+/// documented twins of flant's binary's `<count>_success_total`, ….
+fn seed_outcome_counters(
+    r: &Reg,
+    run: &str,
+    labels: &[&str],
+) -> Result<[CounterVec; 3], MetricsError> {
+    let help =
+        "Same as the name without '_run' (the seeds' name; flant's binary exports the other).";
+    Ok([
+        r.counter(&format!("{run}_success_total"), help, labels)?,
+        r.counter(&format!("{run}_errors_total"), help, labels)?,
+        r.counter(&format!("{run}_allowed_errors_total"), help, labels)?,
+    ])
 }
 
 #[cfg(test)]

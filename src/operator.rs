@@ -550,7 +550,12 @@ fn bind_debug_server(
     views: &BTreeMap<String, SharedView>,
     extra: Option<crate::debug::ExtraRoutes>,
 ) -> Result<DebugServer, String> {
-    let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
+    // The addon-operator's internal ConfigMap watch is no hook of the user's.
+    let names: Vec<String> = hooks
+        .iter()
+        .filter(|h| h.name != crate::addon::CONFIGMAP_HOOK)
+        .map(|h| h.name.clone())
+        .collect();
     let all = Arc::clone(hooks);
     let store = kube.map(|k| Arc::clone(&k.store));
     let state = Arc::new(DebugState {

@@ -24,7 +24,16 @@ impl AddonHandler {
         let config = KubeConfig::from_object(object.as_ref())
             .and_then(|c| self.check_config(&c).map(|()| c));
         let config = match config {
-            Ok(c) => c,
+            Ok(c) => {
+                *shared
+                    .refused_config
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = None;
+                c
+            }
+            Err(_) if self.refused_again(object.as_ref().and_then(|o| o.get("data"))) => {
+                return Vec::new();
+            }
             Err(e) => {
                 shared.metrics.config_values_errors_total.inc();
                 log::error(
@@ -65,15 +74,39 @@ impl AddonHandler {
         tasks
     }
 
-    /// Config schemas of the global section and of every module section.
+    /// Keys of modules that exist, config schemas of the global section and of
+    /// every module section: every error at once.
     pub(super) fn check_config(&self, config: &KubeConfig) -> Result<(), String> {
+        let layout = &self.shared.layout;
+        let keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
+        let mut errors: Vec<String> = config.check_module_keys(&keys).err().into_iter().collect();
         let st = self.shared.lock();
-        st.global.check_config(&config.global)?;
-        for (m, module) in self.shared.layout.modules.iter().enumerate() {
+        errors.extend(st.global.check_config(&config.global).err());
+        for (m, module) in layout.modules.iter().enumerate() {
             if let Some(section) = config.modules.get(&module.key) {
-                st.modules[m].scope.check_config(section)?;
+                errors.extend(st.modules[m].scope.check_config(section).err());
             }
         }
-        Ok(())
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(errors.join("; ")),
+        }
+    }
+
+    /// Whether `data` (the ConfigMap's `data`) is the one refused last time: a
+    /// change of its metadata only is neither logged nor counted again.
+    fn refused_again(&self, data: Option<&serde_json::Value>) -> bool {
+        let mut refused = self
+            .shared
+            .refused_config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let data = data.cloned().unwrap_or_default();
+        if refused.as_ref() == Some(&data) {
+            return true;
+        }
+        *refused = Some(data);
+        false
     }
 }

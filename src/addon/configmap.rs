@@ -23,6 +23,8 @@ pub struct KubeConfig {
     pub modules: BTreeMap<String, Value>,
     /// `<key>Enabled` flags by values key.
     pub enabled: BTreeMap<String, bool>,
+    /// Keys whose flag was written in the seeds' form (`<key>: "false"`).
+    pub section_flags: std::collections::BTreeSet<String>,
     /// `<key>Maintenance` by values key (flant's newer key): `true` for
     /// `NoResourceReconciliation` (helm leaves the release alone), `false` for `""`.
     pub maintenance: BTreeMap<String, bool>,
@@ -51,13 +53,66 @@ impl KubeConfig {
         if size > MAX_DATA {
             return Err(format!("data is {size} bytes; at most {MAX_DATA} are read"));
         }
+        // Every bad key is reported at once, so one edit can fix them all.
+        let mut errors = Vec::new();
         for (key, value) in data {
-            let text = value
-                .as_str()
-                .ok_or_else(|| format!("key '{key}': value is not a string"))?;
-            config.read_key(key, text)?;
+            let read = match value.as_str() {
+                Some(text) => config.read_key(key, text),
+                None => Err(format!("key '{key}': value is not a string")),
+            };
+            errors.extend(read.err());
         }
-        Ok(config)
+        config.check_disable_forms(data, &mut errors);
+        all_errors(errors).map(|()| config)
+    }
+
+    /// The seeds' `<key>: "false"` (a module section that is the flag itself) next
+    /// to a `<key>Enabled` that says the opposite is a contradiction.
+    fn check_disable_forms(&self, data: &Map<String, Value>, errors: &mut Vec<String>) {
+        for (key, value) in data {
+            let flag = value.as_str().and_then(section_flag);
+            let enabled = self.enabled.get(key.as_str());
+            if let (Some(flag), Some(enabled)) = (flag, enabled)
+                && flag != *enabled
+            {
+                errors.push(format!(
+                    "key '{key}': says {flag} while '{key}Enabled' says {enabled}"
+                ));
+            }
+        }
+    }
+
+    /// Refuses every section or flag of a module that does not exist, naming the
+    /// key (`known`: the values keys of the discovered modules); all at once.
+    pub fn check_module_keys(&self, known: &[&str]) -> Result<(), String> {
+        let unknown = |key: &str, shown: String| {
+            (!known.contains(&key)).then(|| {
+                format!(
+                    "key '{shown}': no module has the values key '{key}'{}",
+                    hint(known)
+                )
+            })
+        };
+        let mut errors: Vec<String> = self
+            .modules
+            .keys()
+            .filter_map(|k| unknown(k, k.clone()))
+            .collect();
+        errors.extend(
+            self.enabled
+                .keys()
+                .filter(|k| !self.modules.contains_key(*k))
+                .filter_map(|k| match self.section_flags.contains(k) {
+                    true => unknown(k, k.clone()),
+                    false => unknown(k, format!("{k}Enabled")),
+                }),
+        );
+        errors.extend(
+            self.maintenance
+                .keys()
+                .filter_map(|k| unknown(k, format!("{k}Maintenance"))),
+        );
+        all_errors(errors)
     }
 
     fn read_key(&mut self, key: &str, text: &str) -> Result<(), String> {
@@ -83,6 +138,13 @@ impl KubeConfig {
             return Ok(());
         }
         check_key(key, key)?;
+        // The seeds' `<key>: "false"` disables the module (and "true" enables it):
+        // the flag, with an empty section.
+        if let Some(flag) = section_flag(text) {
+            self.enabled.entry(key.to_string()).or_insert(flag);
+            self.section_flags.insert(key.to_string());
+            return Ok(());
+        }
         self.modules.insert(key.to_string(), section(key, text)?);
         Ok(())
     }
@@ -122,6 +184,32 @@ impl KubeConfig {
             return self.global.clone();
         }
         self.modules.get(key).cloned().unwrap_or_else(|| json!({}))
+    }
+}
+
+/// A module section that is a flag (`"false"`, `"true"`), as the seeds write it.
+fn section_flag(text: &str) -> Option<bool> {
+    match text.trim() {
+        "false" => Some(false),
+        "true" => Some(true),
+        _ => None,
+    }
+}
+
+/// `Ok` without errors; one error as it is; several counted and joined.
+fn all_errors(errors: Vec<String>) -> Result<(), String> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.into_iter().collect()),
+        n => Err(format!("{n} errors: {}", errors.join("; "))),
+    }
+}
+
+/// ` (module keys: a, b)`: what the key could have been.
+fn hint(known: &[&str]) -> String {
+    match known.is_empty() {
+        true => " (there are no modules)".to_string(),
+        false => format!(" (module keys: {})", known.join(", ")),
     }
 }
 
@@ -265,13 +353,71 @@ mod tests {
                 json!({"Malformed-section-name": "a: 1"}),
                 "Malformed-section-name",
             ),
-            (json!({"anotherModule": "false"}), "must be a map"),
+            (json!({"anotherModule": "yes"}), "must be a map"),
             (json!({"fooEnabled": "yes"}), "fooEnabled"),
             (json!({"global": "a: [1"}), "bad YAML"),
             (json!({"fooMaintenance": "Off"}), "NoResourceReconciliation"),
         ] {
             let err = KubeConfig::from_object(Some(&cm(data))).expect_err("invalid");
             assert!(err.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_seeds_false_form_disables_a_module() {
+        let c = KubeConfig::from_object(Some(&cm(json!({
+            "anotherModule": "false",
+            "simpleModule": "modParam2: newValue2\n",
+        }))))
+        .expect("the seeds' example is valid");
+        assert_eq!(c.enabled.get("anotherModule"), Some(&false));
+        assert_eq!(c.section("anotherModule"), json!({}));
+        assert!(
+            c.check_module_keys(&["anotherModule", "simpleModule"])
+                .is_ok()
+        );
+        let err = KubeConfig::from_object(Some(&cm(json!({
+            "web": "false", "webEnabled": "true",
+        }))))
+        .expect_err("contradiction");
+        assert!(err.contains("'webEnabled' says true"), "{err}");
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let err = KubeConfig::from_object(Some(&cm(json!({
+            "global": "a: [1",
+            "fooEnabled": "yes",
+            "Bad-key": "a: 1",
+        }))))
+        .expect_err("invalid");
+        assert!(err.starts_with("3 errors: "), "{err}");
+        for needle in ["'global'", "'fooEnabled'", "'Bad-key'"] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn sections_of_modules_that_do_not_exist_are_refused() {
+        let c = KubeConfig::from_object(Some(&cm(json!({
+            "wbe": "a: 1\n",
+            "nosuchModuleEnabled": "true",
+            "gone": "false",
+            "wbeMaintenance": "NoResourceReconciliation",
+            "webMaintenance": "",
+            "web": "a: 2\n",
+            "webEnabled": "true",
+        }))))
+        .expect("parses");
+        let err = c.check_module_keys(&["web"]).expect_err("unknown keys");
+        assert!(err.starts_with("4 errors: "), "{err}");
+        for needle in [
+            "key 'wbe': no module has the values key 'wbe' (module keys: web)",
+            "key 'nosuchModuleEnabled'",
+            "key 'gone'",
+            "key 'wbeMaintenance'",
+        ] {
+            assert!(err.contains(needle), "{needle}: {err}");
         }
     }
 

@@ -76,7 +76,7 @@ impl AddonHandler {
         let enabled = match enabled::compute(shared, &copy) {
             Ok(enabled) => enabled,
             Err(error) => {
-                shared.metrics.modules_discover_errors_total.inc();
+                shared.metrics.discover_error();
                 log::error("modules discovery failed, will retry", &[("error", &error)]);
                 let now = Instant::now();
                 return shared.step(Input::EnabledFailed { error, now });

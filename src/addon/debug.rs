@@ -19,14 +19,20 @@ pub type Slot = Arc<OnceLock<Arc<Shared>>>;
 
 /// The routes, reading `slot` (and `watched`, the resource monitor's view).
 pub fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
-    Arc::new(move |stem: &str, query: &str| {
+    Arc::new(move |stem: &str, query: &str, format: &str| {
         let shared = slot.get();
         let global = query.split('&').any(|kv| kv == "global=true");
         match stem {
             "/module/resource-monitor" => Some(
                 shared
                     .ok_or("starting up".to_string())
-                    .map(|s| resource_monitor(s, &watched)),
+                    .and_then(|s| resource_monitor(s, &watched, query_module(query))),
+            ),
+            "/module/list" if format == "text" => Some(
+                shared
+                    .ok_or("starting up".to_string())
+                    .and_then(|s| global_route(s, stem))
+                    .map(|list| Value::String(module_list_text(&list))),
             ),
             "/global/list" | "/global/values" | "/global/config" | "/global/patches"
             | "/global/snapshots" | "/module/list" => Some(
@@ -168,15 +174,103 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     shared.helm.render(&module.name, &module.chart, file.path())
 }
 
+/// `module=<name>` of a query (percent-decoded), if any.
+fn query_module(query: &str) -> Option<String> {
+    query.split('&').find_map(|kv| {
+        let v = kv.strip_prefix("module=")?;
+        let bytes = v.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = (bytes[i] == b'%')
+                .then(|| v.get(i + 1..i + 3))
+                .flatten()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(b) => {
+                    out.push(b);
+                    i += 3;
+                }
+                None => {
+                    out.push(bytes[i]);
+                    i += 1;
+                }
+            }
+        }
+        Some(String::from_utf8_lossy(&out).into_owned())
+    })
+}
+
+/// `module list -o text`: the enabled modules, then one line per module (order,
+/// name, state, last error), columns aligned.
+fn module_list_text(list: &Value) -> String {
+    let names: Vec<&str> = list["enabledModules"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = format!("Enabled modules: {}\n", names.join(", "));
+    if let Some(e) = list["enabledError"].as_str() {
+        out.push_str(&format!("Enabled state error: {e}\n"));
+    }
+    let rows: Vec<[String; 4]> = list["modules"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    let text = |k: &str| match &m[k] {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        v => v.to_string(),
+                    };
+                    [
+                        text("order"),
+                        text("name"),
+                        text("state"),
+                        text("lastError"),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let header = ["ORDER", "MODULE", "STATE", "LAST ERROR"].map(String::from);
+    let mut widths = [0usize; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    out.push('\n');
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// `{module: ["ns/Kind/name", ...]}` of what the resource monitor watches; a module
-/// with a chart it does not watch (yet) says `"No monitor"`.
-fn resource_monitor(shared: &Shared, watched: &WatchedModules) -> Value {
+/// with a chart it does not watch (yet) says `"No monitor"`. `only` keeps one
+/// module (an unknown name is an error; a disabled one an empty answer).
+fn resource_monitor(
+    shared: &Shared,
+    watched: &WatchedModules,
+    only: Option<String>,
+) -> Result<Value, String> {
+    if let Some(name) = &only
+        && !shared.layout.modules.iter().any(|m| &m.name == name)
+    {
+        return Err(format!("module not found: {name}"));
+    }
     let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
     let st = shared.lock();
     for &m in st.lifecycle.enabled_modules() {
         let module = &shared.layout.modules[m];
-        if !module.has_chart {
+        if !module.has_chart || only.as_ref().is_some_and(|n| n != &module.name) {
             continue;
         }
         let view = match watched.get(&module.name) {
@@ -193,5 +287,5 @@ fn resource_monitor(shared: &Shared, watched: &WatchedModules) -> Value {
         };
         out.insert(module.name.clone(), view);
     }
-    Value::Object(out)
+    Ok(Value::Object(out))
 }

@@ -252,6 +252,16 @@ impl Helm {
         parse_list(&out).map_err(|e| format!("helm list: {e}"))
     }
 
+    /// The plugins dir for `HELM_PLUGINS`, given only to a helm known to be 4 or
+    /// later: helm 3 reads every plugin.yaml it finds there and prefixes each error
+    /// with its refusal of the helm 4 plugin format (it gets our binary directly, see
+    /// [`Self::post_renderer_args`]); `helm version` itself, run before the major is
+    /// known, needs no plugin.
+    fn plugins_dir(&self) -> Option<&Path> {
+        let (_, plugins) = self.post_renderer.as_ref()?;
+        matches!(self.major.get(), Some(m) if *m >= 4).then_some(plugins.as_path())
+    }
+
     /// The command with the global flags and helm's home dirs.
     fn command(&self, args: &[&str], namespaced: bool) -> Command {
         let mut cmd = Command::new(&self.bin);
@@ -265,7 +275,7 @@ impl Helm {
                 cmd.arg("--kube-context").arg(c);
             }
         }
-        if let Some((_, plugins)) = &self.post_renderer {
+        if let Some(plugins) = self.plugins_dir() {
             cmd.env("HELM_PLUGINS", plugins);
         }
         if let Some(dir) = &self.work_dir {

@@ -157,7 +157,9 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
+    let module_keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
     let kube_config = KubeConfig::from_object(cm.as_ref())
+        .and_then(|c| c.check_module_keys(&module_keys).map(|()| c))
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let mut helm = Helm::new(flags.helm_bin.clone(), &namespace);
     helm.history_max = flags.helm_history_max;
@@ -310,6 +312,7 @@ impl Bound {
             inputs,
             scheduler,
             store,
+            refused_config: Mutex::new(None),
             crds: self.crds,
         });
         let _ = debug.set(Arc::clone(&shared));

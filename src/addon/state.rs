@@ -59,6 +59,9 @@ pub struct Shared {
     pub scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
     pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+    /// The ConfigMap `data` refused last (logged and counted once, not again when
+    /// only its metadata changes); `None` after a good one.
+    pub refused_config: Mutex<Option<serde_json::Value>>,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
     pub crds: super::crds::ModuleCrds,
 }
@@ -188,6 +191,8 @@ impl State {
 pub struct AddonMetrics {
     pub config_values_errors_total: IntCounter,
     pub modules_discover_errors_total: IntCounter,
+    /// The seeds' name of the same counter (flant's binary exports the one above).
+    pub module_discover_errors_total: IntCounter,
     pub module_run_errors_total: IntCounterVec,
     pub module_delete_errors_total: IntCounterVec,
     pub convergence_total: IntCounterVec,
@@ -283,6 +288,10 @@ impl AddonMetrics {
                 "modules_discover_errors_total",
                 "Failed computations of the enabled modules",
             )?,
+            module_discover_errors_total: r.counter(
+                "module_discover_errors_total",
+                "Same as modules_discover_errors_total (the seeds' name)",
+            )?,
             module_run_errors_total: r.int_vec(
                 "module_run_errors_total",
                 "Failed module runs",
@@ -354,6 +363,12 @@ impl AddonMetrics {
             global_hooks,
             module_hooks,
         })
+    }
+
+    /// Counts a failed computation of the enabled modules under both names.
+    pub fn discover_error(&self) {
+        self.modules_discover_errors_total.inc();
+        self.module_discover_errors_total.inc();
     }
 
     /// Runs `f` (one helm operation) and records its duration.

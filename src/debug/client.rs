@@ -30,9 +30,10 @@ struct Args {
 }
 
 /// Runs a debug command (`args` starts at the command word); returns the exit code.
-pub fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> i32 {
+/// `addon`: run as addon-operator (its commands and socket in `--help`).
+pub fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>, addon: bool) -> i32 {
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{HELP}");
+        print!("{}", help(addon));
         return 0;
     }
     let parsed = parse(args, env);
@@ -94,17 +95,39 @@ fn watch(a: &Args) -> i32 {
     code
 }
 
-const HELP: &str = "Query a running operator through its debug socket.\n\n\
-Usage:\n  shell-operator queue list [-o text|json|yaml] [-e|--show-empty] [-w [-t 1s]]\n  \
-shell-operator queue main [-o text|json|yaml]\n  shell-operator hook list [-o ...]\n  \
-shell-operator hook snapshot <hook> [-o ...]\n  shell-operator config list [-o ...]\n  \
-shell-operator config set <name> <value> [duration]\n  shell-operator raw <url path>\n\n\
-addon-operator also has (output yaml unless -o json):\n  \
-addon-operator global list|values|config|patches|snapshots\n  addon-operator module list\n  \
+/// addon-operator's debug socket when neither the flag nor the env var names one.
+pub const ADDON_DEFAULT_SOCKET: &str = "/var/run/addon-operator/debug.socket";
+
+/// `--help` of the debug commands: shell-operator's, or addon-operator's (its own
+/// `global`/`module` commands and its default socket).
+fn help(addon: bool) -> String {
+    let (name, socket) = match addon {
+        true => ("addon-operator", ADDON_DEFAULT_SOCKET),
+        false => ("shell-operator", DEFAULT_SOCKET),
+    };
+    let mut out = format!(
+        "Query a running operator through its debug socket.\n\nUsage:\n  \
+{name} queue list [-o text|json|yaml] [-e|--show-empty] [-w [-t 1s]]\n  \
+{name} queue main [-o text|json|yaml]\n  {name} hook list [-o ...]\n  \
+{name} hook snapshot <hook> [-o ...]\n  {name} config list [-o ...]\n  \
+{name} config set <name> <value> [duration]\n  {name} raw <url path>\n"
+    );
+    if addon {
+        out.push_str(
+            "\nModules and global hooks (output yaml unless -o says otherwise):\n  \
+addon-operator global list|values|config|patches|snapshots\n  \
+addon-operator module list [-o text|json|yaml]\n  \
 addon-operator module values|config <module> [-g|--global]\n  \
-addon-operator module patches|snapshots|render <module>\n  addon-operator module resource-monitor\n\n\
-Every command takes --debug-unix-socket <path> (env DEBUG_UNIX_SOCKET, default \
-/var/run/shell-operator/debug.socket).\n";
+addon-operator module patches|snapshots|render <module>\n  \
+addon-operator module resource-monitor [<module>]\n",
+        );
+    }
+    out.push_str(&format!(
+        "\nEvery command takes --debug-unix-socket <path> (env DEBUG_UNIX_SOCKET, default \
+{socket}).\n"
+    ));
+    out
+}
 
 fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, String> {
     let mut a = Args {
@@ -193,6 +216,11 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         ["module", "resource-monitor"] => get(format!(
             "/module/resource-monitor.{}",
             addon_format(a, "resource-monitor")
+        )),
+        ["module", "resource-monitor", module] => get(format!(
+            "/module/resource-monitor.{}?module={}",
+            addon_format(a, "resource-monitor"),
+            encode(module)
         )),
         ["module", "render", module] => get(format!("/module/{}/render", encode(module))),
         [

@@ -23,10 +23,11 @@ use std::sync::Arc;
 pub type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Send + Sync>;
 
 /// More routes (addon-operator's `/global/...` and `/module/...`): path stem (the
-/// path without its `.format`) and query → `None` for a path it does not serve, else
-/// the value or an error text.
+/// path without its `.format`), query and format (`text`, `json`, `yaml`) → `None`
+/// for a path it does not serve, else the value (a string is printed as it is in
+/// the text format) or an error text.
 pub type ExtraRoutes =
-    Arc<dyn Fn(&str, &str) -> Option<Result<serde_json::Value, String>> + Send + Sync>;
+    Arc<dyn Fn(&str, &str, &str) -> Option<Result<serde_json::Value, String>> + Send + Sync>;
 
 /// What the debug endpoints show.
 pub struct DebugState {

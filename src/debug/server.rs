@@ -210,7 +210,7 @@ fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Outpu
             .and_then(|p| p.rsplit_once("/snapshots"))
         {
             Some((hook, _)) => hook_snapshots(state, hook)?,
-            None => match state.extra.as_ref().and_then(|f| f(stem, query)) {
+            None => match state.extra.as_ref().and_then(|f| f(stem, query, &format)) {
                 Some(Ok(Value::String(text))) if format == "text" => Output::Text(text),
                 Some(Ok(v)) => Output::Value(v),
                 Some(Err(e)) => return Err(Fail(404, format!("{e}\n"))),

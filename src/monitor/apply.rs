@@ -22,7 +22,7 @@ impl Monitor {
         }
         let filter_started = Instant::now();
         let item = sub.filter.item(obj);
-        if sub.filter.jq.is_some() {
+        if sub.filter.jq.is_some() && sub.counted {
             self.metrics
                 .kube_jq_filter_duration_seconds
                 .with_label_values(&sub.label_values())
@@ -67,6 +67,9 @@ impl Monitor {
 
     /// Sets the binding's snapshot size metrics.
     pub(super) fn count_snapshot(&self, sub: &Sub) {
+        if !sub.counted {
+            return;
+        }
         let labels = sub.label_values();
         let (objects, bytes) = self.store.size(sub.hook, sub.binding);
         let m = &self.metrics;

@@ -73,6 +73,9 @@ struct Sub {
     /// Metric label values (`[module,] hook, binding, queue`), made once when the
     /// binding is enabled.
     labels: Arc<[String]>,
+    /// Whether its kube_* series are exported: not for addon-operator's own
+    /// ConfigMap watch, which is no hook of the user's.
+    counted: bool,
     /// The jqFilter's text, for error messages ("" without one).
     jq_source: Arc<str>,
 }
@@ -257,6 +260,9 @@ impl Monitor {
             .iter()
             .enumerate()
             .try_for_each(|(bi, b)| self.enable_binding(hook, hook_index, bi, b));
+        if hook.name == crate::addon::CONFIGMAP_HOOK {
+            return result;
+        }
         let m = &self.metrics;
         m.hook_enable_kubernetes_bindings_seconds
             .with_label_values(&[hook.name.as_str()])
@@ -301,6 +307,7 @@ impl Monitor {
                 .metrics
                 .kube_labels(hi, &hook.name, &b.name, &b.queue)
                 .into(),
+            counted: hook.name != crate::addon::CONFIGMAP_HOOK,
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
         };
         let events = sub.events.clone();
@@ -510,7 +517,7 @@ impl Monitor {
             self.apply(sub, kind, &obj);
         }
         let elapsed = started.elapsed().as_secs_f64();
-        for sub in &subs {
+        for sub in subs.iter().filter(|s| s.counted) {
             self.metrics
                 .kube_event_duration_seconds
                 .with_label_values(&sub.label_values())

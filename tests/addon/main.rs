@@ -18,3 +18,4 @@ mod operator;
 mod production;
 mod reactions;
 mod scenarios;
+mod ux;
