@@ -63,9 +63,11 @@ impl AddonHandler {
     /// failure is the lifecycle's to retry: it holds back no other task.
     pub(super) fn modules_phase(&self) -> Vec<Task> {
         let shared = &self.shared;
+        // The drift check lists anew for this converge.
+        shared.lock().listed.clear();
         // One list of releases serves the inventory and the module runs.
         let listed = match secrets_driver() {
-            true => helm::releases_from_secrets(&shared.client, &shared.namespace, "").ok(),
+            true => helm::releases_from_secrets(&shared.bookkeeping, &shared.namespace, "").ok(),
             false => None,
         };
         if shared.lock().lifecycle.wants_inventory() {
@@ -141,6 +143,7 @@ impl AddonHandler {
         }
         let mut st = self.shared.lock();
         st.releases.clear();
+        st.listed.clear();
         let changed = hash(&st.global_checksum()) != before;
         tasks.extend(st.lifecycle.step(Input::ConvergeDone { changed }));
         tasks
@@ -188,7 +191,8 @@ impl AddonHandler {
 
     pub(super) fn release_names(&self) -> Result<Vec<String>, String> {
         if secrets_driver() {
-            let all = helm::releases_from_secrets(&self.shared.client, &self.shared.namespace, "")?;
+            let all =
+                helm::releases_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, "")?;
             Ok(all.into_keys().collect())
         } else {
             self.shared.helm.list()

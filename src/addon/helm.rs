@@ -8,8 +8,8 @@
 //! - [`manifest_objects`] lists the objects of a rendered manifest stream.
 //! - [`checksum`] hashes the rendered manifest and the chart's files (FNV-1a 128).
 //! - [`upgrade_reason`] is the dedup decision of §5.3: why an upgrade must run, or
-//!   `None` to skip it; [`object_exists_in`] backs its "is the object still there"
-//!   question with our kube client.
+//!   `None` to skip it; the module run answers its "is the object still there"
+//!   question from [`object_names`] (one list per kind and namespace).
 //!
 //! The module run (`module_run.rs`) calls checksum → last release → upgrade_reason
 //! (which renders and reads the release's manifest only when it must) → upgrade.
@@ -721,6 +721,34 @@ pub fn object_exists_in(
         Err(e) if e.is_not_found() => Ok(false),
         Err(e) => Err(format!("{context}: {e}")),
     }
+}
+
+/// Where objects are listed: apiVersion, kind and namespace.
+pub type ListKey = (String, String, Option<String>);
+
+/// The names of the objects of one kind in `ns` (cluster-wide when the kind is
+/// cluster-scoped): one list, whatever the number of objects asked about.
+pub fn object_names(
+    client: &crate::kube::Client,
+    api_version: &str,
+    kind: &str,
+    ns: Option<&str>,
+    context: &str,
+) -> Result<std::collections::BTreeSet<String>, String> {
+    let resource = client
+        .resolve(api_version, kind, context)
+        .map_err(|e| e.to_string())?;
+    let ns = ns.filter(|_| resource.namespaced);
+    let list = client
+        .api(&resource, ns)
+        .list_all(&crate::kube::ListParams::default())
+        .map_err(|e| format!("{context}: {e}"))?;
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|o| o.get("metadata")?.get("name")?.as_str())
+        .map(str::to_string)
+        .collect())
 }
 
 #[cfg(test)]

@@ -302,6 +302,7 @@ impl Bound {
             state: Mutex::new(state),
             helm: self.helm,
             client: self.client,
+            bookkeeping: self.monitor_client.clone(),
             namespace: self.namespace,
             config_map: self.flags.config_map.clone(),
             ignore_release: self.flags.helm_ignore_release.clone(),
@@ -387,6 +388,7 @@ fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, Strin
         dynamic: Default::default(),
         lifecycle: Lifecycle::new(layout.modules.iter().map(|m| m.name.clone())),
         releases: Default::default(),
+        listed: Default::default(),
     })
 }
 

@@ -7,13 +7,15 @@
 //! answers: a failed run is retried by the lifecycle, off the queue.
 
 use super::engine::AddonHandler;
-use super::helm::{self, object_exists_in};
+use super::helm::{self, ListKey, ObjectRef};
 use super::lifecycle::Input;
 use super::modules::Owner;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::log;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
@@ -221,10 +223,11 @@ impl AddonHandler {
             }
             let rendered =
                 || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
+            let lists = RefCell::new(HashMap::new());
             let facts = helm::UpgradeFacts {
                 rendered: &rendered,
                 released: &|| helm.manifest(name),
-                exists: &|obj| object_exists_in(&self.shared.client, obj, &self.shared.namespace),
+                exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
             };
             helm::upgrade_reason(last.as_ref(), &checksum, &facts)
         })?;
@@ -232,13 +235,47 @@ impl AddonHandler {
             Some(reason) => {
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
                 let upgrade = || helm.upgrade(name, chart, file, &checksum);
-                metrics.helm_op(name, event, "upgrade", upgrade)
+                let result = metrics.helm_op(name, event, "upgrade", upgrade);
+                // Even a failed upgrade may have written objects.
+                self.shared.lock().listed.clear();
+                result
             }
             None => {
                 log::info("helm upgrade not needed", &[("module", name)]);
                 Ok(())
             }
         }
+    }
+
+    /// Whether `obj` is in the cluster, answered from one list of its kind in its
+    /// namespace (the release namespace when it renders none) on the bookkeeping
+    /// client: the converge's list when one is on (listed by its first run that asks,
+    /// then shared), else this run's own (`lists`), so a run never reads an object by
+    /// name.
+    fn object_listed(
+        &self,
+        obj: &ObjectRef,
+        lists: &mut HashMap<ListKey, BTreeSet<String>>,
+    ) -> Result<bool, String> {
+        let ns = obj.namespace.as_deref().unwrap_or(&self.shared.namespace);
+        let key: ListKey = (obj.api_version.clone(), obj.kind.clone(), Some(ns.into()));
+        if let Some(names) = lists.get(&key) {
+            return Ok(names.contains(&obj.name));
+        }
+        if let Some(names) = self.shared.lock().listed.get(&key) {
+            return Ok(names.contains(&obj.name));
+        }
+        let context = format!("helm resource {obj}");
+        let (api_version, kind) = (&obj.api_version, &obj.kind);
+        let client = &self.shared.bookkeeping;
+        let names = helm::object_names(client, api_version, kind, Some(ns), &context)?;
+        let found = names.contains(&obj.name);
+        let mut st = self.shared.lock();
+        if st.lifecycle.converge_status().2 {
+            st.listed.insert(key.clone(), names.clone());
+        }
+        lists.insert(key, names);
+        Ok(found)
     }
 
     /// A revision left `pending-install`/`-upgrade`/`-rollback` by a helm that was
@@ -281,7 +318,7 @@ impl AddonHandler {
             return Ok(cached);
         }
         if secrets_driver() {
-            helm::release_from_secrets(&self.shared.client, &self.shared.namespace, name)
+            helm::release_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, name)
         } else {
             self.shared.helm.last_release(name)
         }
@@ -309,9 +346,9 @@ impl AddonHandler {
             // the delete before helm (retried).
             self.run_lifecycle(Owner::Module(m), BindingType::BeforeDeleteHelm)?;
             let uninstall = || self.shared.helm.uninstall(&name);
-            self.shared
-                .metrics
-                .helm_op(&name, &event, "uninstall", uninstall)?;
+            let result = (self.shared.metrics).helm_op(&name, &event, "uninstall", uninstall);
+            self.shared.lock().listed.clear();
+            result?;
         }
         self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)
     }

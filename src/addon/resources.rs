@@ -10,7 +10,7 @@
 //! A check costs one list of helm's release Secrets, one `helm get manifest` per
 //! release revision it has not seen yet, and one list per kind and namespace of the
 //! rendered objects (never one GET per object), on its own client
-//! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`). Modules that are disabled, not started,
+//! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`; the module runs' drift check shares it). Modules that are disabled, not started,
 //! running, or already have a run queued are skipped, and so is every module while a
 //! converge is on, so one problem queues one run.
 //!
@@ -19,10 +19,10 @@
 //! (`modules_resource_check_errors_total{module,kind}`) for the modules concerned,
 //! and every other module and kind is still checked and healed.
 
-use super::helm::{self, ObjectRef};
+use super::helm::{self, ListKey, ObjectRef};
 use super::lifecycle::Input;
 use super::state::Shared;
-use crate::kube::{Client, ListParams, Resource};
+use crate::kube::Client;
 use crate::log;
 use crossbeam_channel::Receiver;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -39,9 +39,6 @@ pub struct Watched {
 
 /// Per module name, what the monitor watches (the debug CLI shows it).
 pub type WatchedModules = Arc<Mutex<BTreeMap<String, Watched>>>;
-
-/// Where objects are listed: apiVersion, kind and namespace.
-type ListKey = (String, String, Option<String>);
 
 /// The monitor thread's state.
 pub struct ResourceMonitor {
@@ -223,22 +220,7 @@ impl ResourceMonitor {
         ns: Option<String>,
     ) -> Result<BTreeSet<String>, String> {
         let context = format!("resource monitor {api_version} {kind}");
-        let resource: Resource = self
-            .client
-            .resolve(api_version, kind, &context)
-            .map_err(|e| e.to_string())?;
-        let ns = ns.filter(|_| resource.namespaced);
-        let list = self
-            .client
-            .api(&resource, ns.as_deref())
-            .list_all(&ListParams::default())
-            .map_err(|e| format!("{context}: {e}"))?;
-        Ok(list
-            .items
-            .iter()
-            .filter_map(|o| o.get("metadata")?.get("name")?.as_str())
-            .map(str::to_string)
-            .collect())
+        helm::object_names(&self.client, api_version, kind, ns.as_deref(), &context)
     }
 
     /// One error line and one `modules_resource_check_errors_total{module,kind}` per

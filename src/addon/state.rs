@@ -45,6 +45,10 @@ pub struct Shared {
     pub state: Mutex<State>,
     pub helm: Helm,
     pub client: Client,
+    /// The client of the operator's own reads (the drift check's lists, the release
+    /// list): the resource monitor's (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`), so
+    /// they never wait behind hooks for the main client's rate limit.
+    pub bookkeeping: Client,
     pub namespace: String,
     pub config_map: String,
     pub ignore_release: String,
@@ -82,6 +86,11 @@ pub struct State {
     /// module run of that converge takes its entry (`None`: no release) instead of
     /// asking the API server again; a retry asks again.
     pub releases: std::collections::HashMap<String, Option<super::helm::Release>>,
+    /// The drift check's lists during a converge: the names per apiVersion, kind and
+    /// namespace, listed once when the first module run asks and shared by the
+    /// converge's later runs; emptied by every helm upgrade or uninstall (objects
+    /// change) and when the converge starts and ends.
+    pub listed: std::collections::HashMap<super::helm::ListKey, std::collections::BTreeSet<String>>,
 }
 
 /// One module's values.

@@ -103,6 +103,11 @@ impl Addon {
         Addon::launch(sim, files, 4, env, args, &|_| {})
     }
 
+    /// The operator started again on `sim` (a restart) with helm `major`.
+    pub fn restart(sim: Arc<Sim>, files: &[(&str, String)], major: u32) -> Addon {
+        Addon::launch(sim, files, major, &[], &[], &|_| {})
+    }
+
     fn launch(
         sim: Arc<Sim>,
         files: &[(&str, String)],

@@ -17,5 +17,6 @@ mod newer;
 mod operator;
 mod production;
 mod reactions;
+mod restart;
 mod scenarios;
 mod ux;
