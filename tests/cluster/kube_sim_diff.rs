@@ -29,6 +29,18 @@ struct Answer {
     body: Value,
 }
 
+/// Asserts that the real server's answer `r` and kube-sim's `s` have the same code
+/// and Status reason.
+fn same_code_and_reason(r: &Answer, s: &Answer) {
+    assert_eq!(
+        (r.code, &r.body["reason"]),
+        (s.code, &s.body["reason"]),
+        "{:?} vs {:?}",
+        r.body,
+        s.body
+    );
+}
+
 impl Server {
     fn real() -> Server {
         let dir = cp().dir();
@@ -603,13 +615,7 @@ fn writes_the_operator_sends_match() {
         JSONPATCH,
         Some(r#"[{"op":"test","path":"/data/k","value":"no"}]"#),
     );
-    assert_eq!(
-        (r.code, &r.body["reason"]),
-        (s.code, &s.body["reason"]),
-        "{:?} vs {:?}",
-        r.body,
-        s.body
-    );
+    same_code_and_reason(&r, &s);
     // patches whose result does not decode: 422 on both (the real text quotes its own
     // rendering of the object, so only the start and the decoder's error are compared)
     for (ct, body) in [
@@ -675,13 +681,7 @@ fn writes_the_operator_sends_match() {
         APPLY,
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: 1\n"),
     );
-    assert_eq!(
-        (r.code, &r.body["reason"]),
-        (s.code, &s.body["reason"]),
-        "{:?} vs {:?}",
-        r.body,
-        s.body
-    );
+    same_code_and_reason(&r, &s);
     // Kept difference: a second manager changing a field without force conflicts on
     // the real server; kube-sim does not track field ownership.
     let (r, s) = p.both(
@@ -809,13 +809,7 @@ fn writes_the_operator_sends_match() {
     let body =
         json!({"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}).to_string();
     let (r, s) = p.both("DELETE", cm, JSON, Some(&body));
-    assert_eq!(
-        (r.code, &r.body["reason"]),
-        (s.code, &s.body["reason"]),
-        "{:?} vs {:?}",
-        r.body,
-        s.body
-    );
+    same_code_and_reason(&r, &s);
 }
 
 /// Leases as the leader elector writes them: create, replace with the resourceVersion
@@ -1069,13 +1063,7 @@ fn watches_match() {
             None,
         ),
     );
-    assert_eq!(
-        (r.code, &r.body["reason"]),
-        (s.code, &s.body["reason"]),
-        "{:?} vs {:?}",
-        r.body,
-        s.body
-    );
+    same_code_and_reason(&r, &s);
 }
 
 /// kubectl create/apply/get/patch/delete: the same output and the same errors.
