@@ -16,6 +16,7 @@ pub(crate) mod debug;
 pub(crate) mod duration;
 pub mod executor;
 pub mod flags;
+pub(crate) mod fnv;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hook;

@@ -633,7 +633,7 @@ pub fn checksum(manifest: &str, chart: &Path) -> Result<String, String> {
     let mut files = Vec::new();
     chart_files(chart, Path::new(""), &mut files)?;
     files.sort();
-    let mut h = Fnv128::new();
+    let mut h = crate::fnv::Fnv128::new();
     h.field(manifest.as_bytes());
     let mut total: u64 = 0;
     for rel in &files {
@@ -650,7 +650,7 @@ pub fn checksum(manifest: &str, chart: &Path) -> Result<String, String> {
         h.field(rel.to_string_lossy().as_bytes());
         h.field(&data);
     }
-    Ok(format!("{:032x}", h.0))
+    Ok(h.hex())
 }
 
 /// Relative paths of the regular files under `dir` (symlinks followed).
@@ -671,31 +671,6 @@ fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), St
         }
     }
     Ok(())
-}
-
-/// FNV-1a, 128 bit.
-struct Fnv128(u128);
-
-impl Fnv128 {
-    const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
-    const PRIME: u128 = 0x0000000001000000000000000000013b;
-
-    fn new() -> Fnv128 {
-        Fnv128(Self::OFFSET)
-    }
-
-    fn bytes(&mut self, data: &[u8]) {
-        for b in data {
-            self.0 ^= u128::from(*b);
-            self.0 = self.0.wrapping_mul(Self::PRIME);
-        }
-    }
-
-    /// A length-prefixed field, so ("ab","c") and ("a","bc") hash differently.
-    fn field(&mut self, data: &[u8]) {
-        self.bytes(&(data.len() as u64).to_le_bytes());
-        self.bytes(data);
-    }
 }
 
 /// Whether `obj` exists in the cluster; a namespaced object without a rendered

@@ -157,11 +157,7 @@ fn as_object(v: &Value) -> Value {
 /// Stable checksum (32 hex digits, 128-bit FNV-1a) of the compact JSON text of `v`;
 /// object keys are sorted (serde_json without `preserve_order`), so equal values match.
 pub fn checksum(v: &Value) -> String {
-    const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
-    let text = v.to_string();
-    let hash = text
-        .bytes()
-        .fold(OFFSET, |h, b| (h ^ u128::from(b)).wrapping_mul(PRIME));
-    format!("{hash:032x}")
+    let mut h = crate::fnv::Fnv128::new();
+    h.bytes(v.to_string().as_bytes());
+    h.hex()
 }
