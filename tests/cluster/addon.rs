@@ -287,16 +287,10 @@ fn module_lifecycle(major: u32) {
     assert_eq!(values["echo"], json!({"greeting": "hello", "replicas": 1}));
 
     // A value the chart uses, changed in the operator's ConfigMap: one upgrade.
-    kubectl(&[
-        "-n",
+    patch_addon_config(
         &ns,
-        "patch",
-        "configmap",
-        "addon-operator",
-        "--type=merge",
-        "-p",
         r#"{"data":{"echo":"greeting: from-configmap\nreplicas: 3\n"}}"#,
-    ]);
+    );
     op.wait("the upgraded ConfigMap", || {
         get("configmap", &ns, "echo-config").filter(|c| c["data"]["greeting"] == "from-configmap")
     });
@@ -333,16 +327,7 @@ fn module_lifecycle(major: u32) {
     assert_eq!(cm["data"], json!({"greeting": "from-configmap"}));
 
     // Disabled: the release is uninstalled and its objects deleted.
-    kubectl(&[
-        "-n",
-        &ns,
-        "patch",
-        "configmap",
-        "addon-operator",
-        "--type=merge",
-        "-p",
-        r#"{"data":{"echoEnabled":"false"}}"#,
-    ]);
+    patch_addon_config(&ns, r#"{"data":{"echoEnabled":"false"}}"#);
     op.wait("the release gone", || {
         releases(major, &ns).is_empty().then_some(())
     });
@@ -368,6 +353,19 @@ fn module_lifecycle(major: u32) {
     assert_eq!(secrets.trim(), "", "no release storage left");
 }
 
+/// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).
+fn patch_addon_config(ns: &str, patch: &str) {
+    kubectl(&[
+        "-n",
+        ns,
+        "patch",
+        "configmap",
+        "addon-operator",
+        "--type=merge",
+        "-p",
+        patch,
+    ]);
+}
 #[test]
 fn module_install_upgrade_heal_disable_with_helm3() {
     module_lifecycle(3);

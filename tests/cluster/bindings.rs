@@ -761,6 +761,19 @@ fn two_bindings(ns: &str) -> String {
 
 /// The value of `kubernetes_client_watch_errors_total{error_type}` on `op`'s
 /// metrics endpoint (0 when absent).
+/// ConfigMap `fence` (`v=1`) in `ns`: once a binding reports it, every change made
+/// before it has been handled.
+fn create_fence(ns: &str) {
+    kubectl(&[
+        "-n",
+        ns,
+        "create",
+        "configmap",
+        "fence",
+        "--from-literal=v=1",
+    ]);
+}
+
 fn watch_errors(op: &crate::common::Operator, error_type: &str) -> f64 {
     let (_, body) = op.http_get("/metrics");
     let label = format!("error_type=\"{error_type}\"");
@@ -842,14 +855,7 @@ fn watches_survive_an_apiserver_restart_without_loss_or_doubles() {
         ],
     );
     // The fence: everything before it has been handled.
-    kubectl(&[
-        "-n",
-        &ns,
-        "create",
-        "configmap",
-        "fence",
-        "--from-literal=v=1",
-    ]);
+    create_fence(&ns);
     let ctx = expect(
         &op,
         "cms",
@@ -923,14 +929,7 @@ fn compaction_while_the_apiserver_is_down_forces_a_relist_with_exact_differences
     // A relist sends what changed in list order, then what is gone; the fence
     // comes after both.
     wait_binding(&op, "cms", 3);
-    kubectl(&[
-        "-n",
-        &ns,
-        "create",
-        "configmap",
-        "fence",
-        "--from-literal=v=1",
-    ]);
+    create_fence(&ns);
     let ctx = expect(
         &op,
         "cms",

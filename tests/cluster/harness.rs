@@ -164,18 +164,7 @@ pub fn apply_retry(yaml: &str) {
 /// unlike `cp().get`, an unreachable server is waited for (60 s), not taken for
 /// "does not exist".
 pub fn get_retry(kind: &str, namespace: &str, name: &str) -> Option<Value> {
-    let args = [
-        "-n",
-        namespace,
-        "get",
-        kind,
-        name,
-        "-o",
-        "json",
-        "--ignore-not-found",
-        "--show-managed-fields",
-    ];
-    let text = kubectl_retry(&args);
+    let text = kubectl_retry(&control_plane::get_args(kind, namespace, name));
     if text.trim().is_empty() {
         return None;
     }

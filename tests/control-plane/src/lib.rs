@@ -61,6 +61,22 @@ pub fn kubectl_path() -> PathBuf {
     }
 }
 
+/// kubectl's arguments for one object as stored, as JSON (managedFields included;
+/// nothing printed when it does not exist).
+pub fn get_args<'a>(kind: &'a str, namespace: &'a str, name: &'a str) -> [&'a str; 9] {
+    [
+        "-n",
+        namespace,
+        "get",
+        kind,
+        name,
+        "-o",
+        "json",
+        "--ignore-not-found",
+        "--show-managed-fields",
+    ]
+}
+
 /// Builds (once) or finds the binaries; returns their directory.
 pub fn install() -> Result<PathBuf, String> {
     let script = repo_root().join("scripts/install-control-plane.sh");
@@ -357,19 +373,7 @@ impl ControlPlane {
     /// `kubectl get -o json` of one object as stored (managedFields included), parsed;
     /// `None` when it does not exist.
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
-        let text = self
-            .kubectl(&[
-                "-n",
-                namespace,
-                "get",
-                kind,
-                name,
-                "-o",
-                "json",
-                "--ignore-not-found",
-                "--show-managed-fields",
-            ])
-            .ok()?;
+        let text = self.kubectl(&get_args(kind, namespace, name)).ok()?;
         serde_json::from_str(&text).ok()
     }
 
