@@ -60,7 +60,7 @@ pub fn main() -> i32 {
         Ok(Command::Start(config)) => {
             println!("{name} v{VERSION}");
             if program == Program::Addon
-                && let Err(e) = crate::addon::flags::check_no_helm2(&env)
+                && let Err(e) = crate::flags::addon::check_no_helm2(&env)
             {
                 eprintln!("Error: {e}");
                 return 1;

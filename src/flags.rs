@@ -6,6 +6,8 @@
 //! message naming the flag (or env var) and what it accepts. `cli.rs` feeds argv and
 //! the environment in; everything after startup reads the typed `Config`.
 
+pub mod addon;
+
 use crate::duration::go_duration;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -105,8 +107,8 @@ impl Program {
         match self {
             Program::Shell => START_FLAGS.iter().collect(),
             Program::Addon => {
-                let own = crate::addon::flags::ADDON_FLAGS;
-                let dropped = crate::addon::flags::SHELL_ONLY;
+                let own = addon::ADDON_FLAGS;
+                let dropped = addon::SHELL_ONLY;
                 own.iter()
                     .chain(START_FLAGS.iter().filter(|f| {
                         !own.iter().any(|o| o.name == f.name) && !dropped.contains(&f.name)
@@ -454,9 +456,9 @@ pub struct Config {
     pub conversion: WebhookFlags,
     pub debug: DebugFlags,
     /// Leader election (`--ha*`).
-    pub ha: crate::leader::HaFlags,
+    pub ha: HaFlags,
     /// addon-operator's own settings; `None` for shell-operator.
-    pub addon: Option<crate::addon::flags::AddonFlags>,
+    pub addon: Option<addon::AddonFlags>,
 }
 
 /// Kubernetes client settings (main client and object patcher).
@@ -472,19 +474,36 @@ pub struct KubeFlags {
     pub patcher_timeout: Duration,
 }
 
-impl KubeFlags {
-    /// The main client's settings (the `--kube-*` flags, 30 s timeout); `component`
-    /// names the client in metrics and logs.
-    pub fn main_settings(&self, component: &str) -> crate::kube::KubeSettings {
-        crate::kube::KubeSettings {
-            server: self.server.clone(),
-            kubeconfig: self.config.clone(),
-            context: self.context.clone(),
-            qps: self.qps,
-            burst: self.burst,
-            component: component.into(),
-            ..crate::kube::KubeSettings::default()
+/// The `--ha*` flags of either program.
+#[derive(Debug, Clone)]
+pub struct HaFlags {
+    pub enabled: bool,
+    pub lease_name: String,
+    pub timings: Timings,
+}
+
+/// Lease duration, renew deadline and retry period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timings {
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+impl Timings {
+    /// client-go's rule: lease duration > renew deadline > retry period > 0.
+    pub fn check(&self, program: &str) -> Result<(), String> {
+        let Timings {
+            lease_duration: l,
+            renew_deadline: r,
+            retry_period: p,
+        } = *self;
+        if p.is_zero() || r <= p || l <= r {
+            return Err(format!(
+                "{program} HA: need lease duration ({l:?}) > renew deadline ({r:?}) > retry period ({p:?}) > 0"
+            ));
         }
+        Ok(())
     }
 }
 
@@ -614,7 +633,7 @@ impl Values {
     pub fn into_config_for(self, program: Program) -> Config {
         let v = &self;
         let timeout = v.duration("hook-run-timeout");
-        let addon = (program == Program::Addon).then(|| crate::addon::flags::addon_flags(v));
+        let addon = (program == Program::Addon).then(|| addon::addon_flags(v));
         let (hooks_dir, listen) = match &addon {
             Some(a) => (a.global_hooks_dir.clone(), "prometheus-listen"),
             None => (PathBuf::from(v.str("hooks-dir")), "listen"),
@@ -656,10 +675,10 @@ impl Values {
                 keep_tmp_files: v.bool("debug-keep-tmp-files"),
                 kubernetes_api: v.bool("debug-kubernetes-api"),
             },
-            ha: crate::leader::HaFlags {
+            ha: HaFlags {
                 enabled: v.bool("ha"),
                 lease_name: v.str("ha-lease-name"),
-                timings: crate::leader::Timings {
+                timings: Timings {
                     lease_duration: v.duration("ha-lease-duration"),
                     renew_deadline: v.duration("ha-renew-deadline"),
                     retry_period: v.duration("ha-retry-period"),

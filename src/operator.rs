@@ -553,7 +553,7 @@ fn bind_debug_server(
     // The addon-operator's internal ConfigMap watch is no hook of the user's.
     let names: Vec<String> = hooks
         .iter()
-        .filter(|h| h.name != crate::addon::CONFIGMAP_HOOK)
+        .filter(|h| !h.is_internal())
         .map(|h| h.name.clone())
         .collect();
     let all = Arc::clone(hooks);
@@ -703,7 +703,7 @@ impl KubeParts {
         if !hooks.iter().any(Hook::has_kube_bindings) {
             return Ok(None);
         }
-        let settings = config.kube.main_settings("main");
+        let settings = crate::kube::KubeSettings::from_flags(&config.kube, "main");
         let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "main");
         client_metrics
             .register(metrics.registry())

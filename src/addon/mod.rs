@@ -22,7 +22,6 @@ mod crds;
 mod debug;
 mod enabled;
 mod engine;
-pub mod flags;
 pub mod helm;
 mod hook_values;
 mod lifecycle;
@@ -36,6 +35,7 @@ pub mod values;
 mod yaml11;
 
 use crate::flags::Config;
+use crate::flags::addon::AddonFlags;
 use crate::hook::Hook;
 use crate::hook::config::{
     ConfigVersion, HookConfig, KubernetesBinding, NamespaceSelector, Settings, WatchEventType,
@@ -50,7 +50,6 @@ use crate::runner::{HookValues, Runner};
 use crate::schedule::Control;
 use configmap::KubeConfig;
 use crossbeam_channel::Sender;
-use flags::AddonFlags;
 use helm::Helm;
 use lifecycle::{Input, Lifecycle};
 use modules::{Layout, Owner};
@@ -60,7 +59,7 @@ use std::sync::{Arc, Mutex};
 use values::{Schemas, Scope};
 
 /// Name of the operator's own ConfigMap watch in the hook list (and in `hook list`).
-pub const CONFIGMAP_HOOK: &str = "addon-operator/configmap";
+const CONFIGMAP_HOOK: &str = "addon-operator/configmap";
 
 /// Everything addon-operator bound, before any thread runs.
 pub struct Bound {
@@ -147,7 +146,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
             .collect(),
     );
     let client = kube_client(config)?;
-    let mut monitor_settings = config.kube.main_settings("helm_monitor");
+    let mut monitor_settings = crate::kube::KubeSettings::from_flags(&config.kube, "helm_monitor");
     monitor_settings.qps = flags.monitor_qps;
     monitor_settings.burst = flags.monitor_burst;
     let monitor_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "helm_monitor");
@@ -402,7 +401,7 @@ fn crd_settings(flags: &AddonFlags) -> Result<crds::CrdSettings, String> {
 
 /// addon-operator's own client (ConfigMap reads and writes, resource checks).
 fn kube_client(config: &Config) -> Result<Client, String> {
-    let settings = config.kube.main_settings("addon");
+    let settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon");
     Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
 }
 

@@ -13,8 +13,8 @@
 //! with a bad config stops startup with its name, instead of failing later when the
 //! module is first enabled.
 
-use super::flags::AddonFlags;
 use super::values::{Schemas, merge, parse_dir_name, values_key};
+use crate::flags::addon::AddonFlags;
 use crate::hook::config::HookKind;
 use crate::hook::{self, Hook};
 use crate::log;

@@ -31,6 +31,12 @@ pub struct Hook {
 }
 
 impl Hook {
+    /// True for a hook the operator made itself (addon-operator's ConfigMap watch):
+    /// it has no executable, and is kept out of hook metrics and `hook list`.
+    pub fn is_internal(&self) -> bool {
+        self.path.as_os_str().is_empty()
+    }
+
     /// True for config v0 hooks (their contexts have the v0 shape and never combine).
     pub fn is_v0(&self) -> bool {
         self.config.version == ConfigVersion::V0

@@ -36,6 +36,22 @@ pub struct KubeSettings {
     pub component: String,
 }
 
+impl KubeSettings {
+    /// The main client's settings from the `--kube-*` flags (30 s timeout);
+    /// `component` names the client in metrics and logs.
+    pub fn from_flags(flags: &crate::flags::KubeFlags, component: &str) -> KubeSettings {
+        KubeSettings {
+            server: flags.server.clone(),
+            kubeconfig: flags.config.clone(),
+            context: flags.context.clone(),
+            qps: flags.qps,
+            burst: flags.burst,
+            component: component.into(),
+            ..KubeSettings::default()
+        }
+    }
+}
+
 impl Default for KubeSettings {
     fn default() -> Self {
         KubeSettings {

@@ -19,36 +19,12 @@
 //! `leaseTransitions` counts every change of holder, as client-go does.
 
 use super::lease::{LeaseClient, Record, micro_time_now};
+use crate::flags::Timings;
 use crate::log;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Lease duration, renew deadline and retry period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timings {
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
-}
-
-impl Timings {
-    /// client-go's rule: lease duration > renew deadline > retry period > 0.
-    pub fn check(&self, program: &str) -> Result<(), String> {
-        let Timings {
-            lease_duration: l,
-            renew_deadline: r,
-            retry_period: p,
-        } = *self;
-        if p.is_zero() || r <= p || l <= r {
-            return Err(format!(
-                "{program} HA: need lease duration ({l:?}) > renew deadline ({r:?}) > retry period ({p:?}) > 0"
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// What the election thread tells the operator, in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]

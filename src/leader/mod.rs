@@ -17,20 +17,13 @@ mod elector;
 mod lease;
 pub mod readiness;
 
-pub use elector::{Elector, Handle, Note, Status, Timings};
+pub use crate::flags::{HaFlags, Timings};
+pub use elector::{Elector, Handle, Note, Status};
 pub use lease::{LeaseClient, Record};
 
 use crate::flags::{Config, Program};
 use crate::kube::{Client, KubeSettings, RetryPolicy};
 use std::time::Duration;
-
-/// The `--ha*` flags of either program.
-#[derive(Debug, Clone)]
-pub struct HaFlags {
-    pub enabled: bool,
-    pub lease_name: String,
-    pub timings: Timings,
-}
 
 /// Where the lease is and who this replica is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +120,7 @@ pub fn elector(
     let kube = KubeSettings {
         component: "leader_election".into(),
         timeout: t.renew_deadline,
-        ..config.kube.main_settings("leader_election")
+        ..crate::kube::KubeSettings::from_flags(&config.kube, "leader_election")
     };
     let client = Client::from_config(&kube)
         .map_err(|e| format!("kubernetes client for leader election: {e}"))?

@@ -260,7 +260,7 @@ impl Monitor {
             .iter()
             .enumerate()
             .try_for_each(|(bi, b)| self.enable_binding(hook, hook_index, bi, b));
-        if hook.name == crate::addon::CONFIGMAP_HOOK {
+        if hook.is_internal() {
             return result;
         }
         let m = &self.metrics;
@@ -307,7 +307,7 @@ impl Monitor {
                 .metrics
                 .kube_labels(hi, &hook.name, &b.name, &b.queue)
                 .into(),
-            counted: hook.name != crate::addon::CONFIGMAP_HOOK,
+            counted: !hook.is_internal(),
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
         };
         let events = sub.events.clone();

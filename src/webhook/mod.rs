@@ -208,7 +208,7 @@ pub fn bind(s: Setup<'_>) -> Result<Bound, String> {
 
 /// The main client, from the `--kube-*` flags.
 fn kube_client(c: &Config) -> Result<Client, String> {
-    let settings = c.kube.main_settings("main");
+    let settings = crate::kube::KubeSettings::from_flags(&c.kube, "main");
     Client::from_config(&settings).map_err(|e| format!("kubernetes client for webhooks: {e}"))
 }
 
