@@ -66,15 +66,10 @@ impl AddonHandler {
         };
         std::thread::scope(|scope| {
             for i in 1..parallelism.min(runs.len()) {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("module-run-{i}"))
-                    .spawn_scoped(scope, work);
-                if let Err(e) = spawned {
+                let name = format!("module-run-{i}");
+                if let Err(e) = crate::threads::spawn_scoped(scope, &name, work) {
                     // The queue's own thread still runs every module, fewer at once.
-                    log::error(
-                        "cannot start a module run thread",
-                        &[("error", &e.to_string())],
-                    );
+                    log::error("module runs go on with fewer threads", &[("error", &e)]);
                     break;
                 }
             }
