@@ -110,8 +110,16 @@ const FIRST: [(&str, &str); 3] = [
 fn side_by_side(major: u32) {
     let mut modules = FIRST.to_vec();
     modules.push(("002-delta", "delta"));
+    let mut files = layout(&modules);
+    // alpha and bravo start up with onStartup and a kubernetes binding each: their
+    // Synchronization runs inside the parallel run, before their beforeHelm.
+    let watch = r#"{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","apiVersion":"v1","kind":"ConfigMap","nameSelector":{"matchNames":["absent"]}}]}"#;
+    for m in ["alpha", "bravo"] {
+        let tag = format!("{m}-watch");
+        files.push((format!("modules/001-{m}/hooks/watch"), rec(&tag, watch, "")));
+    }
     let env = [("ADDON_OPERATOR_MODULE_RUN_PARALLELISM", "3")];
-    let addon = Addon::start_with(&refs(&layout(&modules)), Some(json!({})), major, &env);
+    let addon = Addon::start_with(&refs(&files), Some(json!({})), major, &env);
     addon.wait_ready();
     let runs = first_runs(
         &addon,
@@ -152,6 +160,24 @@ fn side_by_side(major: u32) {
         assert!(addon.metrics().contains(&line), "{line} not scraped");
     }
     addon.wait_log(&["parallel module run", "alpha,bravo,charlie"], LONG);
+    let runs = addon.runs();
+    for m in ["alpha", "bravo"] {
+        let tag = format!("{m}-watch");
+        // onStartup's context is `{"binding":"onStartup"}`, a Synchronization's has a type.
+        let kinds: Vec<&str> = (runs.iter())
+            .filter(|(t, _)| *t == tag)
+            .filter_map(|(_, ctx)| ctx[0]["type"].as_str().or(ctx[0]["binding"].as_str()))
+            .collect();
+        assert_eq!(kinds, ["onStartup", "Synchronization"], "{m}");
+        assert_eq!(
+            kinds,
+            [&json!("onStartup"), &json!("Synchronization")],
+            "{m}"
+        );
+        let sync = runs.iter().rposition(|(t, _)| *t == tag);
+        let before_helm = runs.iter().position(|(t, _)| t == m);
+        assert!(sync < before_helm, "{m}: Synchronization before beforeHelm");
+    }
 }
 
 #[test]
