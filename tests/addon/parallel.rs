@@ -282,3 +282,44 @@ fn a_failing_module_holds_back_the_next_order_but_not_its_siblings_helm4() {
 fn a_failing_module_holds_back_the_next_order_but_not_its_siblings_helm3() {
     held_back(3);
 }
+
+#[test]
+fn a_failed_synchronization_in_a_parallel_run_goes_back_to_the_main_queue() {
+    let mut files = layout(&[
+        ("001-alpha", "alpha"),
+        ("001-bravo", "bravo"),
+        ("002-delta", "delta"),
+    ]);
+    // alpha's Synchronization fails twice, then succeeds: the main queue retries it
+    // (at once, then after its backoff), then alpha's run goes on, then delta's.
+    let watch = r#"{"configVersion":"v1","kubernetes":[{"name":"cms","apiVersion":"v1","kind":"ConfigMap","nameSelector":{"matchNames":["absent"]}}]}"#;
+    let body = "n=$(cat \"$OUT_DIR/sync-count\" 2>/dev/null || echo 0)\n\
+                echo $((n + 1)) > \"$OUT_DIR/sync-count\"\n[ \"$n\" -ge 2 ]";
+    files.push((
+        "modules/001-alpha/hooks/watch".into(),
+        rec("alpha-sync", watch, body),
+    ));
+    let env = [("ADDON_OPERATOR_MODULE_RUN_PARALLELISM", "2")];
+    let addon = Addon::start_with(&refs(&files), Some(json!({})), 4, &env);
+    addon.wait_ready();
+    for m in ["alpha", "bravo", "delta"] {
+        addon.wait_object("ConfigMap", m, |o| o.is_some());
+    }
+    let steps = addon.steps();
+    let syncs = steps.iter().filter(|s| *s == "alpha-sync").count();
+    assert_eq!(syncs, 3, "two failures, one success: {steps:#?}");
+    let last_sync = steps.iter().rposition(|s| s == "alpha-sync");
+    let alpha = steps.iter().position(|s| s == "alpha");
+    let alpha_helm = steps.iter().position(|s| s == "helm:upgrade:alpha");
+    let delta = steps.iter().position(|s| s == "delta");
+    assert!(last_sync < alpha && alpha < alpha_helm, "{steps:#?}");
+    assert!(
+        alpha_helm < delta,
+        "delta after alpha's release: {steps:#?}"
+    );
+    let bravo_helm = steps.iter().position(|s| s == "helm:upgrade:bravo");
+    assert!(
+        bravo_helm < last_sync,
+        "bravo did not wait for alpha: {steps:#?}"
+    );
+}
