@@ -7,8 +7,9 @@
 //! A module is **disabled** until a converge enables it, then **queued** (a
 //! ModuleRun waits in the main queue), **running**, and **ready** when its run
 //! succeeded, or **failed** with a retry due after flant's backoff (5 s … 32 s). A
-//! failed run leaves the queue: it never holds back other tasks, and the retry is
-//! a new ModuleRun that reads the values as they are then. A converge that
+//! failed run leaves the queue: it holds back no other task (only the later orders
+//! of its converge, below), and the retry is a new ModuleRun that reads the values
+//! as they are then. A converge that
 //! disables it **deletes** it.
 //!
 //! | input | from | tasks |
@@ -20,7 +21,7 @@
 //! | `EnabledFailed` | converge, Modules | - (`ConvergeModules(Modules)` at the retry) |
 //! | `ValuesChanged` (a module's ConfigMap section, its hook's patch) | router | `ModuleRun` now if enabled and none is queued; it replaces a pending retry |
 //! | `ReleaseDrift` (resource monitor) | router | `ModuleRun` if the module is idle and no converge is on |
-//! | `RunStarted`, `StartupDone` | module run | after startup: the `ModuleRun` proper |
+//! | `RunStarted`, `StartupDone` | module run | after startup: the `ModuleRun` proper (a run of a module whose order has not come does nothing: `may_run`) |
 //! | `RunFinished` | module run | afterHelm changed values: `ModuleRun` again; the last run of an order: the runs of the next order, or after the last order `ConvergeModules(AfterAll)` |
 //! | `RunFailed` | module run | - (`ModuleRun` at the retry) |
 //! | `DeleteStarted`, `DeleteFinished` | module delete | - |
