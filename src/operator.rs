@@ -31,6 +31,8 @@
 //!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)
 //! child-output × 2    process/capture.rs      a child's stdout / stderr     its bytes (capped), once
 //!                     (per run with captured output)
+//! module-run-N        addon/parallel.rs       a ParallelModuleRun's modules runs them (as queue-main would);
+//!                     (scoped, by queue-main; joined before the task ends)
 //! ```
 //!
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is

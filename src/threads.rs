@@ -8,7 +8,7 @@
 //! function. The full list, with who spawns each and which channels it uses, is in
 //! `operator.rs` and `docs/threads.md`.
 
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 
 /// Starts a named thread running `body`; the error names the thread.
 pub fn spawn<T: Send + 'static>(
@@ -18,5 +18,18 @@ pub fn spawn<T: Send + 'static>(
     std::thread::Builder::new()
         .name(name.to_string())
         .spawn(body)
+        .map_err(|e| format!("cannot start thread {name}: {e}"))
+}
+
+/// Starts a named thread in `scope` (joined when the scope ends); the error names
+/// the thread.
+pub fn spawn_scoped<'scope, T: Send + 'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    name: &str,
+    body: impl FnOnce() -> T + Send + 'scope,
+) -> Result<ScopedJoinHandle<'scope, T>, String> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn_scoped(scope, body)
         .map_err(|e| format!("cannot start thread {name}: {e}"))
 }

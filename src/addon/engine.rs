@@ -7,7 +7,10 @@
 //! ```text
 //! ConvergeModules(BeforeAll) → beforeAll hooks, ConvergeModules(Modules)
 //! ConvergeModules(Modules)   → enabled state; ModuleDelete × disabled (reverse order),
-//!                              ModuleRun × enabled (in order), ConvergeModules(AfterAll)
+//!                              the runs of the first order: a ModuleRun each, or one
+//!                              ParallelModuleRun (ModuleRun × its modules side by side);
+//!                              the last run of each order queues the next order's,
+//!                              the last order's ConvergeModules(AfterAll)
 //! ConvergeModules(AfterAll)  → afterAll hooks, ConvergeModules(Done)
 //! ConvergeModules(Done)      → first time: ready, ModulePurge × foreign releases;
 //!                              global values changed by afterAll: a new converge
@@ -58,6 +61,9 @@ impl Handler for AddonHandler {
                     ..
                 }),
             ) => self.counted_run(*module, *do_startup, event),
+            (_, Some(Step::ParallelModuleRun { runs, event })) => {
+                Ok(self.parallel_run(runs, event))
+            }
             (_, Some(Step::ModuleDelete { module, .. })) => self.counted_delete(*module),
             (_, Some(Step::ModulePurge { release })) => {
                 self.purge(release);

@@ -7,8 +7,9 @@
 //! A module is **disabled** until a converge enables it, then **queued** (a
 //! ModuleRun waits in the main queue), **running**, and **ready** when its run
 //! succeeded, or **failed** with a retry due after flant's backoff (5 s … 32 s). A
-//! failed run leaves the queue: it never holds back other tasks, and the retry is
-//! a new ModuleRun that reads the values as they are then. A converge that
+//! failed run leaves the queue: it holds back no other task (only the later orders
+//! of its converge, below), and the retry is a new ModuleRun that reads the values
+//! as they are then. A converge that
 //! disables it **deletes** it.
 //!
 //! | input | from | tasks |
@@ -16,25 +17,33 @@
 //! | `ConvergeRequested` (ConfigMap global section or `*Enabled`, a global hook's patch, afterAll changed global values) | router | `ConvergeModules(BeforeAll)`, unless one is on (then it runs again after it) or it is stuck on failures (then a new one starts now) |
 //! | `ConvergeStarted` | converge, BeforeAll | - |
 //! | `Inventory` (modules with a release, at the first converge) | converge, Modules | - (the next `Enabled` deletes them if they are off) |
-//! | `Enabled` (the enabled modules) | converge, Modules | `ModuleDelete` × newly disabled or inventoried but off (reverse order), `ModuleRun` × enabled (in order); none: `ConvergeModules(AfterAll)` |
+//! | `Enabled` (the enabled modules) | converge, Modules | `ModuleDelete` × newly disabled or inventoried but off (reverse order), then the runs of the first order (below); none: `ConvergeModules(AfterAll)` |
 //! | `EnabledFailed` | converge, Modules | - (`ConvergeModules(Modules)` at the retry) |
 //! | `ValuesChanged` (a module's ConfigMap section, its hook's patch) | router | `ModuleRun` now if enabled and none is queued; it replaces a pending retry |
 //! | `ReleaseDrift` (resource monitor) | router | `ModuleRun` if the module is idle and no converge is on |
-//! | `RunStarted`, `StartupDone` | module run | after startup: the `ModuleRun` proper |
-//! | `RunFinished` | module run | afterHelm changed values: `ModuleRun` again; the converge's last run: `ConvergeModules(AfterAll)` |
+//! | `RunStarted`, `StartupDone` | module run | after startup: the `ModuleRun` proper (a run of a module whose order has not come does nothing: `may_run`) |
+//! | `RunFinished` | module run | afterHelm changed values: `ModuleRun` again; the last run of an order: the runs of the next order, or after the last order `ConvergeModules(AfterAll)` |
 //! | `RunFailed` | module run | - (`ModuleRun` at the retry) |
 //! | `DeleteStarted`, `DeleteFinished` | module delete | - |
 //! | `ConvergeDone` | converge, Done | a new `ConvergeModules(BeforeAll)` if afterAll changed global values or one was asked for meanwhile |
 //! | `Tick` (a retry is due) | router | the due retries |
 //!
-//! A converge waits for every module it runs: afterAll hooks (and readiness) come
+//! A converge runs the enabled modules **one order at a time** (the order is the
+//! number prefix of the module directory): the runs of one order are one
+//! `ParallelModuleRun` (two or more modules and a parallelism above 1; the engine
+//! runs them side by side) or a `ModuleRun` each, and the next order's come only
+//! once every run of this order succeeded. A failed run is retried off the queue
+//! as above, and its order holds back the next one (whose modules may depend on
+//! it) while its siblings finish. Modules of later orders stay queued until their
+//! order comes: an input for one of them changes nothing, its run is coming. A
+//! converge waits for every module it runs: afterAll hooks (and readiness) come
 //! only once each run succeeded. Inputs that arise inside a main-queue task (the
 //! converge phases, module runs and deletes) return their tasks to run next, at the
 //! head of the queue; every other producer sends its input to the router, which
 //! steps it and queues the tasks (`Inputs` in `addon/mod.rs`).
 
 use crate::queue::worker::backoff;
-use crate::queue::{ConvergePhase, Step, Task};
+use crate::queue::{ConvergePhase, GroupRun, Step, Task};
 use std::time::Instant;
 
 /// What happens to the modules.
@@ -105,6 +114,8 @@ pub(crate) enum Input {
 #[derive(Debug, Clone, Default)]
 struct Module {
     name: String,
+    /// The number prefix of its directory: modules of one order run side by side.
+    order: u32,
     enabled: bool,
     /// onStartup hooks ran since it was (re-)enabled.
     started: bool,
@@ -133,8 +144,10 @@ struct Converge {
     done_once: bool,
     event: String,
     began: Option<Instant>,
-    /// The modules whose runs this converge still waits for.
+    /// The modules of the running order whose runs this converge still waits for.
     waiting: Vec<usize>,
+    /// The orders still to run after the running one, each its modules in order.
+    pending: Vec<Vec<usize>>,
     /// Between `Enabled` and `ConvergeModules(AfterAll)`.
     in_modules: bool,
     failures: u32,
@@ -153,6 +166,8 @@ pub(crate) struct Lifecycle {
     /// Enabled modules, in module order.
     enabled: Vec<usize>,
     converge: Converge,
+    /// How many modules of one order may run at once; 1: one `ModuleRun` each.
+    parallelism: usize,
 }
 
 /// What the debug CLI shows of a module.
@@ -163,17 +178,23 @@ pub(crate) struct ModuleView {
 }
 
 impl Lifecycle {
-    /// Every module disabled, no converge yet; `names` in module order.
-    pub(crate) fn new(names: impl IntoIterator<Item = String>) -> Lifecycle {
-        let modules = names
+    /// Every module disabled, no converge yet; `modules` (name, order) in module
+    /// order; `parallelism`: how many modules of one order may run at once.
+    pub(crate) fn new(
+        modules: impl IntoIterator<Item = (String, u32)>,
+        parallelism: usize,
+    ) -> Lifecycle {
+        let modules = modules
             .into_iter()
-            .map(|name| Module {
+            .map(|(name, order)| Module {
                 name,
+                order,
                 ..Module::default()
             })
             .collect();
         Lifecycle {
             modules,
+            parallelism: parallelism.max(1),
             ..Lifecycle::default()
         }
     }
@@ -204,6 +225,7 @@ impl Lifecycle {
                 let c = &mut self.converge;
                 (c.done_once, c.active, c.in_modules) = (true, false, false);
                 c.waiting.clear();
+                c.pending.clear();
                 let again = std::mem::take(&mut c.again);
                 match (changed, again) {
                     (true, _) => self.request_converge("AfterAll-Hooks-Change-GlobalValues".into()),
@@ -223,6 +245,7 @@ impl Lifecycle {
                 vec![self.queue_run(module, event)]
             }
             Input::ReleaseDrift { .. } => Vec::new(),
+            Input::RunStarted { module, .. } if self.is_pending(module) => Vec::new(),
             Input::RunStarted { module, event } => {
                 if let Some(s) = self.modules.get_mut(module) {
                     s.queued = false;
@@ -316,6 +339,7 @@ impl Lifecycle {
         let c = &mut self.converge;
         (c.active, c.in_modules, c.retry, c.event) = (true, false, None, event);
         c.waiting.clear();
+        c.pending.clear();
         vec![self.converge_task(ConvergePhase::BeforeAll)]
     }
 
@@ -338,18 +362,54 @@ impl Lifecycle {
                 (s.queued, s.retry, s.failures) = (false, None, 0);
             }
         }
+        // Every enabled module is queued; only the first order's runs go now.
         for &m in &enabled {
-            let event = self.converge.event.clone();
-            tasks.push(self.queue_run(m, event));
+            let s = &mut self.modules[m];
+            (s.queued, s.retry) = (true, None);
         }
-        self.converge.waiting = enabled.clone();
+        let mut orders: Vec<Vec<usize>> = Vec::new();
+        for &m in &enabled {
+            match orders.last_mut() {
+                Some(last) if self.modules[last[0]].order == self.modules[m].order => last.push(m),
+                _ => orders.push(vec![m]),
+            }
+        }
+        orders.reverse();
+        self.converge.pending = orders;
         self.converge.in_modules = true;
-        if enabled.is_empty() {
-            self.converge.in_modules = false;
-            tasks.push(self.converge_task(ConvergePhase::AfterAll));
-        }
         self.enabled = enabled;
+        tasks.extend(self.next_order());
         tasks
+    }
+
+    /// The runs of the next order, or afterAll when every order ran.
+    fn next_order(&mut self) -> Vec<Task> {
+        let event = self.converge.event.clone();
+        let Some(order) = self.converge.pending.pop() else {
+            self.converge.in_modules = false;
+            return vec![self.converge_task(ConvergePhase::AfterAll)];
+        };
+        self.converge.waiting = order.clone();
+        if order.len() < 2 || self.parallelism < 2 {
+            return order
+                .into_iter()
+                .map(|m| self.queue_run(m, event.clone()))
+                .collect();
+        }
+        let runs = order
+            .iter()
+            .map(|&m| GroupRun {
+                module: m,
+                name: self.modules[m].name.clone(),
+                do_startup: !self.modules[m].started,
+            })
+            .collect();
+        vec![Task::step(Step::ParallelModuleRun { runs, event })]
+    }
+
+    /// Module `m` waits for an earlier order of the converge to finish.
+    fn is_pending(&self, m: usize) -> bool {
+        self.converge.pending.iter().any(|order| order.contains(&m))
     }
 
     fn run_finished(&mut self, m: usize, again: bool) -> Vec<Task> {
@@ -363,8 +423,7 @@ impl Lifecycle {
         let c = &mut self.converge;
         c.waiting.retain(|&w| w != m);
         if c.in_modules && c.waiting.is_empty() {
-            c.in_modules = false;
-            return vec![self.converge_task(ConvergePhase::AfterAll)];
+            return self.next_order();
         }
         Vec::new()
     }
@@ -412,6 +471,17 @@ impl Lifecycle {
 
     pub(crate) fn is_enabled(&self, m: usize) -> bool {
         self.get(m).is_some_and(|s| s.enabled)
+    }
+
+    /// Whether module `m` may run now: enabled, and its order's turn in the
+    /// converge has come (a run queued before the converge waits for it).
+    pub(crate) fn may_run(&self, m: usize) -> bool {
+        self.is_enabled(m) && !self.is_pending(m)
+    }
+
+    /// How many modules of one order may run at once.
+    pub(crate) fn parallelism(&self) -> usize {
+        self.parallelism
     }
 
     pub(crate) fn is_started(&self, m: usize) -> bool {

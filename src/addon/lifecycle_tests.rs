@@ -7,9 +7,17 @@ fn names(tasks: Vec<Task>) -> Vec<String> {
     tasks.iter().map(|t| t.describe("main")).collect()
 }
 
-/// Three modules a, b, c; the startup converge has begun.
+/// Three modules a, b, c of one order, one run at a time; the startup converge
+/// has begun.
 fn started() -> (Lifecycle, Instant) {
-    let mut l = Lifecycle::new(["a", "b", "c"].map(String::from));
+    started_with([1, 1, 1], 1)
+}
+
+/// Modules a, b, c of these orders, with this parallelism; the startup converge
+/// has begun.
+fn started_with(orders: [u32; 3], parallelism: usize) -> (Lifecycle, Instant) {
+    let modules = ["a", "b", "c"].map(String::from).into_iter().zip(orders);
+    let mut l = Lifecycle::new(modules, parallelism);
     let now = Instant::now();
     let event = "OperatorStartup".to_string();
     assert!(names(l.step(Input::ConvergeStarted { event, now })).is_empty());
@@ -207,7 +215,7 @@ fn a_failed_enabled_computation_is_retried_and_a_new_request_replaces_the_retry(
 
 #[test]
 fn values_changes_and_drift_queue_one_run_and_wait_for_the_first_converge() {
-    let mut l = Lifecycle::new(["a".to_string()]);
+    let mut l = Lifecycle::new([("a".to_string(), 1)], 2);
     let change = || Input::ValuesChanged {
         module: 0,
         event: "Kubernetes-Change-ModuleValues".into(),
@@ -258,5 +266,127 @@ fn after_helm_changing_values_runs_the_module_again_before_the_converge_goes_on(
     assert_eq!(
         finish(&mut l, 0),
         ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+}
+
+#[test]
+fn modules_of_one_order_run_as_one_parallel_task_and_the_next_order_waits_for_all() {
+    let (mut l, _) = started_with([1, 1, 2], 4);
+    let tasks = names(l.step(Input::Enabled {
+        modules: vec![0, 1, 2],
+    }));
+    assert_eq!(tasks, ["ParallelModuleRun:main:a,b:OperatorStartup"]);
+    assert_eq!(l.view(2).map(|v| v.state), Some("Queued"));
+    assert!(finish(&mut l, 1).is_empty(), "a still runs");
+    assert_eq!(
+        finish(&mut l, 0),
+        ["ModuleRun:main:c:doStartup:OperatorStartup"]
+    );
+    assert_eq!(
+        finish(&mut l, 2),
+        ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+    // The next converge: started modules run without their startup.
+    l.step(Input::ConvergeDone { changed: false });
+    let event = "ReloadAllModules".to_string();
+    l.step(Input::ConvergeRequested {
+        event: event.clone(),
+    });
+    l.step(Input::ConvergeStarted {
+        event,
+        now: Instant::now(),
+    });
+    let tasks = l.step(Input::Enabled {
+        modules: vec![0, 1, 2],
+    });
+    let Some(Step::ParallelModuleRun { runs, .. }) = tasks.first().and_then(|t| t.step.clone())
+    else {
+        panic!("a parallel run: {tasks:?}");
+    };
+    assert!(runs.iter().all(|r| !r.do_startup), "{runs:?}");
+}
+
+#[test]
+fn a_failed_module_holds_back_the_next_order_but_not_its_siblings() {
+    let (mut l, now) = started_with([1, 1, 2], 4);
+    l.step(Input::Enabled {
+        modules: vec![0, 1, 2],
+    });
+    fail(&mut l, 0, now);
+    assert!(finish(&mut l, 1).is_empty(), "c waits for a");
+    assert_eq!(l.view(1).map(|v| v.state), Some("Ready"));
+    // c's turn has not come: a change of its values or a run queued before the
+    // converge does not run it.
+    let event = "KubeConfig-Changed-Modules".to_string();
+    assert!(l.step(Input::ValuesChanged { module: 2, event }).is_empty());
+    l.step(Input::RunStarted {
+        module: 2,
+        event: "Kubernetes-Change-ModuleValues".into(),
+    });
+    assert!(!l.may_run(2));
+    assert_eq!(l.view(2).map(|v| v.state), Some("Queued"));
+    // a's retry succeeds: c runs.
+    let tasks = names(l.step(Input::Tick {
+        now: now + Duration::from_secs(5),
+    }));
+    assert_eq!(tasks, ["ModuleRun:main:a:doStartup:OperatorStartup"]);
+    assert_eq!(
+        finish(&mut l, 0),
+        ["ModuleRun:main:c:doStartup:OperatorStartup"]
+    );
+    assert!(l.may_run(2));
+    assert_eq!(
+        finish(&mut l, 2),
+        ["ConvergeModules:main:AfterAll:OperatorStartup"]
+    );
+}
+
+#[test]
+fn parallelism_1_runs_a_module_run_each_and_still_one_order_at_a_time() {
+    let (mut l, _) = started_with([1, 1, 2], 1);
+    let tasks = names(l.step(Input::Enabled {
+        modules: vec![0, 1, 2],
+    }));
+    assert_eq!(
+        tasks,
+        [
+            "ModuleRun:main:a:doStartup:OperatorStartup",
+            "ModuleRun:main:b:doStartup:OperatorStartup"
+        ]
+    );
+    assert!(finish(&mut l, 0).is_empty());
+    assert_eq!(
+        finish(&mut l, 1),
+        ["ModuleRun:main:c:doStartup:OperatorStartup"]
+    );
+}
+
+#[test]
+fn a_converge_asked_for_while_an_order_is_held_back_starts_over() {
+    let (mut l, now) = started_with([1, 2, 3], 4);
+    l.step(Input::Enabled {
+        modules: vec![0, 1, 2],
+    });
+    fail(&mut l, 0, now);
+    let event = "KubeConfigChanged".to_string();
+    let tasks = names(l.step(Input::ConvergeRequested {
+        event: event.clone(),
+    }));
+    assert_eq!(tasks, ["ConvergeModules:main:BeforeAll:KubeConfigChanged"]);
+    l.step(Input::ConvergeStarted { event, now });
+    // a disabled now: b and c go on, one order after the other.
+    let tasks = names(l.step(Input::Enabled {
+        modules: vec![1, 2],
+    }));
+    assert_eq!(
+        tasks,
+        [
+            "ModuleDelete:main:a",
+            "ModuleRun:main:b:doStartup:KubeConfigChanged"
+        ]
+    );
+    assert_eq!(
+        finish(&mut l, 1),
+        ["ModuleRun:main:c:doStartup:KubeConfigChanged"]
     );
 }

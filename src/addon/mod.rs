@@ -27,6 +27,7 @@ mod hook_values;
 mod lifecycle;
 mod module_run;
 pub mod modules;
+mod parallel;
 pub mod post_render;
 mod resources;
 mod state;
@@ -194,7 +195,7 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     metrics.count_bindings(&hooks, &owners, &layout);
     let mut layout = layout;
-    let state = initial_state(&mut layout, kube_config)
+    let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let bound = Bound {
         layout,
@@ -364,7 +365,11 @@ impl Started {
 /// The engine's first state: every scope with its static values, schemas and the
 /// ConfigMap's section, each section checked against its config schema (a bad one
 /// stops startup in the bind step, as in flant).
-fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, String> {
+fn initial_state(
+    layout: &mut Layout,
+    config: KubeConfig,
+    parallelism: usize,
+) -> Result<State, String> {
     let schemas = std::mem::replace(&mut layout.global_schemas, Schemas::none());
     let mut global = Scope::new("global", layout.global_static.clone(), schemas);
     global.check_config(&config.global)?;
@@ -385,7 +390,10 @@ fn initial_state(layout: &mut Layout, config: KubeConfig) -> Result<State, Strin
         modules,
         config,
         dynamic: Default::default(),
-        lifecycle: Lifecycle::new(layout.modules.iter().map(|m| m.name.clone())),
+        lifecycle: Lifecycle::new(
+            layout.modules.iter().map(|m| (m.name.clone(), m.order)),
+            parallelism,
+        ),
         releases: Default::default(),
         listed: Default::default(),
     })

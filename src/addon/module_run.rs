@@ -93,7 +93,7 @@ impl AddonHandler {
             let mut st = self.shared.lock();
             let event = event.to_string();
             st.lifecycle.step(Input::RunStarted { module: m, event });
-            (st.lifecycle.is_enabled(m), st.lifecycle.is_started(m))
+            (st.lifecycle.may_run(m), st.lifecycle.is_started(m))
         };
         if !enabled {
             return Ok(Vec::new());

@@ -287,6 +287,7 @@ mod tests {
             resources_check_period: Duration::from_secs(270),
             monitor_qps: 5.0,
             monitor_burst: 10,
+            module_run_parallelism: 2,
             crd_extra_labels: String::new(),
             crd_filters: String::new(),
             ignored: Vec::new(),

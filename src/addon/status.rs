@@ -13,6 +13,7 @@ use std::sync::Arc;
 const CONVERGE_TASKS: &[&str] = &[
     "ConvergeModules:",
     "ModuleRun:",
+    "ParallelModuleRun:",
     "ModuleDelete:",
     "ModulePurge:",
     "EnableKubernetesBindings:",

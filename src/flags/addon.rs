@@ -93,6 +93,13 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
         "How often the resource monitor checks releases and their objects (plus 0-59 s from 1m up)."
     ),
     flag!(
+        "module-run-parallelism",
+        "ADDON_OPERATOR_MODULE_RUN_PARALLELISM",
+        "0",
+        Kind::Int,
+        "How many modules of one order run at once in a converge; 0: the number of CPUs (at least 2); 1: one at a time."
+    ),
+    flag!(
         "ha",
         "ADDON_OPERATOR_HA",
         "false",
@@ -216,6 +223,8 @@ pub struct AddonFlags {
     pub resources_check_period: Duration,
     pub monitor_qps: f32,
     pub monitor_burst: u32,
+    /// How many modules of one order run at once (`0` resolved: CPUs, at least 2).
+    pub module_run_parallelism: usize,
     /// `--crd-extra-labels` and `--crd-filters` as given (parsed by `crds.rs` at bind).
     pub crd_extra_labels: String,
     pub crd_filters: String,
@@ -243,6 +252,7 @@ pub fn addon_flags(v: &Values) -> AddonFlags {
         resources_check_period: v.duration("resources-check-period"),
         monitor_qps: v.num("helm-monitor-kube-client-qps"),
         monitor_burst: v.num("helm-monitor-kube-client-burst"),
+        module_run_parallelism: parallelism(v.num("module-run-parallelism")),
         crd_extra_labels: v.str("crd-extra-labels"),
         crd_filters: v.str("crd-filters"),
         ignored: NO_EFFECT
@@ -256,6 +266,17 @@ pub fn addon_flags(v: &Values) -> AddonFlags {
             })
             .map(|name| format!("--{name}={}", v.str(name)))
             .collect(),
+    }
+}
+
+/// `--module-run-parallelism`: as given, or for 0 the number of CPUs, at least 2.
+fn parallelism(given: usize) -> usize {
+    match given {
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .max(2),
+        n => n,
     }
 }
 
@@ -314,6 +335,10 @@ mod tests {
         assert_eq!(a.modules_dirs, vec![PathBuf::from("modules")]);
         assert_eq!(c.hooks_dir, PathBuf::from("global-hooks"));
         assert_eq!(a.unnumbered_order, 1);
+        assert!(a.module_run_parallelism >= 2, "CPUs, at least 2");
+        let c = config(&[("ADDON_OPERATOR_MODULE_RUN_PARALLELISM", "1")], &[]);
+        let a = c.addon.as_ref().expect("addon settings");
+        assert_eq!(a.module_run_parallelism, 1, "1 turns it off");
     }
 
     #[test]

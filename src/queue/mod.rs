@@ -19,6 +19,8 @@ pub enum TaskKind {
     /// addon-operator's tasks; what they do is in [`Task::step`].
     ConvergeModules,
     ModuleRun,
+    /// Modules of one order run side by side (flant's name).
+    ParallelModuleRun,
     ModuleDelete,
     ModulePurge,
 }
@@ -31,6 +33,7 @@ impl TaskKind {
             TaskKind::EnableKubernetesBindings => "EnableKubernetesBindings",
             TaskKind::ConvergeModules => "ConvergeModules",
             TaskKind::ModuleRun => "ModuleRun",
+            TaskKind::ParallelModuleRun => "ParallelModuleRun",
             TaskKind::ModuleDelete => "ModuleDelete",
             TaskKind::ModulePurge => "ModulePurge",
         }
@@ -50,10 +53,21 @@ pub enum Step {
         do_startup: bool,
         event: String,
     },
+    /// The runs of modules of one order, side by side (at most
+    /// `--module-run-parallelism` at once), each as a `ModuleRun` would.
+    ParallelModuleRun { runs: Vec<GroupRun>, event: String },
     /// helm uninstall, then afterDeleteHelm hooks.
     ModuleDelete { module: usize, name: String },
     /// helm uninstall of a release no module owns.
     ModulePurge { release: String },
+}
+
+/// One member of a `ParallelModuleRun`: what its `ModuleRun` would carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRun {
+    pub module: usize,
+    pub name: String,
+    pub do_startup: bool,
 }
 
 /// The phases of a converge: global beforeAll hooks, then the enabled state and the
@@ -127,6 +141,10 @@ impl Task {
         let (kind, name) = match &step {
             Step::Converge { .. } => (TaskKind::ConvergeModules, String::new()),
             Step::ModuleRun { name, .. } => (TaskKind::ModuleRun, name.clone()),
+            Step::ParallelModuleRun { runs, .. } => {
+                let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+                (TaskKind::ParallelModuleRun, names.join(","))
+            }
             Step::ModuleDelete { name, .. } => (TaskKind::ModuleDelete, name.clone()),
             Step::ModulePurge { release } => (TaskKind::ModulePurge, release.clone()),
         };
@@ -192,6 +210,9 @@ impl Task {
             } => {
                 let startup = if *do_startup { ":doStartup" } else { "" };
                 format!("{kind}:{queue}:{name}{startup}:{event}")
+            }
+            Step::ParallelModuleRun { event, .. } => {
+                format!("{kind}:{queue}:{}:{event}", self.hook_name)
             }
             Step::ModuleDelete { name, .. } => format!("{kind}:{queue}:{name}"),
             Step::ModulePurge { release } => format!("{kind}:{queue}:{release}"),
@@ -367,6 +388,19 @@ mod tests {
             name: "old".into(),
         });
         assert_eq!(delete.describe("main"), "ModuleDelete:main:old");
+        let run = |module: usize, name: &str| GroupRun {
+            module,
+            name: name.into(),
+            do_startup: module == 0,
+        };
+        let group = Task::step(Step::ParallelModuleRun {
+            runs: vec![run(0, "a"), run(1, "b")],
+            event: "OperatorStartup".into(),
+        });
+        assert_eq!(
+            group.describe("main"),
+            "ParallelModuleRun:main:a,b:OperatorStartup"
+        );
         assert_eq!(delete.kind, TaskKind::ModuleDelete);
     }
 

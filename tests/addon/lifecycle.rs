@@ -1,5 +1,6 @@
 //! The module lifecycle end to end (issue 29): a failing module never blocks its
-//! own fix nor another module's change, disabling it takes effect at once,
+//! own fix nor the change of another module of its order (the next order waits
+//! for it, see `parallel.rs`), disabling it takes effect at once,
 //! releases of modules disabled while the operator was down are deleted at start,
 //! and a binding with `waitForSynchronization: false` on its own queue does not
 //! hold back the module's helm run.
@@ -58,10 +59,11 @@ fn a_failing_module_gets_its_fix_at_once_and_never_delays_another_module() {
         "modules/values.yaml".into(),
         "strictEnabled: true\notherEnabled: true\n".into(),
     ));
-    layout.extend(chart("modules/002-other", "other", "other"));
+    // Of strict's order: the next order would wait for strict (`parallel.rs`).
+    layout.extend(chart("modules/001-other", "other", "other"));
     let addon = Addon::start(&refs(&layout), Some(json!({})), 4);
     addon.wait_log(&["module run failed", "strict", "x is required"], LONG);
-    // The other module runs although strict failed before it.
+    // The other module of its order runs although strict failed.
     addon.wait_object("ConfigMap", "other", |o| o.is_some());
     let failed = module_state(&addon, "strict");
     assert_eq!(failed["state"], "Failed", "{failed}");

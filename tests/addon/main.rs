@@ -15,6 +15,7 @@ mod lifecycle;
 mod metrics;
 mod newer;
 mod operator;
+mod parallel;
 mod production;
 mod reactions;
 mod restart;
