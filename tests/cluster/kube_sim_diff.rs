@@ -770,19 +770,17 @@ fn writes_the_operator_sends_match() {
     }
 
     // delete with propagationPolicy (as the patcher's Delete/DeleteInBackground/DeleteNonCascading)
-    for (name, policy) in [("del-bg", "Background")] {
-        p.same(
-            "POST",
-            cms,
-            JSON,
-            Some(&json!({"metadata": {"name": name}}).to_string()),
-        );
-        let body =
-            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy})
-                .to_string();
-        p.same("DELETE", &format!("{cms}/{name}"), JSON, Some(&body));
-        p.same("GET", &format!("{cms}/{name}"), JSON, None);
-    }
+    let (name, policy) = ("del-bg", "Background");
+    p.same(
+        "POST",
+        cms,
+        JSON,
+        Some(&json!({"metadata": {"name": name}}).to_string()),
+    );
+    let body = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy})
+        .to_string();
+    p.same("DELETE", &format!("{cms}/{name}"), JSON, Some(&body));
+    p.same("GET", &format!("{cms}/{name}"), JSON, None);
     // Kept difference: Foreground and Orphan leave the object with the
     // foregroundDeletion / orphan finalizer until the garbage collector removes it (this
     // control plane has none); kube-sim deletes at once, as a cluster with a running
