@@ -11,6 +11,9 @@ mod common;
 
 mod oracle;
 
+mod addon;
+mod addon_oracle;
+
 mod patcher;
 mod shell;
 mod webhooks;
