@@ -12,6 +12,7 @@ mod common;
 mod oracle;
 
 mod addon;
+mod addon_migration;
 mod addon_oracle;
 
 mod patcher;
