@@ -192,20 +192,39 @@ impl Helm {
         parse_checksum_value(&out).map_err(|e| format!("helm {what}: {e}"))
     }
 
+    /// `helm template <release> <chart> --namespace ns --values <file>` without our
+    /// post-renderer: the text flant's addon-operator v1.5.0 hashes (MD5) into
+    /// `_addonOperatorModuleChecksum`.
+    pub fn render_plain(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+    ) -> Result<String, String> {
+        let chart = path_arg(chart)?;
+        let values = path_arg(values_file)?;
+        let args = ["template", release, chart, "--values", values];
+        self.run(&format!("template {release}"), &args, true)
+    }
+
     /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
-    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<checksum>`.
+    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<flant_checksum>
+    /// --labels moduleChecksum=<checksum>`: the label carries our checksum (what we
+    /// decide on), the value flant's (the MD5 of [`Self::render_plain`]), so that
+    /// flant's operator taking the release back finds it up to date.
     pub fn upgrade(
         &self,
         release: &str,
         chart: &Path,
         values_file: &Path,
         checksum: &str,
+        flant_checksum: &str,
     ) -> Result<(), String> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let history = self.history_max.to_string();
         let timeout = go_duration(self.timeout);
-        let set = format!("{CHECKSUM_VALUE}={checksum}");
+        let set = format!("{CHECKSUM_VALUE}={flant_checksum}");
         let label = format!("{CHECKSUM_LABEL}={checksum}");
         let mut args = vec![
             "upgrade",
