@@ -1,6 +1,6 @@
 //! The addon-operator corpus beside flant's addon-operator v1.5.0 (the newest release
 //! the Go module proxy serves whole): global hooks (onStartup, beforeAll, afterAll,
-//! kubernetes, schedule), three modules with beforeHelm/afterHelm/afterDeleteHelm
+//! kubernetes, schedule: its first context), three modules with beforeHelm/afterHelm/afterDeleteHelm
 //! hooks, an `enabled` script, values patches from global and module hooks, OpenAPI
 //! config/values schemas with defaults, and a ConfigMap with global and module
 //! sections and `<module>Enabled`. Both run it in namespaces of their own on the same
@@ -112,6 +112,17 @@ pub fn corpus(ns: &str) -> Vec<(String, String)> {
                 ),
                 "",
             ),
+        ),
+        (
+            "global-hooks/schedule.sh".into(),
+            rec(
+                "g-sched",
+                "configVersion: v1\nschedule:\n- name: every-second\n  crontab: \"* * * * * *\"",
+                "",
+            )
+            // Only its first run is kept, apart (timing decides which step it falls in).
+            .replace("\"$OUT_DIR/runs.log\"", "\"$OUT_DIR/sched.log\"")
+            .replace("printf '%s {", "[ -s \"$OUT_DIR/sched.log\" ] || printf '%s {"),
         ),
         (
             "global-hooks/openapi/config-values.yaml".into(),
@@ -236,17 +247,15 @@ pub fn runs_since(op: &AddonOp, from: usize) -> BTreeMap<String, Vec<Value>> {
     map
 }
 
-/// Each release of `ns`: revision, status, values and the manifest's objects, without
-/// what [`ALLOWED`] names (the checksum value each operator computes its own way,
-/// `global.enabledModules`, the `heritage` label).
+/// Each release of `ns`: revision, status, values (with the checksum value
+/// `_addonOperatorModuleChecksum`, which ours writes as flant's v1.5.0 does) and the
+/// manifest's objects, without what [`ALLOWED`] names (`global.enabledModules`, the
+/// `heritage` label).
 pub fn release_state(ns: &str) -> BTreeMap<String, Value> {
     releases(ns)
         .into_iter()
         .map(|(name, (revision, status))| {
             let (mut values, manifest) = release_content(ns, &name);
-            if let Some(v) = values.as_object_mut() {
-                v.remove("_addonOperatorModuleChecksum");
-            }
             if let Some(g) = values.get_mut("global").and_then(Value::as_object_mut) {
                 g.remove("enabledModules");
             }
@@ -405,6 +414,22 @@ fn the_same_modules_see_the_same_values_and_get_the_same_releases() {
             &release_state(&ours_ns),
         ));
         from = (flant.records().len(), ours.records().len());
+    }
+    let first_schedule = |op: &AddonOp| {
+        let text = std::fs::read_to_string(op.dir.0.join("out/sched.log")).unwrap_or_default();
+        let json = text.split_once(' ').map_or("null", |(_, j)| j.trim());
+        serde_json::from_str::<Value>(json).unwrap_or(Value::Null)["ctx"].clone()
+    };
+    let sched = first_schedule(&flant);
+    assert_eq!(
+        sched[0]["type"], "Schedule",
+        "flant's schedule hook ran: {sched}"
+    );
+    if sched != first_schedule(&ours) {
+        report.push(format!(
+            "the first schedule context:\n  flant: {sched}\n  ours:  {}",
+            first_schedule(&ours)
+        ));
     }
     let shapes = |op: &AddonOp| {
         op.metric_shapes("addon_operator_")
