@@ -19,12 +19,14 @@ test: control-plane flant
 control-plane:
 	scripts/install-control-plane.sh
 
-# flant's shell-operator from its Go module, the compatibility suite's oracle.
+# flant's shell-operator (v1.20.2) and addon-operator (v1.5.0) from their Go
+# modules, the compatibility suite's oracles.
 flant:
 	scripts/install-flant.sh
+	scripts/install-flant.sh addon-operator
 
-# Only the compatibility suite: flant's shell-operator and ours on the same hooks
-# and the same real API server (tests/compat).
+# Only the compatibility suite: flant's shell-operator and addon-operator beside
+# ours on the same hooks/modules and the same real API server (tests/compat).
 test-compat: control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
 

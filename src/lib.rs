@@ -30,6 +30,7 @@ pub(crate) mod latency_trace;
 pub mod leader;
 pub(crate) mod listen;
 pub mod log;
+pub(crate) mod md5;
 pub mod metrics;
 pub mod monitor;
 pub(crate) mod operator;

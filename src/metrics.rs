@@ -32,8 +32,9 @@ pub const KUBE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
-/// addon-operator's kube_* metrics carry the hook's module ("" for global hooks).
-const ADDON_KUBE_LABELS: &[&str] = &["module", "hook", "binding", "queue"];
+/// addon-operator's kube_* metrics carry the hook's module ("" for global hooks)
+/// and the binding's `kind`, as flant's do.
+const ADDON_KUBE_LABELS: &[&str] = &["module", "hook", "binding", "queue", "kind"];
 /// Buckets of the queue action histogram (flant's).
 const QUEUE_ACTION_BUCKETS: &[f64] = &[
     0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
@@ -300,16 +301,18 @@ impl Metrics {
     }
 
     /// The label values of a kubernetes binding's kube_* series: `[hook, binding,
-    /// queue]`, with the hook's module first for addon-operator.
+    /// queue]`; for addon-operator `[module, hook, binding, queue, kind]`.
     pub fn kube_labels(
         &self,
         hook: usize,
         hook_name: &str,
         binding: &str,
         queue: &str,
+        kind: &str,
     ) -> Vec<String> {
-        let mut labels = Vec::with_capacity(4);
-        if let Some(modules) = self.hook_modules.get() {
+        let mut labels = Vec::with_capacity(5);
+        let modules = self.hook_modules.get();
+        if let Some(modules) = modules {
             labels.push(modules.get(hook).cloned().unwrap_or_default());
         }
         labels.extend([
@@ -317,6 +320,9 @@ impl Metrics {
             binding.to_string(),
             queue.to_string(),
         ]);
+        if modules.is_some() {
+            labels.push(kind.to_string());
+        }
         labels
     }
 

@@ -192,20 +192,39 @@ impl Helm {
         parse_checksum_value(&out).map_err(|e| format!("helm {what}: {e}"))
     }
 
+    /// `helm template <release> <chart> --namespace ns --values <file>` without our
+    /// post-renderer: the text flant's addon-operator v1.5.0 hashes (MD5) into
+    /// `_addonOperatorModuleChecksum`.
+    pub fn render_plain(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+    ) -> Result<String, String> {
+        let chart = path_arg(chart)?;
+        let values = path_arg(values_file)?;
+        let args = ["template", release, chart, "--values", values];
+        self.run(&format!("template {release}"), &args, true)
+    }
+
     /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
-    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<checksum>`.
+    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<flant_checksum>
+    /// --labels moduleChecksum=<checksum>`: the label carries our checksum (what we
+    /// decide on), the value flant's (the MD5 of [`Self::render_plain`]), so that
+    /// flant's operator taking the release back finds it up to date.
     pub fn upgrade(
         &self,
         release: &str,
         chart: &Path,
         values_file: &Path,
         checksum: &str,
+        flant_checksum: &str,
     ) -> Result<(), String> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let history = self.history_max.to_string();
         let timeout = go_duration(self.timeout);
-        let set = format!("{CHECKSUM_VALUE}={checksum}");
+        let set = format!("{CHECKSUM_VALUE}={flant_checksum}");
         let label = format!("{CHECKSUM_LABEL}={checksum}");
         let mut args = vec![
             "upgrade",
@@ -455,7 +474,9 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
 
 /// Whether two manifest streams hold the same objects, whatever their order, comments
 /// and formatting; helm hooks (`helm.sh/hook` annotation), which `helm template`
-/// prints but a release's manifest does not hold, are left out of both.
+/// prints but a release's manifest does not hold, are left out of both, and so is
+/// our post-renderer's `heritage: addon-operator` label (a release installed by
+/// flant's v1.5.0 lacks it; that alone is no reason for a new revision).
 pub fn same_objects(a: &str, b: &str) -> Result<bool, String> {
     Ok(object_docs(a)? == object_docs(b)?)
 }
@@ -464,8 +485,9 @@ fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
     use serde::Deserialize;
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
-        let value = serde_json::Value::deserialize(doc)
+        let mut value = serde_json::Value::deserialize(doc)
             .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
+        without_our_heritage(&mut value);
         let hook = &value["metadata"]["annotations"]["helm.sh/hook"];
         if value.is_null() || !hook.is_null() {
             continue;
@@ -474,6 +496,27 @@ fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
     }
     docs.sort();
     Ok(docs)
+}
+
+/// Removes `heritage: addon-operator` (what our post-renderer writes) from the labels
+/// of `value` and of the items of a List, and the labels map if that empties it.
+fn without_our_heritage(value: &mut serde_json::Value) {
+    if let Some(items) = value.get_mut("items").and_then(|i| i.as_array_mut()) {
+        items.iter_mut().for_each(without_our_heritage);
+    }
+    let (key, ours) = crate::addon::post_render::HERITAGE;
+    let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+        return;
+    };
+    let Some(labels) = meta.get_mut("labels").and_then(|l| l.as_object_mut()) else {
+        return;
+    };
+    if labels.get(key).and_then(|v| v.as_str()) == Some(ours) {
+        labels.remove(key);
+        if labels.is_empty() {
+            meta.remove("labels");
+        }
+    }
 }
 
 /// Adds `value` (an object or a List of objects) to `out`; `at` names it in errors.

@@ -234,7 +234,13 @@ impl AddonHandler {
         match reason {
             Some(reason) => {
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
-                let upgrade = || helm.upgrade(name, chart, file, &checksum);
+                let upgrade = || {
+                    // flant's checksum: the MD5 of the plain `helm template` output
+                    // with the surrounding white space trimmed (as v1.5.0 reads it).
+                    let plain = helm.render_plain(name, chart, file)?;
+                    let flant_checksum = crate::md5::md5_hex(plain.trim().as_bytes());
+                    helm.upgrade(name, chart, file, &checksum, &flant_checksum)
+                };
                 let result = metrics.helm_op(name, event, "upgrade", upgrade);
                 // Even a failed upgrade may have written objects.
                 self.shared.lock().listed.clear();

@@ -305,7 +305,7 @@ impl Monitor {
             events: b.execute_hook_on_event.clone(),
             labels: self
                 .metrics
-                .kube_labels(hi, &hook.name, &b.name, &b.queue)
+                .kube_labels(hi, &hook.name, &b.name, &b.queue, &b.kind)
                 .into(),
             counted: !hook.is_internal(),
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),

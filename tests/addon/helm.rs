@@ -110,12 +110,16 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         Some("release absent")
     );
 
-    w.helm.upgrade("greeter", &chart, &values, &sum1).unwrap();
+    // The value `_addonOperatorModuleChecksum` holds flant's checksum (the MD5 of
+    // the plain render), which is what `helm get values` reads back.
+    w.helm
+        .upgrade("greeter", &chart, &values, &sum1, "flant-1")
+        .unwrap();
     let last = w.helm.last_release("greeter").unwrap();
     let expected = Release {
         revision: 1,
         status: "deployed".into(),
-        checksum: Some(sum1.clone()),
+        checksum: Some("flant-1".into()),
     };
     assert_eq!(last.as_ref(), Some(&expected));
     let obj = w
@@ -141,10 +145,12 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         w.reason(last.as_ref(), &sum2, &manifest2).as_deref(),
         Some("rendered objects changed")
     );
-    w.helm.upgrade("greeter", &chart, &values2, &sum2).unwrap();
+    w.helm
+        .upgrade("greeter", &chart, &values2, &sum2, "flant-2")
+        .unwrap();
     let last = w.helm.last_release("greeter").unwrap().expect("release");
     assert_eq!((last.revision, last.status.as_str()), (2, "deployed"));
-    assert_eq!(last.checksum.as_deref(), Some(sum2.as_str()));
+    assert_eq!(last.checksum.as_deref(), Some("flant-2"));
     let obj = w
         .sim
         .get("v1", "ConfigMap", NS, "greeter-cm")
@@ -168,7 +174,10 @@ fn render_error_carries_stderr(bin: PathBuf, major: u32) {
     let e = w.helm.render("broken", &chart, &values).unwrap_err();
     assert!(e.contains("broken-chart needs .Values.mustSet"), "{e}");
     assert!(e.contains("helm template broken"), "{e}");
-    let e = w.helm.upgrade("broken", &chart, &values, "x").unwrap_err();
+    let e = w
+        .helm
+        .upgrade("broken", &chart, &values, "x", "y")
+        .unwrap_err();
     assert!(e.contains("broken-chart needs .Values.mustSet"), "{e}");
     assert_eq!(w.helm.last_release("broken").unwrap(), None);
 
@@ -197,7 +206,7 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
     w.sim.fail_matching(&format!("POST {collection}"), 1, 422);
     let e = w
         .helm
-        .upgrade("greeter", &chart, &values, &sum)
+        .upgrade("greeter", &chart, &values, &sum, "f")
         .unwrap_err();
     assert!(
         e.contains("helm upgrade greeter") && e.contains("exit status 1"),
@@ -223,7 +232,9 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
         Some("status failed")
     );
 
-    w.helm.upgrade("greeter", &chart, &values, &sum).unwrap();
+    w.helm
+        .upgrade("greeter", &chart, &values, &sum, "f")
+        .unwrap();
     let last = w.helm.last_release("greeter").unwrap().expect("release");
     assert_eq!((last.revision, last.status.as_str()), (2, "deployed"));
     assert_eq!(w.reason(Some(&last), &sum, &manifest), None);

@@ -107,7 +107,7 @@ fn every_metric_name_and_debug_command_answers() {
         "tasks_queue_length{queue=\"main\"}",
         "live_ticks ",
         "modules_absent_resources_total{module=\"m\",resource=\"addons/ConfigMap/m\"}",
-        "kube_snapshot_objects{binding=\"cms\",hook=\"g\",module=\"\",queue=\"main\"}",
+        "kube_snapshot_objects{binding=\"cms\",hook=\"g\",kind=\"ConfigMap\",module=\"\",queue=\"main\"}",
         "kube_snapshot_bytes{",
         "kube_jq_filter_duration_seconds_bucket{",
         "kube_event_duration_seconds_bucket{",

@@ -148,10 +148,10 @@ fi"#,
             &format!("addon_operator_kube_snapshot_objects{{{labels}}} "),
         )
     };
-    let mk = r#"binding="pods",hook="001-mk/hooks/h",module="mk",queue="main""#;
+    let mk = r#"binding="pods",hook="001-mk/hooks/h",kind="Pod",module="mk",queue="main""#;
     assert_eq!(series(mk), Some(2.0), "{body}");
     assert_eq!(
-        series(r#"binding="cms",hook="g",module="",queue="main""#),
+        series(r#"binding="cms",hook="g",kind="ConfigMap",module="",queue="main""#),
         Some(1.0),
         "{body}"
     );

@@ -11,6 +11,10 @@ mod common;
 
 mod oracle;
 
+mod addon;
+mod addon_migration;
+mod addon_oracle;
+
 mod patcher;
 mod shell;
 mod webhooks;

@@ -247,6 +247,20 @@ mod tests {
         );
     }
 
+    /// flant's lifecycle contexts (beforeAll … afterDeleteHelm) always carry
+    /// `snapshots`, `{}` for a hook without kubernetes bindings (found by the
+    /// compatibility suite against flant's addon-operator v1.5.0).
+    #[test]
+    fn lifecycle_contexts_carry_snapshots_even_when_empty() {
+        for t in [BindingType::BeforeAll, BindingType::AfterDeleteHelm] {
+            let ctx = BindingContext::lifecycle(t, vec![]);
+            assert_eq!(
+                text(&ctx, &Snapshots::default()),
+                format!(r#"{{"binding":"{}","snapshots":{{}}}}"#, t.as_str())
+            );
+        }
+    }
+
     #[test]
     fn group_wins_over_event_and_schedule() {
         let ev = kube(

@@ -44,7 +44,9 @@ enum Part<'a> {
 fn write_v1(w: &mut dyn Write, ctx: &BindingContext, snapshots: &Snapshots) -> io::Result<()> {
     let mut parts: Vec<(&str, Part)> = vec![("binding", Part::Str(&ctx.binding))];
     if ctx.binding_type != BindingType::OnStartup {
-        if !ctx.snapshot_names.is_empty() {
+        // addon-operator's lifecycle contexts always carry `snapshots` (`{}` when
+        // the hook has no kubernetes bindings), as flant's do.
+        if !ctx.snapshot_names.is_empty() || matches!(ctx.payload, Payload::Lifecycle) {
             parts.push(("snapshots", Part::Snapshots(&ctx.snapshot_names, snapshots)));
         }
         payload_parts(ctx, snapshots, &mut parts);
