@@ -11,6 +11,7 @@ mod common;
 
 mod oracle;
 
+mod mutating;
 mod patcher;
 mod shell;
 mod webhooks;
