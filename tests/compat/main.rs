@@ -14,4 +14,5 @@ mod oracle;
 mod mutating;
 mod patcher;
 mod shell;
+mod v0;
 mod webhooks;
