@@ -11,8 +11,10 @@ mod common;
 
 mod oracle;
 
+mod burst;
 mod mutating;
 mod patcher;
+mod queues;
 mod shell;
 mod v0;
 mod webhooks;

@@ -61,11 +61,15 @@ pub fn flant_shell_operator() -> PathBuf {
 }
 
 /// A hook that prints `config` for `--config` and otherwise records its binding
-/// context and the names of its environment variables under `tag`.
+/// context and the names of its environment variables under `tag`. The context line
+/// is appended with one write (`cat` of a file of its own), so hooks running at once
+/// in different queues never interleave their lines (printf writes a long line in
+/// pieces).
 pub fn recorder(tag: &str, config: &str) -> String {
     format!(
         "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\ncat <<'CONFIG'\n{config}\nCONFIG\nexit 0\nfi\n\
-         printf '%s %s\\n' '{tag}' \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" >> \"$OUT_DIR/runs.log\"\n\
+         printf '%s %s\\n' '{tag}' \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" > \"$OUT_DIR/.run.$$\"\n\
+         cat \"$OUT_DIR/.run.$$\" >> \"$OUT_DIR/runs.log\" && rm -f \"$OUT_DIR/.run.$$\"\n\
          printf '%s %s\\n' '{tag}' \"$(env | grep -E '^[A-Za-z_][A-Za-z0-9_]*=' | cut -d= -f1 | sort | tr '\\n' ' ')\" >> \"$OUT_DIR/env.log\"\n"
     )
 }
