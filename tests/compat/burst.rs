@@ -73,11 +73,11 @@ fn patch_all(ns: &str, value: &str) {
 
 /// What one operator did with the burst.
 #[derive(Debug)]
-pub struct BurstFigures {
-    pub runs: usize,
-    pub contexts: usize,
-    pub largest: usize,
-    pub ms: u128,
+struct BurstFigures {
+    runs: usize,
+    contexts: usize,
+    largest: usize,
+    ms: u128,
 }
 
 fn lines(dir: &Path, file: &str) -> Vec<String> {
@@ -153,8 +153,11 @@ fn a_burst_of_patches_is_combined_into_few_runs_as_in_flant() {
     });
     let flant = run_burst(&flant_shell_operator(), &ns, "f");
     let ours = run_burst(Path::new(crate::common::binary()), &ns, "o");
-    eprintln!("burst of {OBJECTS}: flant {flant:?}, ours {ours:?}");
     for (who, f) in [("flant", &flant), ("ours", &ours)] {
+        eprintln!(
+            "burst of {OBJECTS}, {who}: {} ms until all seen, {} runs, {} contexts, largest run {}",
+            f.ms, f.runs, f.contexts, f.largest
+        );
         assert_eq!(f.contexts, OBJECTS, "{who}: one context per change: {f:?}");
         assert!(
             f.runs * 10 <= OBJECTS && f.largest > 1,
