@@ -63,8 +63,8 @@ pub fn flant_shell_operator() -> PathBuf {
 /// A hook that prints `config` for `--config` and otherwise records its binding
 /// context and the names of its environment variables under `tag`. The context line
 /// is appended with one write (`cat` of a file of its own), so hooks running at once
-/// in different queues never interleave their lines (printf writes a long line in
-/// pieces).
+/// in different queues never interleave their lines (dash's printf writes the tag,
+/// the context and the newline with three writes; strace shows it).
 pub fn recorder(tag: &str, config: &str) -> String {
     format!(
         "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\ncat <<'CONFIG'\n{config}\nCONFIG\nexit 0\nfi\n\
