@@ -25,14 +25,15 @@ const FILLER: usize = 2000;
 const SENDERS: usize = 4;
 
 /// The bench's hook: every object name it was handed, plus one line per run with the
-/// number of contexts.
+/// number of contexts and one with the run's start and end (ns).
 fn hook(ns: &str) -> String {
     format!(
         "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\nconfigVersion: v1\nkubernetes:\n\
          - name: cms\n  kind: ConfigMap\n  namespace:\n    nameSelector:\n      matchNames: [{ns}]\n\
-         EOF\nexit 0\nfi\n\
+         EOF\nexit 0\nfi\nt0=$(date +%s%N)\n\
          jq -r '.[] | (.object.metadata.name // empty), (.objects[]?.object.metadata.name)' \"$BINDING_CONTEXT_PATH\" >> \"$OUT_DIR/seen\"\n\
-         jq length \"$BINDING_CONTEXT_PATH\" >> \"$OUT_DIR/batches\"\n"
+         jq length \"$BINDING_CONTEXT_PATH\" >> \"$OUT_DIR/batches\"\n\
+         echo \"$t0 $(date +%s%N)\" >> \"$OUT_DIR/times\"\n"
     )
 }
 
@@ -131,6 +132,23 @@ fn run_burst(program: &Path, ns: &str, value: &str) -> BurstFigures {
         .filter_map(|l| l.trim().parse().ok())
         .collect();
     eprintln!("contexts per run: {batches:?}");
+    let times: Vec<(u128, u128)> = lines(&out, "times")[before.1..]
+        .iter()
+        .filter_map(|l| {
+            let (a, b) = l.split_once(' ')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect();
+    let in_hooks: u128 = times.iter().map(|(a, b)| b.saturating_sub(*a)).sum();
+    let between: u128 = times
+        .windows(2)
+        .map(|w| w[1].0.saturating_sub(w[0].1))
+        .sum();
+    eprintln!(
+        "inside the hook processes {} ms, between runs {} ms",
+        in_hooks / 1_000_000,
+        between / 1_000_000
+    );
     stop(&mut op, "the operator");
     BurstFigures {
         runs: batches.len(),
