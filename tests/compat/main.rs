@@ -14,7 +14,10 @@ mod oracle;
 mod addon;
 mod addon_migration;
 mod addon_oracle;
-
+mod burst;
+mod mutating;
 mod patcher;
+mod queues;
 mod shell;
+mod v0;
 mod webhooks;

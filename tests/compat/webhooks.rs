@@ -37,7 +37,7 @@ fi
 }
 
 /// The flags of an operator serving `ep` under configuration name `name`.
-fn flags(cp: &ControlPlane, ns: &str, ep: &WebhookEndpoint, name: &str) -> Vec<String> {
+pub(crate) fn flags(cp: &ControlPlane, ns: &str, ep: &WebhookEndpoint, name: &str) -> Vec<String> {
     let mut args = vec![
         "--kube-config".to_string(),
         cp.admin_kubeconfig().display().to_string(),
@@ -50,7 +50,7 @@ fn flags(cp: &ControlPlane, ns: &str, ep: &WebhookEndpoint, name: &str) -> Vec<S
     args
 }
 
-fn strs(v: &[String]) -> Vec<&str> {
+pub(crate) fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
@@ -71,7 +71,7 @@ fn create(cp: &ControlPlane, ns: &str, name: &str, literal: &str) -> (bool, Stri
 
 /// Waits until the API server sends dry-run reviews to every operator in `ops`
 /// (it learns of new configurations through informers).
-fn wait_called(cp: &ControlPlane, ns: &str, ops: &[&Operator]) {
+pub(crate) fn wait_called(cp: &ControlPlane, ns: &str, ops: &[&Operator]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let _ = cp.kubectl(&["-n", ns, "create", "configmap", "probe", "--dry-run=server"]);
@@ -88,7 +88,7 @@ fn wait_called(cp: &ControlPlane, ns: &str, ops: &[&Operator]) {
 
 /// The reviews `op`'s hook received, dry runs or real requests. The request's uid
 /// is the API server's per call (each webhook gets its own), so it is blanked.
-fn reviews(op: &Operator, dry_run: bool) -> Vec<Value> {
+pub(crate) fn reviews(op: &Operator, dry_run: bool) -> Vec<Value> {
     op.runs()
         .into_iter()
         .flat_map(|(_, c)| c.as_array().cloned().unwrap_or_default())
