@@ -20,12 +20,13 @@
 //! - **drain**: after the child exited its pipes are read for at most
 //!   [`OUTPUT_DRAIN`] more, since a daemonised grandchild may hold them open forever;
 //! - **reaping**: the exit status and rusage come from the registry (`wait4` on the
-//!   pid, or the reaper as PID 1).
+//!   pid, or the reaper as PID 1); a pidfd in the same poll(2) says when to look,
+//!   so an exit is seen at once, even while a grandchild holds the pipes.
 
 use super::{Exit, ExitStatus, Running, kill_group, shutdown_flag, shutdown_grace, spawn};
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +35,8 @@ use std::time::{Duration, Instant};
 /// How long to keep reading after the child exited (a daemonised grandchild may
 /// hold the pipes open forever).
 pub(crate) const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
-/// Longest poll(2) wait, so an exit is noticed while a grandchild holds a pipe.
+/// Longest poll(2) wait: how often the stop flag is looked at (and, without a
+/// pidfd, how soon an exit is noticed while a grandchild holds a pipe).
 const TICK: Duration = Duration::from_millis(100);
 /// Longest sleep between exit checks once both pipes are closed.
 const MAX_PAUSE: Duration = Duration::from_millis(5);
@@ -102,13 +104,27 @@ pub(crate) fn run(cmd: &mut Command, rules: &Rules, sink: &mut dyn Sink) -> std:
         child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
         child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
     ];
-    Ok(Pump::new(running, pipes, rules).until_end(sink))
+    let exit_fd = pidfd(running.pid);
+    Ok(Pump::new(running, pipes, exit_fd, rules).until_end(sink))
+}
+
+/// A file descriptor that poll(2) reports readable once `pid` has exited
+/// (`pidfd_open`, Linux 5.3); `None` where the kernel refuses it, and then the exit
+/// is found by polling `wait4` instead.
+fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the descriptor was just returned to us and is owned by nothing else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// One run's state while its pipes are read.
 struct Pump<'r> {
     running: Running,
     pipes: [Option<File>; 2],
+    /// Readable once the child has exited; dropped once it has said so.
+    exit_fd: Option<OwnedFd>,
     rules: &'r Rules,
     deadline: Option<Instant>,
     exit: Option<Exit>,
@@ -120,10 +136,16 @@ struct Pump<'r> {
 }
 
 impl<'r> Pump<'r> {
-    fn new(running: Running, pipes: [Option<File>; 2], rules: &'r Rules) -> Pump<'r> {
+    fn new(
+        running: Running,
+        pipes: [Option<File>; 2],
+        exit_fd: Option<OwnedFd>,
+        rules: &'r Rules,
+    ) -> Pump<'r> {
         Pump {
             running,
             pipes,
+            exit_fd,
             rules,
             deadline: rules.timeout.map(|t| Instant::now() + t),
             exit: None,
@@ -136,7 +158,8 @@ impl<'r> Pump<'r> {
 
     fn until_end(mut self, sink: &mut dyn Sink) -> Ended {
         let mut buf = [0u8; 8192];
-        // Once both pipes closed the exit is near: check quickly, then back off.
+        // Without a pidfd, once both pipes closed the exit is near: check quickly,
+        // then back off.
         let mut pause = Duration::from_micros(50);
         let exit = loop {
             let now = Instant::now();
@@ -154,8 +177,10 @@ impl<'r> Pump<'r> {
             }
             if self.exit.is_none() {
                 self.enforce(now);
+            } else {
+                self.exit_fd = None;
             }
-            if open {
+            if open || self.exit_fd.is_some() {
                 self.read_ready(now, &mut buf, sink);
             } else {
                 std::thread::sleep(pause);
@@ -190,18 +215,28 @@ impl<'r> Pump<'r> {
         }
     }
 
-    /// One poll(2) on the open pipes, then a read from each ready one.
+    /// One poll(2) on the open pipes and the exit descriptor, then a read from
+    /// each ready pipe.
     fn read_ready(&mut self, now: Instant, buf: &mut [u8], sink: &mut dyn Sink) {
-        let mut fds = self.pipes.each_ref().map(|p| libc::pollfd {
-            fd: p.as_ref().map_or(-1, |p| p.as_raw_fd()),
+        let fd_of = |fd: Option<i32>| libc::pollfd {
+            fd: fd.unwrap_or(-1),
             events: libc::POLLIN,
             revents: 0,
-        });
+        };
+        let mut fds = [
+            fd_of(self.pipes[0].as_ref().map(|p| p.as_raw_fd())),
+            fd_of(self.pipes[1].as_ref().map(|p| p.as_raw_fd())),
+            fd_of(self.exit_fd.as_ref().map(|f| f.as_raw_fd())),
+        ];
         let wait = self.poll_wait(now);
         // SAFETY: `fds` is a valid array of pollfd for its length; negative fds are ignored.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
         if ready <= 0 {
             return;
+        }
+        if fds[2].revents != 0 {
+            // Exited: `try_exit` has it now (or, as PID 1, once the reaper sent it).
+            self.exit_fd = None;
         }
         for (i, stream) in STREAMS.into_iter().enumerate() {
             if fds[i].revents == 0 {
