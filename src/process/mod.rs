@@ -243,6 +243,11 @@ fn shutdown_grace() -> Duration {
 
 /// Shutdown: SIGTERM to every running child's group, SIGKILL to those still alive
 /// after `grace`. Returns once all have exited or been killed.
+///
+/// Once the stop flag is set each child's runner (`run.rs`) sends those signals
+/// itself, so a child gets one SIGTERM, and one that starts later is stopped too:
+/// then this only waits for them, with a second's margin, and kills what is left.
+/// Without the flag (leadership lost) the signals are sent from here.
 pub fn terminate_all(grace: Duration) {
     let pids: Vec<i32> = registry().running.keys().copied().collect();
     if pids.is_empty() {
@@ -252,20 +257,25 @@ pub fn terminate_all(grace: Duration) {
         "stopping running hooks",
         &[("count", &pids.len().to_string())],
     );
-    pids.iter().for_each(|p| kill_group(*p, libc::SIGTERM));
-    let deadline = Instant::now() + grace;
+    let runners_stop = shutdown_requested();
+    let mut deadline = Instant::now() + grace;
+    if runners_stop {
+        deadline += Duration::from_secs(1);
+    } else {
+        pids.iter().for_each(|p| kill_group(*p, libc::SIGTERM));
+    }
     while Instant::now() < deadline && !registry().running.is_empty() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let left: Vec<i32> = registry().running.keys().copied().collect();
     for pid in left {
-        crate::log::warn(
-            "hook did not stop within the grace period: killed",
-            &[("pid", &pid.to_string())],
-        );
+        crate::log::warn(GRACE_KILLED, &[("pid", &pid.to_string())]);
         kill_group(pid, libc::SIGKILL);
     }
 }
+
+/// Logged when a child is killed at the end of the shutdown grace period.
+pub(crate) const GRACE_KILLED: &str = "hook did not stop within the grace period: killed";
 
 fn reap_forever(woken: Receiver<()>) {
     loop {

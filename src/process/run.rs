@@ -105,7 +105,9 @@ pub(crate) fn run(cmd: &mut Command, rules: &Rules, sink: &mut dyn Sink) -> std:
         child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
     ];
     let exit_fd = pidfd(running.pid);
-    Ok(Pump::new(running, pipes, exit_fd, rules).until_end(sink))
+    let mut pump = Pump::new(running, pipes, exit_fd, rules);
+    pump.program = cmd.get_program().to_string_lossy().into_owned();
+    Ok(pump.until_end(sink))
 }
 
 /// A file descriptor that poll(2) reports readable once `pid` has exited
@@ -125,6 +127,8 @@ struct Pump<'r> {
     pipes: [Option<File>; 2],
     /// Readable once the child has exited; dropped once it has said so.
     exit_fd: Option<OwnedFd>,
+    /// The command, for the log line when the grace period ends.
+    program: String,
     rules: &'r Rules,
     deadline: Option<Instant>,
     exit: Option<Exit>,
@@ -146,6 +150,7 @@ impl<'r> Pump<'r> {
             running,
             pipes,
             exit_fd,
+            program: String::new(),
             rules,
             deadline: rules.timeout.map(|t| Instant::now() + t),
             exit: None,
@@ -208,6 +213,12 @@ impl<'r> Pump<'r> {
                 self.stopping = Some(now);
             }
             Some(since) if !self.stop_killed && now >= since + self.rules.grace => {
+                let pid_text = pid.to_string();
+                let fields = [
+                    ("pid", pid_text.as_str()),
+                    ("command", self.program.as_str()),
+                ];
+                crate::log::warn(super::GRACE_KILLED, &fields);
                 kill_group(pid, libc::SIGKILL);
                 self.stop_killed = true;
             }
