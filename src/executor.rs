@@ -4,24 +4,25 @@
 //! 0700 tmp dir), creates the empty output files hooks write to (metrics, object
 //! patches, admission and conversion responses), and execs the hook directly (never
 //! through a shell) with no arguments, in the hook's own directory, with the operator's
-//! environment plus the `*_PATH` variables. Output lines are logged as they arrive;
-//! the exit status and rusage come from the reaper (`process.rs`). Queue threads and
-//! webhook handler threads call [`Executor::run`]; it blocks until the hook ends.
+//! environment plus the `*_PATH` variables. The run itself is the one runner's
+//! (`process/run.rs`: process group, timeout, shutdown, drain, reaping, the same
+//! rules as for helm), with the log sink (`pipes.rs`): output lines are logged as
+//! they arrive and the end of stderr is kept. Queue threads and webhook handler
+//! threads call [`Executor::run`]; it blocks until the hook ends.
 //!
 //! Creating a file changes its directory, which on a disk-backed tmp dir can wait
 //! for the file system's journal; so once a hook has run, the empty files for its
 //! next run are made right away (its "spare" set), and the next event only fills in
 //! the binding context (docs/threads.md, "Where an event's time goes").
 
-use crate::log::HookOutput;
-use crate::pipes::{self, ReadFd, Stream};
-use crate::process::{self, ExitStatus, Usage};
+use crate::pipes::LogSink;
+use crate::process::{self, ExitStatus, Rules, Usage};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -120,8 +121,6 @@ impl RunResult {
     }
 }
 
-const STDERR_KEPT: usize = 64 * 1024;
-
 /// Most an output file (`$METRICS_PATH`, `$KUBERNETES_PATCH_PATH`, the webhook
 /// responses, addon-operator's values patches) may hold: 64 MiB. A bigger one fails
 /// the run unread (a symlink to a huge file must not fill the operator's memory).
@@ -186,6 +185,20 @@ impl Executor {
         labels: &RunLabels,
         extra: &[ExtraFile],
     ) -> std::io::Result<RunResult> {
+        let rules = Rules::new(self.timeout);
+        self.run_under(path, context, labels, extra, &rules)
+    }
+
+    /// [`run_with`](Self::run_with) under the runner's `rules` (the executor's
+    /// timeout and the operator's shutdown flag, or a test's own).
+    pub(crate) fn run_under(
+        &self,
+        path: &Path,
+        context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+        labels: &RunLabels,
+        extra: &[ExtraFile],
+        rules: &Rules,
+    ) -> std::io::Result<RunResult> {
         let files = self.files_for(&labels.hook, extra, context)?;
         for (file, p) in extra.iter().zip(&files.paths[5..]) {
             let mut f = create_new(p)?;
@@ -196,9 +209,6 @@ impl Executor {
         let mut cmd = Command::new(path);
         crate::builtin_jq::apply(&mut cmd);
         cmd.current_dir(path.parent().unwrap_or(Path::new("/")))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .env("BINDING_CONTEXT_PATH", &files.paths[0])
             .env("METRICS_PATH", &files.paths[1])
             .env("KUBERNETES_PATCH_PATH", &files.paths[2])
@@ -208,10 +218,6 @@ impl Executor {
         for (file, p) in extra.iter().zip(&files.paths[5..]) {
             cmd.env(file.env, p);
         }
-        let started = Instant::now();
-        crate::latency_trace::mark(crate::latency_trace::Stage::FilesWritten);
-        let (running, mut child) = process::spawn(&mut cmd)?;
-        crate::latency_trace::spawned();
         let fields = [
             ("hook", labels.hook.as_str()),
             ("binding", labels.binding.as_str()),
@@ -219,28 +225,17 @@ impl Executor {
             ("task", labels.task.as_str()),
             ("event", labels.event.as_str()),
         ];
-        let mut stdout_log = HookOutput::new(&fields, "stdout");
-        let mut stderr_log = HookOutput::new(&fields, "stderr");
-        let mut stderr = Vec::new();
-        let pipes: [Option<Box<dyn ReadFd>>; 2] = [
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>),
-        ];
-        let exit = pipes::pump(&running, pipes, self.timeout, |stream, line| match stream {
-            Stream::Stdout => stdout_log.line(line),
-            Stream::Stderr => {
-                stderr_log.line(line);
-                keep_tail(&mut stderr, line);
-            }
-        });
-        stdout_log.flush();
-        stderr_log.flush();
+        let mut sink = LogSink::new(&fields);
+        let started = Instant::now();
+        crate::latency_trace::mark(crate::latency_trace::Stage::FilesWritten);
+        let ended = process::run(&mut cmd, rules, &mut sink)?;
+        let stderr = sink.finish();
         let duration = started.elapsed();
         let result = RunResult {
-            status: exit.status,
-            usage: exit.usage,
+            status: ended.exit.status,
+            usage: ended.exit.usage,
             duration,
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            stderr,
             metrics: read_output(&files.paths[1], "METRICS_PATH")?,
             kubernetes_patch: read_output(&files.paths[2], "KUBERNETES_PATCH_PATH")?,
             validating_response: read_output(&files.paths[3], "VALIDATING_RESPONSE_PATH")?,
@@ -428,15 +423,6 @@ fn read_output_max(path: &Path, var: &str, max: u64) -> std::io::Result<Vec<u8>>
             Err(std::io::Error::new(e.kind(), text))
         }
         ok => ok,
-    }
-}
-
-fn keep_tail(kept: &mut Vec<u8>, line: &str) {
-    kept.extend_from_slice(line.as_bytes());
-    kept.push(b'\n');
-    if kept.len() > STDERR_KEPT {
-        let cut = kept.len() - STDERR_KEPT;
-        kept.drain(..cut);
     }
 }
 

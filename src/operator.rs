@@ -29,8 +29,6 @@
 //!                     (asked by monitor)
 //! <server>-N          listen/mod.rs           whole requests                replies; keep-alive conns back
 //!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)
-//! child-output × 2    process/capture.rs      a child's stdout / stderr     its bytes (capped), once
-//!                     (per run with captured output)
 //! module-run-N        addon/parallel.rs       a ParallelModuleRun's modules runs them (as queue-main would);
 //!                     (scoped, by queue-main; joined before the task ends)
 //! ```
@@ -126,7 +124,7 @@ impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
     fn bind(mut config: Config) -> Result<Bound, String> {
         // Signals first, so a SIGTERM during a slow startup is not lost: the flag
-        // stops a hook's `--config` still running (process/capture.rs), the
+        // stops a hook's `--config` still running (process/run.rs), the
         // iterator reaches the main loop once it runs.
         for sig in STOP_SIGNALS {
             signal_hook::flag::register(sig, process::shutdown_flag())

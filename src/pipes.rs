@@ -1,20 +1,15 @@
-//! Reading a running hook's stdout and stderr on the calling thread with poll(2),
-//! line by line, until both pipes close and the hook has exited, killing the hook's
-//! process group when its run timeout passes. One thread per run, no helper threads:
-//! the executor's hot path.
+//! The log sink of the one runner (`process/run.rs`): a hook's stdout and stderr
+//! split into lines as they arrive and logged with the run's labels (through
+//! [`HookOutput`]), and the last 64 KiB of stderr kept for the failure message. The
+//! executor runs every hook with it; the runner reads the pipes on the calling thread.
 
-use crate::process::{Exit, ExitStatus, Running, kill_group};
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
+use crate::log::HookOutput;
+use crate::process::{Sink, Stream, Tail};
 
 /// Longest line passed on whole; longer ones are split.
 pub const MAX_LINE: usize = 64 * 1024;
-/// How long to keep reading after the hook exited (a daemonised grandchild may hold
-/// the pipes open forever).
-const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
-/// Poll interval, so the hook's exit is noticed while a pipe stays open.
-const TICK_MS: i32 = 100;
+/// The part of stderr kept for the failure message (its end).
+const STDERR_KEPT: usize = 64 * 1024;
 
 /// Splits a byte stream into lines (lossy UTF-8, without the newline).
 #[derive(Default)]
@@ -48,105 +43,54 @@ impl LineSplitter {
     }
 }
 
-/// Which pipe a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
+/// A hook run's output: both streams logged line by line, the end of stderr kept.
+pub(crate) struct LogSink {
+    splitters: [LineSplitter; 2],
+    logs: [HookOutput; 2],
+    stderr: Tail,
 }
 
-/// Pumps both pipes into `on_line` until they close (or the drain time after the
-/// hook's exit runs out), then returns the hook's exit. After `timeout` the hook's
-/// group is killed and the status says it timed out.
-pub fn pump(
-    running: &Running,
-    mut pipes: [Option<Box<dyn ReadFd>>; 2],
-    timeout: Option<Duration>,
-    mut on_line: impl FnMut(Stream, &str),
-) -> Exit {
-    let started = Instant::now();
-    let mut splitters = [LineSplitter::default(), LineSplitter::default()];
-    let mut exit: Option<Exit> = None;
-    let mut drain_until: Option<Instant> = None;
-    let mut timed_out = false;
-    let mut buf = [0u8; 8192];
-    while pipes.iter().any(Option::is_some) {
-        if exit.is_none()
-            && let Some(e) = running.try_exit()
-        {
-            exit = Some(e);
-            drain_until = Some(Instant::now() + OUTPUT_DRAIN);
-        }
-        if drain_until.is_some_and(|d| Instant::now() > d) {
-            break;
-        }
-        if let Some(limit) = timeout
-            && !timed_out
-            && exit.is_none()
-            && started.elapsed() > limit
-        {
-            kill_group(running.pid, libc::SIGKILL);
-            timed_out = true;
-        }
-        let mut fds: Vec<libc::pollfd> = pipes
-            .iter()
-            .map(|p| libc::pollfd {
-                fd: p.as_ref().map_or(-1, |p| p.fd()),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: `fds` is a valid array of pollfd for its length; negative fds are ignored.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK_MS) };
-        if ready <= 0 {
-            continue;
-        }
-        for (i, pfd) in fds.iter().enumerate() {
-            if pfd.revents == 0 {
-                continue;
-            }
-            let stream = if i == 0 {
-                Stream::Stdout
-            } else {
-                Stream::Stderr
-            };
-            let mut emit = |line: &str| on_line(stream, line);
-            let n = pipes[i].as_mut().map_or(Ok(0), |p| p.read(&mut buf));
-            match n {
-                Ok(n) if n > 0 => splitters[i].push(&buf[..n], &mut emit),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                _ => {
-                    splitters[i].finish(&mut emit);
-                    pipes[i] = None;
-                }
-            }
+impl LogSink {
+    /// `labels` go on every line logged (hook, binding, queue, task, event).
+    pub(crate) fn new(labels: &[(&str, &str)]) -> LogSink {
+        LogSink {
+            splitters: Default::default(),
+            logs: [
+                HookOutput::new(labels, "stdout"),
+                HookOutput::new(labels, "stderr"),
+            ],
+            stderr: Tail::new(STDERR_KEPT),
         }
     }
-    let exit = match exit {
-        Some(e) => e,
-        None if timed_out => running.wait(None),
-        None => running.wait(timeout.map(|t| {
-            t.saturating_sub(started.elapsed())
-                .max(Duration::from_millis(1))
-        })),
-    };
-    if timed_out && let Some(limit) = timeout {
-        return Exit {
-            status: ExitStatus::TimedOut(limit),
-            usage: exit.usage,
-        };
+
+    /// Logs what is still buffered; returns the kept end of stderr.
+    pub(crate) fn finish(mut self) -> String {
+        for log in &mut self.logs {
+            log.flush();
+        }
+        String::from_utf8_lossy(&self.stderr.into_bytes()).into_owned()
     }
-    exit
 }
 
-/// A readable pipe with its file descriptor.
-pub trait ReadFd: Read + Send {
-    fn fd(&self) -> i32;
-}
+impl Sink for LogSink {
+    fn started(&mut self) {
+        crate::latency_trace::spawned();
+    }
 
-impl<T: Read + AsRawFd + Send> ReadFd for T {
-    fn fd(&self) -> i32 {
-        self.as_raw_fd()
+    fn bytes(&mut self, stream: Stream, bytes: &[u8]) -> bool {
+        let i = stream as usize;
+        if stream == Stream::Stderr {
+            self.stderr.push(bytes);
+        }
+        let log = &mut self.logs[i];
+        self.splitters[i].push(bytes, &mut |line: &str| log.line(line));
+        true
+    }
+
+    fn closed(&mut self, stream: Stream) {
+        let i = stream as usize;
+        let log = &mut self.logs[i];
+        self.splitters[i].finish(&mut |line: &str| log.line(line));
     }
 }
 

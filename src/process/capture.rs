@@ -1,21 +1,18 @@
-//! Running a child to completion with its output captured, within bounds: a hook's
-//! `--config`, a module's `enabled` script, helm, a kubeconfig exec plugin.
+//! The captured sink of the one runner (`run.rs`): a child run to completion with
+//! its output kept for the caller, byte for byte: a hook's `--config`, a module's
+//! `enabled` script, helm, a kubeconfig exec plugin.
 //!
-//! Each run has a time limit (its process group is killed after it), a cap on
-//! stdout (a child that prints more is killed at once and the run is an error, so
-//! `yes` as a `--config` costs a bounded buffer, not the node's memory), and keeps
-//! only the last 64 KiB of stderr. A stop signal during the run (the operator's
-//! shutdown flag, set even before the signal thread exists) sends the group SIGTERM,
-//! then SIGKILL after the shutdown grace period, and the run ends as an
-//! `Interrupted` error: startup never outlives a SIGTERM, and no child is left.
+//! stdout is kept exactly (helm's output must round-trip) up to a cap: a child that
+//! prints more is killed at once and the run is an error, so `yes` as a `--config`
+//! costs a bounded buffer, not the node's memory. Of stderr only the last 64 KiB are
+//! kept. Time limit, shutdown (SIGTERM, then SIGKILL after the grace period; the run
+//! ends as an `Interrupted` error, so startup never outlives a SIGTERM), drain and
+//! reaping are the runner's rules, the same as for hooks.
 
-use super::{ExitStatus, Running, kill_group, shutdown_grace, shutdown_requested, spawn};
-use crossbeam_channel::{Receiver, bounded};
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use super::ExitStatus;
+use super::run::{Rules, Sink, Stream, Tail, run};
+use std::process::Command;
+use std::time::Duration;
 
 /// The part of stderr kept (its end: where errors usually are).
 const STDERR_KEPT: usize = 64 * 1024;
@@ -38,128 +35,71 @@ pub fn run_captured(
     timeout: Option<Duration>,
     max_stdout: usize,
 ) -> std::io::Result<Captured> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (running, mut child) = spawn(cmd)?;
-    let too_much = Arc::new(AtomicBool::new(false));
-    let stdout = child.stdout.take().map(|pipe| {
-        let flag = Arc::clone(&too_much);
-        let pid = running.pid;
-        read_in_thread(move || read_capped(pipe, max_stdout, pid, &flag))
-    });
-    let stderr = child
-        .stderr
-        .take()
-        .map(|pipe| read_in_thread(|| read_tail(pipe)));
-    let status = wait(&running, timeout);
-    let collect = |rx: Option<Receiver<Vec<u8>>>| {
-        rx.and_then(|rx| rx.recv_timeout(Duration::from_secs(2)).ok())
-            .unwrap_or_default()
+    run_captured_under(cmd, &Rules::new(timeout), max_stdout)
+}
+
+/// [`run_captured`] under the given rules.
+pub(crate) fn run_captured_under(
+    cmd: &mut Command,
+    rules: &Rules,
+    max_stdout: usize,
+) -> std::io::Result<Captured> {
+    let mut sink = Capture {
+        stdout: Vec::new(),
+        max_stdout,
+        too_much: false,
+        stderr: Tail::new(STDERR_KEPT),
     };
-    let captured = Captured {
-        stdout: collect(stdout),
-        stderr: collect(stderr),
-        status: status?,
-    };
-    if too_much.load(Ordering::SeqCst) {
+    let ended = run(cmd, rules, &mut sink)?;
+    if ended.interrupted {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "stopped: the operator is shutting down",
+        ));
+    }
+    if sink.too_much {
         let text = format!("output is larger than {max_stdout} bytes; the process was killed");
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, text));
     }
-    Ok(captured)
+    Ok(Captured {
+        stdout: sink.stdout,
+        stderr: sink.stderr.into_bytes(),
+        status: ended.exit.status,
+    })
 }
 
-/// Waits for the child, polling (from 50 µs up to 10 ms) so that the time limit and
-/// a stop signal are noticed while it runs.
-fn wait(running: &Running, timeout: Option<Duration>) -> std::io::Result<ExitStatus> {
-    let started = Instant::now();
-    let mut stopping: Option<Instant> = None;
-    let mut pause = Duration::from_micros(50);
-    loop {
-        if let Some(exit) = running.try_exit() {
-            return match stopping {
-                Some(_) => Err(interrupted()),
-                None => Ok(exit.status),
-            };
-        }
-        if let Some(limit) = timeout.filter(|l| started.elapsed() >= *l) {
-            kill_group(running.pid, libc::SIGKILL);
-            running.wait(None);
-            return Ok(ExitStatus::TimedOut(limit));
-        }
-        match stopping {
-            None if shutdown_requested() => {
-                kill_group(running.pid, libc::SIGTERM);
-                stopping = Some(Instant::now());
-            }
-            Some(since) if since.elapsed() >= shutdown_grace() => {
-                kill_group(running.pid, libc::SIGKILL);
-            }
-            _ => {}
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(10));
-    }
+/// Keeps stdout exactly up to its cap, and the end of stderr.
+struct Capture {
+    stdout: Vec<u8>,
+    max_stdout: usize,
+    too_much: bool,
+    stderr: Tail,
 }
 
-fn interrupted() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::Interrupted,
-        "stopped: the operator is shutting down",
-    )
-}
-
-/// Reads up to `max` bytes; past that, sets `too_much`, kills the group `pid`
-/// and stops reading.
-fn read_capped(mut pipe: impl Read, max: usize, pid: i32, too_much: &AtomicBool) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    let _ = pipe.by_ref().take(limit).read_to_end(&mut buf);
-    if buf.len() > max {
-        too_much.store(true, Ordering::SeqCst);
-        kill_group(pid, libc::SIGKILL);
-        buf.truncate(max);
-    }
-    buf
-}
-
-/// Reads to the end, keeping the last [`STDERR_KEPT`] bytes.
-fn read_tail(mut pipe: impl Read) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&chunk[..n]);
-                if kept.len() > 2 * STDERR_KEPT {
-                    kept.drain(..kept.len() - STDERR_KEPT);
+impl Sink for Capture {
+    fn bytes(&mut self, stream: Stream, bytes: &[u8]) -> bool {
+        match stream {
+            Stream::Stdout => {
+                let room = self.max_stdout.saturating_sub(self.stdout.len());
+                if bytes.len() > room {
+                    self.stdout.extend_from_slice(&bytes[..room]);
+                    self.too_much = true;
+                    return false;
                 }
+                self.stdout.extend_from_slice(bytes);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Stream::Stderr => self.stderr.push(bytes),
         }
+        true
     }
-    if kept.len() > STDERR_KEPT {
-        kept.drain(..kept.len() - STDERR_KEPT);
-    }
-    kept
-}
 
-fn read_in_thread(read: impl FnOnce() -> Vec<u8> + Send + 'static) -> Receiver<Vec<u8>> {
-    let (tx, rx) = bounded(1);
-    let spawned = crate::threads::spawn("child-output", move || {
-        let _ = tx.send(read());
-    });
-    if let Err(e) = spawned {
-        crate::log::error("cannot read a child's output", &[("error", &e)]);
-    }
-    rx
+    fn closed(&mut self, _: Stream) {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     const MIB: usize = 1 << 20;
 

@@ -1,6 +1,11 @@
-//! Child processes: spawning hooks in their own process group, collecting their exit
-//! status with resource usage, killing them on timeout or shutdown, and reaping
+//! Child processes: spawning each child in its own process group, collecting its exit
+//! status with resource usage, signalling groups, the shutdown flag, and reaping
 //! orphans when the operator runs as PID 1.
+//!
+//! Every child is run by the one runner in `run.rs` (its rules: timeout, shutdown,
+//! output caps, drain, reaping); `capture.rs` is its sink for runs whose output the
+//! caller keeps (helm, `enabled` scripts, `--config`, exec plugins), `pipes.rs` its
+//! sink for hooks (output logged line by line). This file is what they stand on.
 //!
 //! Normally each child is waited for by pid (`wait4(pid)`) by the thread that runs
 //! it, so other children of the process (a library user's own) are never touched.
@@ -14,10 +19,14 @@
 //! stole statuses). Every child of the operator is therefore started here.
 
 mod capture;
+mod run;
+#[cfg(test)]
+mod tests;
 
 pub use capture::{Captured, run_captured};
+pub(crate) use run::{Rules, Sink, Stream, Tail, run};
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -60,6 +69,16 @@ pub struct Exit {
     pub status: ExitStatus,
     pub usage: Usage,
 }
+
+/// The exit of a child whose status was taken by someone else.
+const GONE: Exit = Exit {
+    status: ExitStatus::Signal(libc::SIGKILL),
+    usage: Usage {
+        user_cpu: Duration::ZERO,
+        sys_cpu: Duration::ZERO,
+        max_rss_bytes: 0,
+    },
+};
 
 struct Registry {
     /// Running children (for shutdown); in reaper mode also where each exit goes.
@@ -137,62 +156,21 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child
 }
 
 impl Running {
-    /// The exit, if the child has already ended.
+    /// The exit, if the child has already ended. A child whose status can no
+    /// longer be had (reaped by someone else) counts as killed.
     pub fn try_exit(&self) -> Option<Exit> {
         match &self.exit {
-            ExitSource::Reaper(rx) => rx.try_recv().ok(),
-            ExitSource::Direct(_) => self.reap(libc::WNOHANG),
+            ExitSource::Reaper(rx) => match rx.try_recv() {
+                Ok(exit) => Some(exit),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => Some(GONE),
+            },
+            ExitSource::Direct(_) => self.reap(),
         }
     }
 
-    /// Waits for the child; after `timeout` its whole group is killed with SIGKILL
-    /// and the status says it timed out.
-    pub fn wait(&self, timeout: Option<Duration>) -> Exit {
-        let Some(limit) = timeout else {
-            return self.wait_forever();
-        };
-        let deadline = Instant::now() + limit;
-        let exit = match &self.exit {
-            ExitSource::Reaper(rx) => rx.recv_timeout(limit).ok(),
-            ExitSource::Direct(_) => {
-                // Usually called once the hook's pipes closed, so it has exited or is
-                // about to: poll quickly first, then back off to 5 ms.
-                let mut pause = Duration::from_micros(50);
-                loop {
-                    if let Some(e) = self.reap(libc::WNOHANG) {
-                        break Some(e);
-                    }
-                    if Instant::now() >= deadline {
-                        break None;
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(5));
-                }
-            }
-        };
-        if let Some(exit) = exit {
-            return exit;
-        }
-        kill_group(self.pid, libc::SIGKILL);
-        Exit {
-            status: ExitStatus::TimedOut(limit),
-            usage: self.wait_forever().usage,
-        }
-    }
-
-    fn wait_forever(&self) -> Exit {
-        let gone = Exit {
-            status: ExitStatus::Signal(9),
-            usage: Usage::default(),
-        };
-        match &self.exit {
-            ExitSource::Reaper(rx) => rx.recv().unwrap_or(gone),
-            ExitSource::Direct(_) => self.reap(0).unwrap_or(gone),
-        }
-    }
-
-    /// Direct mode: `wait4` on our pid (once; the result is kept).
-    fn reap(&self, flags: i32) -> Option<Exit> {
+    /// Direct mode: `wait4(WNOHANG)` on our pid (the result is kept once reaped).
+    fn reap(&self) -> Option<Exit> {
         let ExitSource::Direct(kept) = &self.exit else {
             return None;
         };
@@ -203,17 +181,21 @@ impl Running {
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             loop {
                 // SAFETY: wait4 on our own child's pid writes only to the two out-pointers.
-                let rc = unsafe { libc::wait4(self.pid, &mut status, flags, &mut usage) };
-                if rc == self.pid {
-                    *kept = Some(Exit {
-                        status: decode_status(status),
-                        usage: decode_usage(&usage),
+                let rc = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut usage) };
+                let errno = (rc < 0).then(|| std::io::Error::last_os_error().raw_os_error());
+                if errno == Some(Some(libc::EINTR)) {
+                    continue;
+                }
+                if rc == self.pid || errno == Some(Some(libc::ECHILD)) {
+                    *kept = Some(if rc == self.pid {
+                        Exit {
+                            status: decode_status(status),
+                            usage: decode_usage(&usage),
+                        }
+                    } else {
+                        GONE
                     });
                     registry().running.remove(&self.pid);
-                } else if rc < 0
-                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-                {
-                    continue;
                 }
                 break;
             }
@@ -237,7 +219,8 @@ static GRACE_MS: AtomicU64 = AtomicU64::new(30_000);
 
 /// The process-wide "shutting down" flag. The operator registers it for its stop
 /// signals at the very start, so a child run before the signal thread exists (a
-/// hook's `--config` at startup) is stopped too: see [`run_captured`].
+/// hook's `--config` at startup) is stopped too: the runner (`run.rs`) watches it
+/// for every child.
 pub fn shutdown_flag() -> Arc<AtomicBool> {
     Arc::clone(SHUTDOWN.get_or_init(|| Arc::new(AtomicBool::new(false))))
 }
@@ -260,6 +243,11 @@ fn shutdown_grace() -> Duration {
 
 /// Shutdown: SIGTERM to every running child's group, SIGKILL to those still alive
 /// after `grace`. Returns once all have exited or been killed.
+///
+/// Once the stop flag is set each child's runner (`run.rs`) sends those signals
+/// itself, so a child gets one SIGTERM, and one that starts later is stopped too:
+/// then this only waits for them, with a second's margin, and kills what is left.
+/// Without the flag (leadership lost) the signals are sent from here.
 pub fn terminate_all(grace: Duration) {
     let pids: Vec<i32> = registry().running.keys().copied().collect();
     if pids.is_empty() {
@@ -269,20 +257,25 @@ pub fn terminate_all(grace: Duration) {
         "stopping running hooks",
         &[("count", &pids.len().to_string())],
     );
-    pids.iter().for_each(|p| kill_group(*p, libc::SIGTERM));
-    let deadline = Instant::now() + grace;
+    let runners_stop = shutdown_requested();
+    let mut deadline = Instant::now() + grace;
+    if runners_stop {
+        deadline += Duration::from_secs(1);
+    } else {
+        pids.iter().for_each(|p| kill_group(*p, libc::SIGTERM));
+    }
     while Instant::now() < deadline && !registry().running.is_empty() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let left: Vec<i32> = registry().running.keys().copied().collect();
     for pid in left {
-        crate::log::warn(
-            "hook did not stop within the grace period: killed",
-            &[("pid", &pid.to_string())],
-        );
+        crate::log::warn(GRACE_KILLED, &[("pid", &pid.to_string())]);
         kill_group(pid, libc::SIGKILL);
     }
 }
+
+/// Logged when a child is killed at the end of the shutdown grace period.
+pub(crate) const GRACE_KILLED: &str = "hook did not stop within the grace period: killed";
 
 fn reap_forever(woken: Receiver<()>) {
     loop {
