@@ -143,6 +143,7 @@ impl JqFilter {
     /// JSON text (keys sorted, as serde_json writes a value), with no serde_json
     /// value tree on the way: the monitor's per-object path.
     pub fn apply_text(&self, input: &str) -> Result<String, String> {
+        crate::parse_count::parsed(input);
         let mut de = serde_json::Deserializer::from_str(input);
         let input =
             Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))?;

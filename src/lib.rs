@@ -33,6 +33,7 @@ pub mod log;
 pub mod metrics;
 pub mod monitor;
 pub(crate) mod operator;
+pub(crate) mod parse_count;
 pub mod patch;
 pub(crate) mod pipes;
 pub(crate) mod process;
