@@ -38,7 +38,7 @@ use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Sender, select};
-use filter::ItemFilter;
+use filter::{ItemFilter, JqInput};
 use selectors::selectors;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -391,7 +391,7 @@ impl Monitor {
         // Each object is dropped once filtered: only the snapshot keeps it.
         for obj in objects {
             if announce {
-                self.apply(&sub, WatchEventType::Added, &obj);
+                self.apply(&sub, WatchEventType::Added, &obj, &mut JqInput::default());
             } else if let Some(item) = initial_item(&sub, &obj) {
                 initial.push(item);
             }
@@ -506,8 +506,9 @@ impl Monitor {
             true => obj,
             false => with_type_meta(&obj, &watch.key.resource).unwrap_or(obj),
         };
+        let mut input = JqInput::default();
         for sub in &subs {
-            self.apply(sub, kind, &obj);
+            self.apply(sub, kind, &obj, &mut input);
         }
         let elapsed = started.elapsed().as_secs_f64();
         for sub in subs.iter().filter(|s| s.counted) {

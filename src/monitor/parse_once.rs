@@ -105,9 +105,25 @@ fn hook(bindings: &str) -> Hook {
     }
 }
 
-/// Enables `hook` (index 0) on a monitor thread over `client`; returns its store
-/// once the snapshots hold the initial lists.
-fn enable(client: &Client, hook: Hook) -> Arc<SnapshotStore> {
+/// A monitor thread, stopped when dropped.
+struct Running {
+    store: Arc<SnapshotStore>,
+    stop: Option<crossbeam_channel::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Enables `hook` (index 0) on a monitor thread over `client`; returns once the
+/// snapshots hold the initial lists.
+fn enable(client: &Client, hook: Hook) -> Running {
     let bindings = hook.config.kubernetes.len();
     let store = Arc::new(SnapshotStore::new([(0, bindings)]));
     let (events, _events_rx) = crossbeam_channel::unbounded();
@@ -129,11 +145,14 @@ fn enable(client: &Client, hook: Hook) -> Arc<SnapshotStore> {
     control
         .send(Control::Enable { hook: 0, reply })
         .expect("enable");
+    let running = Running {
+        store,
+        stop: Some(stop),
+        thread: Some(thread),
+    };
     let enabled = reply_rx.recv_timeout(Duration::from_secs(30));
-    drop(stop);
-    let _ = thread.join();
     enabled.expect("reply").expect("enabled");
-    store
+    running
 }
 
 /// Through the monitor: two bindings on one watch (the second joins it and lists
@@ -147,8 +166,46 @@ fn the_monitor_parses_each_listed_object_once_per_listing() {
         "- name: a\n  kind: ConfigMap\n  namespace: {{nameSelector: {{matchNames: [{ns}]}}}}\n"
     );
     let second = binding.replace("name: a", "name: b");
-    let store = enable(&client, hook(&format!("{binding}{second}")));
+    let run = enable(&client, hook(&format!("{binding}{second}")));
+    let store = &run.store;
     assert_eq!(store.size(0, 0).0, OBJECTS);
     assert_eq!(store.size(0, 1).0, OBJECTS);
     assert_eq!(count.get(), 2 * OBJECTS, "one parse per object per listing");
+}
+
+/// An object seen by two bindings with a jqFilter (a watch event, a relist) is
+/// read by jaq once for both filters: with the decode, two parses, not three.
+#[test]
+fn two_jq_filters_of_one_object_share_one_jaq_input() {
+    use super::filter::{ItemFilter, JqInput};
+    let jq = |f: &str| {
+        Some(Arc::new(
+            crate::jq::JqFilter::compile(f, None, &[]).expect("jq"),
+        ))
+    };
+    let filters = [
+        ItemFilter {
+            jq: jq(".data"),
+            keep_full_object: false,
+        },
+        ItemFilter {
+            jq: jq(".metadata.name"),
+            keep_full_object: false,
+        },
+    ];
+    let text = r#"{"data":{"m":"mark-jq-shared"},"metadata":{"name":"a","namespace":"n"}}"#;
+    let count = Counter::new("mark-jq-shared");
+    let object = crate::kube::Object::decode(text, None).expect("object");
+    let mut input = JqInput::default();
+    let items: Vec<_> = filters
+        .iter()
+        .map(|f| f.item_with(&object, &mut input).expect("item"))
+        .collect();
+    assert_eq!(items[0].filter_result(), Some(r#"{"m":"mark-jq-shared"}"#));
+    assert_eq!(items[1].filter_result(), Some(r#""a""#));
+    assert_eq!(
+        count.get(),
+        2,
+        "the decode and one jaq input for both filters"
+    );
 }

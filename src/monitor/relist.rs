@@ -6,6 +6,7 @@
 //! was down exactly once, and the reflector needs no copy of the objects to find them.
 
 use super::Monitor;
+use super::filter::JqInput;
 use crate::hook::config::WatchEventType;
 use crate::hook::context::{Item, item_key};
 use crate::kube::Object;
@@ -20,8 +21,9 @@ impl Monitor {
         let mut listed = HashSet::with_capacity(objects.len());
         for obj in objects {
             listed.insert(item_key(&obj.meta.namespace, &obj.meta.name));
+            let mut input = JqInput::default();
             for sub in &subs {
-                self.apply(sub, WatchEventType::Added, &obj);
+                self.apply(sub, WatchEventType::Added, &obj, &mut input);
             }
         }
         // A binding watching several namespaces has one watch per namespace: this
