@@ -2,13 +2,15 @@
 //! (exactly what serde_json writes for the same object as a `Value`), optionally
 //! with `apiVersion`/`kind` filled in, plus the metadata the client needs
 //! (namespace, name, resourceVersion). Used by the reflector for every watch
-//! event, by the monitor for listed objects and by jq for its results.
+//! event and listed object, and by jq for its results. The same scanner splits
+//! LIST pages into their items without decoding them ([`split_list`]).
 //!
 //! No tree of values is built: a small JSON scanner checks an object's entries,
 //! keeping their keys (borrowed from the input) and where their values are on a
 //! stack shared by all levels, sorts them, and writes each value as it reads it
 //! again. Nested text is scanned once more per level, by a loop over bytes that
-//! allocates nothing; the output is the only buffer about the object's size.
+//! allocates nothing; the output goes to a scratch buffer each thread reuses, then
+//! once into the shared text: the only allocation about the object's size.
 //! Strings with escapes and numbers not already in serde_json's form (rare in
 //! Kubernetes objects) are handed to serde_json for exactly its output.
 
@@ -24,20 +26,70 @@ pub struct Meta {
     pub has_type_meta: bool,
 }
 
-/// The canonical text of the JSON object `text` and its metadata. `type_meta`
-/// (apiVersion, kind) is added where the object lacks those keys.
-pub fn canonicalize(text: &str, type_meta: Option<(&str, &str)>) -> Result<(String, Meta), String> {
-    let mut s = Scanner::new(text);
+/// The canonical text of the JSON object `text` and its metadata, as a `String`
+/// (tests; the data path uses [`canonical_arc`]). `type_meta` (apiVersion, kind)
+/// is added where the object lacks those keys.
+#[cfg(test)]
+pub(crate) fn canonicalize(
+    text: &str,
+    type_meta: Option<(&str, &str)>,
+) -> Result<(String, Meta), String> {
+    let mut buf = Vec::with_capacity(text.len() + 64);
+    let meta = canonicalize_into(text, type_meta, &mut buf)?;
+    let text = String::from_utf8(buf).map_err(|e| format!("bad object: {e}"))?;
+    Ok((text, meta))
+}
+
+/// The canonical text of the JSON object `text`, shared, and its metadata.
+/// `type_meta` (apiVersion, kind) is added where the object lacks those keys. The
+/// text is written into this thread's scratch buffer (kept between calls, so a
+/// reflector thread reuses one), then copied once into the `Arc`.
+pub fn canonical_arc(
+    text: &str,
+    type_meta: Option<(&str, &str)>,
+) -> Result<(std::sync::Arc<str>, Meta), String> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    /// A buffer grown past this by one big object is not kept.
+    const KEEP: usize = 64 << 10;
+    SCRATCH.with(|cell| {
+        let mut buf = cell.take();
+        buf.clear();
+        buf.reserve(text.len() + 64);
+        let out = canonicalize_into(text, type_meta, &mut buf).and_then(|meta| {
+            let json = std::str::from_utf8(&buf).map_err(|e| format!("bad object: {e}"))?;
+            Ok((std::sync::Arc::from(json), meta))
+        });
+        if buf.capacity() <= KEEP {
+            cell.replace(buf);
+        }
+        out
+    })
+}
+
+/// Writes the canonical text of the JSON object `text` into the empty `buf` and
+/// returns its metadata.
+fn canonicalize_into(
+    text: &str,
+    type_meta: Option<(&str, &str)>,
+    buf: &mut Vec<u8>,
+) -> Result<Meta, String> {
+    crate::parse_count::parsed(text);
+    let mut s = Scanner::checking(text);
+    s.buf = std::mem::take(buf);
     s.skip_ws();
     if s.peek() != Some(b'{') {
+        *buf = s.buf;
         return Err("bad object: not a JSON object".into());
     }
     let mut meta = Meta::default();
-    s.object(0, true, Some((&mut meta, type_meta)))
+    let result = s
+        .object(0, true, Some((&mut meta, type_meta)))
         .and_then(|()| s.end())
-        .map_err(|e| format!("bad object: {e}"))?;
-    let text = String::from_utf8(s.buf).map_err(|e| format!("bad object: {e}"))?;
-    Ok((text, meta))
+        .map_err(|e| format!("bad object: {e}"));
+    *buf = s.buf;
+    result.map(|()| meta)
 }
 
 /// The canonical text of any JSON value (a jq filter's result, say).
@@ -45,6 +97,71 @@ pub fn canonical_value(text: &str) -> Result<String, String> {
     let mut s = Scanner::new(text);
     s.value(0, true).and_then(|()| s.end())?;
     String::from_utf8(s.buf).map_err(|e| e.to_string())
+}
+
+/// A LIST response (`{"metadata":{...},"items":[...],...}`) split, not decoded:
+/// the text of each item, found by skipping over it (quotes jumped, brackets
+/// counted, nothing checked), for [`canonicalize`] to decode, and therefore
+/// check, once; and the list's `metadata` text. Every other field is checked
+/// here. So each byte of a page is validated once and each item decoded once,
+/// as a watch event's object is.
+pub(crate) struct ListParts<'a> {
+    pub items: Vec<&'a str>,
+    pub metadata: Option<&'a str>,
+}
+
+/// Splits a LIST response; see [`ListParts`]. `"items": null` is no items.
+pub(crate) fn split_list(text: &str) -> Result<ListParts<'_>, String> {
+    let mut s = Scanner::checking(text);
+    let mut parts = ListParts {
+        items: Vec::new(),
+        metadata: None,
+    };
+    s.expect(b'{').map_err(|e| format!("bad list: {e}"))?;
+    s.skip_ws();
+    if s.peek() == Some(b'}') {
+        s.pos += 1;
+    } else {
+        s.list_entries(&mut parts)
+            .map_err(|e| format!("bad list: {e}"))?;
+    }
+    s.end().map_err(|e| format!("bad list: {e}"))?;
+    Ok(parts)
+}
+
+/// The string value of top-level field `key` of a JSON object's text, found by
+/// walking the top level only (nested values are skipped over, nothing is built);
+/// `None` when absent or not a string. For text this module wrote, where a key
+/// appears once.
+pub(crate) fn top_level_str(text: &str, key: &str) -> Option<String> {
+    let mut s = Scanner::checking(text);
+    s.expect(b'{').ok()?;
+    loop {
+        s.skip_ws();
+        if s.peek() != Some(b'"') {
+            return None;
+        }
+        let (raw, escaped) = s.string().ok()?;
+        s.expect(b':').ok()?;
+        s.skip_ws();
+        let name = &raw[1..raw.len() - 1];
+        if !escaped && name == key {
+            if s.peek() != Some(b'"') {
+                return None;
+            }
+            let (value, escaped) = s.string().ok()?;
+            return match escaped {
+                true => serde_json::from_str(value).ok(),
+                false => Some(value[1..value.len() - 1].to_string()),
+            };
+        }
+        s.skip().ok()?;
+        s.skip_ws();
+        match s.peek() {
+            Some(b',') => s.pos += 1,
+            _ => return None,
+        }
+    }
 }
 
 /// serde_json's own nesting limit: 127 containers inside one another, a 128th
@@ -82,6 +199,76 @@ impl<'a> Scanner<'a> {
             buf: Vec::with_capacity(text.len() + 64),
             entries: Vec::with_capacity(16),
             added: Vec::new(),
+        }
+    }
+
+    /// A scanner that only checks and splits: no output buffer.
+    fn checking(text: &'a str) -> Scanner<'a> {
+        Scanner {
+            text,
+            pos: 0,
+            buf: Vec::new(),
+            entries: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    /// The entries of a LIST response's top object, up to its `}`.
+    fn list_entries(&mut self, parts: &mut ListParts<'a>) -> Result<(), String> {
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.error("expected a key"));
+            }
+            let (key, _) = self.string()?;
+            self.expect(b':')?;
+            self.skip_ws();
+            let from = self.pos;
+            match key {
+                "\"items\"" if self.peek() == Some(b'[') => self.list_items(&mut parts.items)?,
+                _ => self.value(1, false)?,
+            }
+            if key == "\"metadata\"" {
+                parts.metadata = self.text.get(from..self.pos);
+            }
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected ',' or '}'")),
+            }
+        }
+    }
+
+    /// The items array: each element's text, skipped over.
+    fn list_items(&mut self, items: &mut Vec<&'a str>) -> Result<(), String> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            let from = self.pos;
+            self.skip()?;
+            let text = self.text;
+            items.push(
+                text.get(from..self.pos)
+                    .ok_or_else(|| self.error("bad item"))?,
+            );
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.error("expected ',' or ']'")),
+            }
         }
     }
 
@@ -622,6 +809,17 @@ mod tests {
             let theirs = serde_json::from_str::<Value>(&text).is_ok();
             assert_eq!(ours, theirs, "objects nested {depth} deep");
         }
+    }
+
+    #[test]
+    fn top_level_strings_are_found_without_decoding() {
+        let text = r#"{"a":{"kind":"inner"},"b":[1,"kind"],"kind":"Pod","z":"\u0041"}"#;
+        assert_eq!(top_level_str(text, "kind").as_deref(), Some("Pod"));
+        assert_eq!(top_level_str(text, "z").as_deref(), Some("A"));
+        assert_eq!(top_level_str(text, "a"), None);
+        assert_eq!(top_level_str(text, "missing"), None);
+        assert_eq!(top_level_str("{}", "kind"), None);
+        assert_eq!(top_level_str("[1]", "kind"), None);
     }
 
     #[test]

@@ -178,8 +178,10 @@ pub fn exec_credential(data: &[u8]) {
 
 /// A watch stream: each line applied in turn to one cache, in every cache mode.
 /// Each line is also canonicalised whole and checked against serde_json: both
-/// accept it and write the same text, or both refuse it.
+/// accept it and write the same text, or both refuse it. The whole input is also
+/// read as a LIST page.
 pub fn watch_events(data: &[u8]) {
+    let _ = crate::kube::decode::list_page(data, Some(("v1", "Pod")));
     for mode in [Cache::Objects, Cache::Keys, Cache::Off] {
         let mut store = Store::new(mode);
         for line in data.split(|b| *b == b'\n') {

@@ -143,9 +143,12 @@ impl JqFilter {
     /// JSON text (keys sorted, as serde_json writes a value), with no serde_json
     /// value tree on the way: the monitor's per-object path.
     pub fn apply_text(&self, input: &str) -> Result<String, String> {
-        let mut de = serde_json::Deserializer::from_str(input);
-        let input =
-            Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))?;
+        self.apply_input(read_input(input)?)
+    }
+
+    /// [`apply_text`](Self::apply_text) on an input already read ([`read_input`]),
+    /// so several filters of one object share one reading of it.
+    pub(crate) fn apply_input(&self, input: JqInput) -> Result<String, String> {
         let out = self.run_val(input, &[])?;
         let text = match out.as_slice() {
             [] => "null".to_string(),
@@ -221,6 +224,16 @@ fn near(at: &str) -> String {
     } else {
         format!("{:?}", at.chars().take(20).collect::<String>())
     }
+}
+
+/// A filter's input, read from JSON text by jaq: a tree that is cheap to clone.
+pub(crate) type JqInput = Val;
+
+/// Reads a filter's input from JSON text (one parse, counted).
+pub(crate) fn read_input(text: &str) -> Result<JqInput, String> {
+    crate::parse_count::parsed(text);
+    let mut de = serde_json::Deserializer::from_str(text);
+    Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))
 }
 
 fn to_val(v: &Value) -> Result<Val, String> {

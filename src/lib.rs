@@ -2,8 +2,9 @@
 //! Kubernetes events and as webhooks, with flant's hook contract.
 //!
 //! The binary (`src/main.rs`) is a thin wrapper around [`cli::main`]. Everything else
-//! lives in modules, each owning one concept; `operator.rs` starts every thread and
-//! owns every channel.
+//! lives in modules, each owning one concept; `operator.rs` starts every long-lived
+//! thread and creates the channels between them (`docs/threads.md` lists the
+//! threads and channels made elsewhere, each where its one use is).
 
 pub mod addon;
 #[cfg(test)]
@@ -34,6 +35,7 @@ pub(crate) mod md5;
 pub mod metrics;
 pub mod monitor;
 pub(crate) mod operator;
+pub(crate) mod parse_count;
 pub mod patch;
 pub(crate) mod pipes;
 pub(crate) mod process;

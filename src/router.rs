@@ -92,7 +92,7 @@ fn schedule_task(hooks: &[Hook], fire: Fire) -> Option<(String, Task)> {
     ))
 }
 
-fn kube_task(hooks: &[Hook], event: KubeEvent) -> Option<(String, Task)> {
+pub(crate) fn kube_task(hooks: &[Hook], event: KubeEvent) -> Option<(String, Task)> {
     let hook = hooks.get(event.hook)?;
     let b = hook.config.kubernetes.get(event.binding)?;
     let ctx = BindingContext {

@@ -13,16 +13,10 @@ pub const MAIN_QUEUE: &str = "main";
 /// The main queue's first tasks: onStartup runs by (ORDER, name), then each hook's
 /// Enable tasks in name order.
 pub fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
-    let mut on_startup: Vec<(f64, usize)> = hooks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.config.on_startup.map(|o| (o, i)))
-        .collect();
-    // Hooks are already in name order, so the index breaks ties by name.
-    on_startup.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let on_startup = by_order(hooks.iter().map(|h| h.config.on_startup).enumerate());
     let mut tasks: Vec<Task> = on_startup
         .into_iter()
-        .map(|(_, i)| {
+        .map(|i| {
             let ctx = BindingContext::on_startup();
             Task::hook_run(i, &hooks[i].name, false, false, ctx)
         })
@@ -36,6 +30,18 @@ pub fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
         }
     }
     tasks
+}
+
+/// Hook indices in flant's run order for onStartup and addon-operator's lifecycle
+/// bindings: by ORDER, then by name; `(index, None)` (no such binding) is left out.
+/// Hooks are loaded in name order, so the index breaks ties by name.
+pub(crate) fn by_order(hooks: impl IntoIterator<Item = (usize, Option<f64>)>) -> Vec<usize> {
+    let mut found: Vec<(f64, usize)> = hooks
+        .into_iter()
+        .filter_map(|(i, order)| order.map(|o| (o, i)))
+        .collect();
+    found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    found.into_iter().map(|(_, i)| i).collect()
 }
 
 /// "main" plus every queue named by a binding, sorted.
@@ -69,4 +75,21 @@ pub fn schedule_entries(hooks: &[Hook]) -> Result<Vec<Entry>, String> {
         }
     }
     Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_order;
+
+    #[test]
+    fn hooks_run_by_order_then_name() {
+        let hooks = [
+            (0, Some(10.0)),
+            (1, None),
+            (2, Some(-1.5)),
+            (3, Some(10.0)),
+            (4, Some(2.0)),
+        ];
+        assert_eq!(by_order(hooks), [2, 4, 0, 3]);
+    }
 }

@@ -189,6 +189,7 @@ impl AddonHandler {
         }
     }
 
+    /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
     pub(super) fn release_names(&self) -> Result<Vec<String>, String> {
         if secrets_driver() {
             let all =

@@ -112,13 +112,10 @@ impl AddonHandler {
 
     /// Hooks of `owner` with the lifecycle binding, by (ORDER, name).
     pub(super) fn lifecycle_hooks(&self, owner: Owner, binding: BindingType) -> Vec<usize> {
-        let mut found: Vec<(f64, usize)> = self
-            .shared
-            .hooks_of(owner)
-            .filter_map(|(i, h)| h.config.lifecycle.order(binding.as_str()).map(|o| (o, i)))
-            .collect();
-        found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        found.into_iter().map(|(_, i)| i).collect()
+        let hooks = self.shared.hooks_of(owner);
+        crate::startup::by_order(
+            hooks.map(|(i, h)| (i, h.config.lifecycle.order(binding.as_str()))),
+        )
     }
 
     pub(super) fn lifecycle_task(&self, hook: usize, binding: BindingType) -> Task {

@@ -330,7 +330,6 @@ impl AddonHandler {
         }
     }
 
-    /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
     pub(super) fn module_delete(&self, m: usize) -> Result<(), String> {
         let name = self.module_name(m);
         let event = self.shared.lock().lifecycle.activation(m);

@@ -9,6 +9,7 @@
 //! ([`Cache::Off`]): then nothing is stored per object here, and relists are handed
 //! over whole for the consumer to diff.
 
+use super::reflector::Object;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -39,14 +40,14 @@ enum Body {
 }
 
 impl Entry {
-    fn new(rv: &str, json: Arc<str>, keep_objects: bool) -> Entry {
+    fn new(object: &Object, keep_objects: bool) -> Entry {
         let body = if keep_objects {
-            Body::Json(json)
+            Body::Json(Arc::clone(&object.json))
         } else {
-            Body::Uid(meta_field(&json, "uid").into())
+            Body::Uid(meta_field(&object.json, "uid").into())
         };
         Entry {
-            rv: rv.into(),
+            rv: object.meta.resource_version.as_str().into(),
             body,
         }
     }
@@ -71,19 +72,20 @@ impl Entry {
     }
 }
 
-/// An object of a fresh list, ready to be diffed or stored.
+/// An object of a fresh list, decoded, ready to be diffed or stored.
 #[derive(Debug)]
 pub(crate) struct Item {
+    /// `namespace/name`.
     pub key: String,
-    pub rv: String,
-    pub json: Arc<str>,
+    pub object: Object,
 }
 
-/// What a relist changed, with the object's JSON (the old one for deletions).
-#[derive(Debug, PartialEq, Eq)]
+/// What a relist changed: the listed object, or for deletions the JSON the
+/// cache last had.
+#[derive(Debug, PartialEq)]
 pub(crate) enum Change {
-    Added(Arc<str>),
-    Modified(Arc<str>),
+    Added(Object),
+    Modified(Object),
     Deleted(Arc<str>),
 }
 
@@ -169,21 +171,26 @@ impl Store {
             .collect()
     }
 
+    /// Whether objects are tracked at all (not [`Cache::Off`]).
+    pub(crate) fn tracks(&self) -> bool {
+        self.mode != Cache::Off
+    }
+
     /// Stores a watched object.
-    pub(crate) fn put(&mut self, key: String, rv: &str, json: Arc<str>) -> Stored {
+    pub(crate) fn put(&mut self, key: String, object: &Object) -> Stored {
         let keep = match self.mode {
             Cache::Objects => true,
             Cache::Keys => false,
             Cache::Off => return Stored::Untracked,
         };
         match self.map.get_mut(&key) {
-            Some(e) if &*e.rv == rv => Stored::Same,
+            Some(e) if *e.rv == object.meta.resource_version => Stored::Same,
             Some(e) => {
-                *e = Entry::new(rv, json, keep);
+                *e = Entry::new(object, keep);
                 Stored::Changed
             }
             None => {
-                self.map.insert(key, Entry::new(rv, json, keep));
+                self.map.insert(key, Entry::new(object, keep));
                 Stored::New
             }
         }
@@ -194,16 +201,19 @@ impl Store {
         self.map.remove(key).is_some()
     }
 
-    /// Fills an empty cache from the first list.
-    pub(crate) fn fill(&mut self, items: Vec<Item>) {
-        if self.mode == Cache::Off {
-            return;
-        }
-        let keep = self.mode == Cache::Objects;
+    /// Fills an empty cache from the first list; returns the list's objects.
+    pub(crate) fn fill(&mut self, items: Vec<Item>) -> Vec<Object> {
+        let keep = match self.mode {
+            Cache::Off => return items.into_iter().map(|i| i.object).collect(),
+            mode => mode == Cache::Objects,
+        };
         self.map.reserve(items.len());
+        let mut objects = Vec::with_capacity(items.len());
         for i in items {
-            self.map.insert(i.key, Entry::new(&i.rv, i.json, keep));
+            self.map.insert(i.key, Entry::new(&i.object, keep));
+            objects.push(i.object);
         }
+        objects
     }
 
     /// Replaces the cache with a fresh list and returns the changes: list order for
@@ -217,16 +227,17 @@ impl Store {
         let mut deleted = Vec::new();
         self.map.reserve(items.len());
         for i in items {
+            let entry = Entry::new(&i.object, keep);
             match old.remove(&i.key) {
-                None => changes.push(Change::Added(i.json.clone())),
-                Some(e) if *e.rv == *i.rv => {}
-                Some(e) if e.uid() != uid(&i.json) => {
+                None => changes.push(Change::Added(i.object)),
+                Some(e) if e.rv == entry.rv => {}
+                Some(e) if e.uid() != meta_field(&i.object.json, "uid") => {
                     deleted.push(Change::Deleted(e.json_or_stub(&i.key)));
-                    changes.push(Change::Added(i.json.clone()));
+                    changes.push(Change::Added(i.object));
                 }
-                Some(_) => changes.push(Change::Modified(i.json.clone())),
+                Some(_) => changes.push(Change::Modified(i.object)),
             }
-            self.map.insert(i.key, Entry::new(&i.rv, i.json, keep));
+            self.map.insert(i.key, entry);
         }
         let mut gone: Vec<(String, Entry)> = old.into_iter().collect();
         gone.sort_by(|a, b| a.0.cmp(&b.0));
@@ -237,18 +248,13 @@ impl Store {
         // Recreated objects' deletions go first so a consumer never sees two live
         // objects under one name.
         let (re, rest): (Vec<Change>, Vec<Change>) = deleted.into_iter().partition(|c| {
-            matches!(c, Change::Deleted(j) if changes.iter().any(|a| matches!(a, Change::Added(n) if key_of(n) == key_of(j))))
+            matches!(c, Change::Deleted(j) if changes.iter().any(|a| matches!(a, Change::Added(n) if key_of(&n.json) == key_of(j))))
         });
         let mut out = re;
         out.extend(changes);
         out.extend(rest);
         out
     }
-}
-
-/// `metadata.uid` of a JSON object, empty when absent.
-fn uid(json: &str) -> String {
-    meta_field(json, "uid")
 }
 
 fn key_of(json: &str) -> String {
@@ -285,16 +291,15 @@ mod tests {
         );
         Item {
             key: format!("ns/{name}"),
-            rv: rv.into(),
-            json: json.into(),
+            object: Object::decode(&json, None).expect("object"),
         }
     }
 
     fn names(cs: &[Change]) -> Vec<String> {
         cs.iter()
             .map(|c| match c {
-                Change::Added(j) => format!("+{}", meta_field(j, "name")),
-                Change::Modified(j) => format!("~{}", meta_field(j, "name")),
+                Change::Added(o) => format!("+{}", o.meta.name),
+                Change::Modified(o) => format!("~{}", o.meta.name),
                 Change::Deleted(j) => format!("-{}", meta_field(j, "name")),
             })
             .collect()
@@ -336,9 +341,10 @@ mod tests {
     fn put_detects_duplicates() {
         let mut s = Store::default();
         let i = item("x", "1", "u");
-        assert_eq!(s.put(i.key.clone(), "1", i.json.clone()), Stored::New);
-        assert_eq!(s.put(i.key.clone(), "1", i.json.clone()), Stored::Same);
-        assert_eq!(s.put(i.key.clone(), "2", i.json.clone()), Stored::Changed);
+        assert_eq!(s.put(i.key.clone(), &i.object), Stored::New);
+        assert_eq!(s.put(i.key.clone(), &i.object), Stored::Same);
+        let newer = item("x", "2", "u");
+        assert_eq!(s.put(i.key.clone(), &newer.object), Stored::Changed);
         assert!(s.remove("ns/x"));
         assert!(!s.remove("ns/x"));
         assert!(s.is_empty());
@@ -363,8 +369,8 @@ mod tests {
     fn off_mode_tracks_nothing() {
         let mut s = Store::new(Cache::Off);
         let i = item("x", "1", "u");
-        assert_eq!(s.put(i.key.clone(), "1", i.json.clone()), Stored::Untracked);
-        assert_eq!(s.put(i.key, "1", i.json), Stored::Untracked);
+        assert_eq!(s.put(i.key.clone(), &i.object), Stored::Untracked);
+        assert_eq!(s.put(i.key, &i.object), Stored::Untracked);
         s.fill(vec![item("y", "2", "v")]);
         assert!(s.is_empty());
     }
@@ -373,8 +379,8 @@ mod tests {
     fn cached_json_is_shared_not_copied() {
         let mut s = Store::new(Cache::Objects);
         let i = item("x", "5", "u");
-        let json = i.json.clone();
-        s.put(i.key, "5", i.json);
+        let json = i.object.json.clone();
+        s.put(i.key, &i.object);
         let shared = s.objects_json();
         assert!(Arc::ptr_eq(&shared[0], &json));
     }

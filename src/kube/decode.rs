@@ -1,13 +1,14 @@
-//! Decoding watch lines and list items into cache updates and consumer events: the
-//! per-event hot path of every reflector thread. Pure functions over a [`Store`];
-//! public so benchmarks can drive the exact decoder from memory.
+//! Decoding watch lines, initial events and LIST pages into cache updates and
+//! consumer events: the per-event hot path of every reflector thread. Each object
+//! is parsed once, here, into its canonical text and metadata ([`Object`]); what
+//! the consumer gets is that, never text to parse again. Pure functions over a
+//! [`Store`]; public so benchmarks can drive the exact decoder from memory.
 
 use super::cache::{Item, Store, Stored};
 use super::reflector::{Event, Object};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use std::sync::Arc;
-use vendor_k8s_types::{EventType, Status};
+use vendor_k8s_types::{EventType, ListMeta, Status};
 
 /// What one watch line did.
 #[derive(Debug)]
@@ -44,45 +45,60 @@ pub fn apply_line(store: &mut Store, line: &[u8]) -> Applied {
         },
         Ok(Line::Object(t, object)) => {
             let rv = object.meta.resource_version.clone();
-            let key = format!("{}/{}", object.meta.namespace, object.meta.name);
-            let event = if t == EventType::Deleted {
-                store.remove(&key);
-                Some(Event::Deleted(object))
-            } else {
-                match store.put(key, &rv, Arc::clone(&object.json)) {
-                    Stored::Same => None,
-                    Stored::Untracked if t == EventType::Added => Some(Event::Added(object)),
-                    Stored::New if t == EventType::Added => Some(Event::Added(object)),
-                    _ => Some(Event::Modified(object)),
+            let stored = match store.tracks() {
+                false => Stored::Untracked,
+                true => {
+                    let key = format!("{}/{}", object.meta.namespace, object.meta.name);
+                    match t {
+                        EventType::Deleted => {
+                            store.remove(&key);
+                            Stored::Untracked
+                        }
+                        _ => store.put(key, &object),
+                    }
                 }
+            };
+            let event = match (t, stored) {
+                (EventType::Deleted, _) => Some(Event::Deleted(object)),
+                (_, Stored::Same) => None,
+                (EventType::Added, Stored::New | Stored::Untracked) => Some(Event::Added(object)),
+                _ => Some(Event::Modified(object)),
             };
             Applied::Object { event, rv }
         }
     }
 }
 
-/// Turns a raw list item into a cache item.
-/// Only the metadata is decoded here: a list is held as JSON text while paging (far
-/// smaller than `Value` trees) and parsed into values when delivered.
-pub(crate) fn item_of(raw: &RawValue) -> Result<Item, String> {
-    item_of_text(raw.get())
+/// The type meta (apiVersion, kind) list items come without.
+pub(crate) type TypeMeta<'a> = Option<(&'a str, &'a str)>;
+
+/// Decodes one object of a list (a LIST page's item or an initial event) into a
+/// cache item: parsed once, into the canonical text and metadata the consumer
+/// gets as it is, with `type_meta` filled in where the object lacks it.
+fn item_of(text: &str, type_meta: TypeMeta<'_>) -> Result<Item, String> {
+    let object = Object::decode(text, type_meta).map_err(|e| format!("bad list item: {e}"))?;
+    let key = format!("{}/{}", object.meta.namespace, object.meta.name);
+    Ok(Item { key, object })
 }
 
-/// [`item_of`] for an object's JSON text.
-fn item_of_text(text: &str) -> Result<Item, String> {
-    let json: Arc<str> = Arc::from(text);
-    #[derive(serde::Deserialize)]
-    struct Obj {
-        #[serde(default)]
-        metadata: vendor_k8s_types::ObjectMeta,
-    }
-    let o: Obj = serde_json::from_str(&json).map_err(|e| format!("bad list item: {e}"))?;
-    let key = format!("{}/{}", o.metadata.namespace, o.metadata.name);
-    Ok(Item {
-        key,
-        rv: o.metadata.resource_version,
-        json,
-    })
+/// A decoded LIST page: its items and the list metadata (resourceVersion and the
+/// continue token).
+pub(crate) fn list_page(
+    body: &[u8],
+    type_meta: TypeMeta<'_>,
+) -> Result<(Vec<Item>, ListMeta), String> {
+    let text = std::str::from_utf8(body).map_err(|e| format!("bad list: {e}"))?;
+    let parts = crate::canonical::split_list(text)?;
+    let meta = match parts.metadata {
+        Some(m) => serde_json::from_str(m).map_err(|e| format!("bad list metadata: {e}"))?,
+        None => ListMeta::default(),
+    };
+    let items = parts
+        .items
+        .into_iter()
+        .map(|t| item_of(t, type_meta))
+        .collect::<Result<_, _>>()?;
+    Ok((items, meta))
 }
 
 /// An ERROR event's Status: `Ok(message)` when it means 410 Gone / Expired (the
@@ -177,11 +193,11 @@ pub(crate) enum Initial {
 
 /// Decodes one line of the initial part of a watch-list stream (`sendInitialEvents`):
 /// ADDED events up to the BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
-pub(crate) fn initial_line(line: &[u8]) -> Initial {
+pub(crate) fn initial_line(line: &[u8], type_meta: TypeMeta<'_>) -> Initial {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Initial::Skip;
     }
-    match decode_line(line, item_of_text) {
+    match decode_line(line, |text| item_of(text, type_meta)) {
         Err(m) => Initial::Failed(m),
         Ok(Line::Object(EventType::Added, item)) => Initial::Item(item),
         Ok(Line::Object(other, _)) => Initial::Failed(format!(
@@ -225,18 +241,69 @@ mod tests {
     #[test]
     fn initial_events_end_at_the_annotated_bookmark() {
         let added = br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"5"}}}"#;
-        match initial_line(added) {
-            Initial::Item(i) => assert_eq!((i.key.as_str(), i.rv.as_str()), ("n/a", "5")),
+        match initial_line(added, None) {
+            Initial::Item(i) => {
+                assert_eq!(
+                    (i.key.as_str(), i.object.meta.resource_version.as_str()),
+                    ("n/a", "5")
+                )
+            }
             other => panic!("{other:?}"),
         }
         let plain = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}}"#;
-        assert!(matches!(initial_line(plain), Initial::Skip));
+        assert!(matches!(initial_line(plain, None), Initial::Skip));
         let end = br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
-        assert!(matches!(initial_line(end), Initial::End(rv) if rv == "7"));
+        assert!(matches!(initial_line(end, None), Initial::End(rv) if rv == "7"));
         let gone = br#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}}"#;
-        assert!(matches!(initial_line(gone), Initial::Expired(_)));
+        assert!(matches!(initial_line(gone, None), Initial::Expired(_)));
         let early = br#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}"#;
-        assert!(matches!(initial_line(early), Initial::Failed(_)));
+        assert!(matches!(initial_line(early, None), Initial::Failed(_)));
+    }
+
+    /// A LIST page is split and each item decoded once, into canonical text with
+    /// the type meta filled in; the page is accepted or refused as serde_json
+    /// would read it as a list.
+    #[test]
+    fn list_pages_decode_like_serde_json_reads_them() {
+        let page = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"c1"},"items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"5","uid":"u"},"data":{"k":"]}"}},{"metadata":{"namespace":"n","name":"b"}}]}"#;
+        let (items, meta) = list_page(page, Some(("v1", "ConfigMap"))).expect("page");
+        assert_eq!(
+            (meta.resource_version.as_str(), meta.continue_token.as_str()),
+            ("9", "c1")
+        );
+        let keys: Vec<&str> = items.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["n/a", "n/b"]);
+        assert_eq!(
+            &*items[0].object.json,
+            r#"{"apiVersion":"v1","data":{"k":"]}"},"kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"5","uid":"u"}}"#
+        );
+        for (page, items) in [
+            (r#"{"items":null,"metadata":{}}"#, Some(0)),
+            (r#"{"items":[],"extra":[1,{"x":null}]}"#, Some(0)),
+            (
+                r#" { "metadata" : {"resourceVersion":"1"} , "items" : [ {"a":1} ] } "#,
+                Some(1),
+            ),
+            (r#"{"items":[{"a":1} {"b":2}]}"#, None),
+            (r#"{"items":[{"a":01}]}"#, None),
+            (r#"{"items":[{"a":1}],"x":tru}"#, None),
+            (r#"{"items":[{"a":1}]"#, None),
+            (r#"{"items":[{"a":1}]}x"#, None),
+            (r#"{"items":[1]}"#, None),
+            (r#"{"items":[{"a":"x}]}"#, None),
+            (r#"{"metadata":{"resourceVersion":7},"items":[]}"#, None),
+        ] {
+            let ours = list_page(page.as_bytes(), None).map(|(i, _)| i.len()).ok();
+            assert_eq!(ours, items, "{page}");
+            let theirs = serde_json::from_str::<
+                vendor_k8s_types::ObjectList<serde_json::Map<String, Value>>,
+            >(page);
+            assert_eq!(
+                theirs.map(|l| l.items.len()).ok(),
+                items,
+                "serde_json on {page}"
+            );
+        }
     }
 
     #[test]

@@ -402,16 +402,22 @@ pub(crate) fn api_error(verb: &'static str, path: &str, status: u16, body: &[u8]
 }
 
 impl Response {
+    /// The body when the status is 2xx, else the Status error.
+    pub(crate) fn ok(self, verb: &'static str, path: &str) -> Result<Vec<u8>, KubeError> {
+        if !(200..300).contains(&self.status) {
+            return Err(api_error(verb, path, self.status, &self.body));
+        }
+        Ok(self.body)
+    }
+
     /// The body decoded as `T` when the status is 2xx, else the Status error.
     pub(crate) fn json<T: serde::de::DeserializeOwned>(
         self,
         verb: &'static str,
         path: &str,
     ) -> Result<T, KubeError> {
-        if !(200..300).contains(&self.status) {
-            return Err(api_error(verb, path, self.status, &self.body));
-        }
-        serde_json::from_slice(&self.body).map_err(|e| KubeError::Decode {
+        let body = self.ok(verb, path)?;
+        serde_json::from_slice(&body).map_err(|e| KubeError::Decode {
             what: format!("{verb} {}", strip_query(path)),
             message: e.to_string(),
         })

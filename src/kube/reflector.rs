@@ -22,30 +22,29 @@ mod watch_list;
 use super::Client;
 use super::backoff::Backoff;
 use super::cache::{Cache, Change, Item, Store};
-use super::decode::{self, Applied, item_of};
+use super::decode::{self, Applied};
 use super::discovery::Resource;
 use super::http::{Request, Stream};
 use super::selector::query_escape;
-use crate::canonical::{Meta, canonicalize};
+use crate::canonical::{Meta, canonical_arc};
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use ureq::http::Method;
-use vendor_k8s_types::ObjectList;
 
 /// What a reflector tells its consumer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// The first complete list: the cache now holds exactly these objects, as the
-    /// compact JSON the server sent (shared with the cache; decode one at a time, so
-    /// a big list never exists as one tree of values).
-    Synced(Vec<Arc<str>>),
+    /// The first complete list: the cache now holds exactly these objects, each
+    /// decoded once as a watch event's is (canonical text shared with the cache,
+    /// metadata read, `apiVersion`/`kind` filled in), so a big list never exists
+    /// as one tree of values and is never parsed again.
+    Synced(Vec<Object>),
     /// [`Cache::Off`] only: the complete list after a desync (410), to be diffed by
     /// the consumer; events missed while disconnected are only in this list.
-    Relisted(Vec<Arc<str>>),
+    Relisted(Vec<Object>),
     Added(Object),
     Modified(Object),
     /// The object's last known state.
@@ -70,11 +69,8 @@ impl Object {
     /// Decodes an object's JSON text; `type_meta` (apiVersion, kind) fills in
     /// what list items come without.
     pub fn decode(text: &str, type_meta: Option<(&str, &str)>) -> Result<Object, String> {
-        let (json, meta) = canonicalize(text, type_meta)?;
-        Ok(Object {
-            json: Arc::from(json),
-            meta,
-        })
+        let (json, meta) = canonical_arc(text, type_meta)?;
+        Ok(Object { json, meta })
     }
 
     /// The object as a value (tests and rare paths; the data path keeps the text).
@@ -240,6 +236,8 @@ struct Reflector {
     line: Vec<u8>,
     /// Whether to try the streaming initial list (cleared when the server refuses).
     watch_list: bool,
+    /// The resource's apiVersion, filled into listed objects.
+    api_version: String,
 }
 
 /// Where a reflector delivers events, called on the reflector's thread; returning
@@ -276,7 +274,9 @@ pub fn spawn_with_sink(
         None => State::Empty,
     };
     let watch_list = params.watch_list;
+    let api_version = resource.api_version();
     let mut r = Reflector {
+        api_version,
         backoff: Backoff::new(params.backoff_base, params.backoff_max),
         synced: params.start_resource_version.is_some(),
         client,
@@ -342,6 +342,11 @@ impl Reflector {
         }
     }
 
+    /// The apiVersion and kind that listed objects come without.
+    fn type_meta(&self) -> decode::TypeMeta<'_> {
+        Some((&self.api_version, &self.resource.kind))
+    }
+
     fn path(&self) -> String {
         self.resource
             .collection_path(self.params.namespace.as_deref())
@@ -381,27 +386,28 @@ impl Reflector {
             path: &path,
             body: None,
         };
-        let page = self
+        let body = match self
             .client
             .transport()
             .send(&req)
-            .and_then(|r| r.json::<ObjectList<Box<RawValue>>>("LIST", &path));
-        let page = match page {
-            Ok(p) => p,
+            .and_then(|r| r.ok("LIST", &path))
+        {
+            Ok(body) => body,
             // An expired continue token: start the list over.
             Err(e) if e.is_gone() => return State::Empty,
             Err(e) => return self.fail(failure_kind(&e), &e.to_string(), State::Empty),
         };
-        for raw in page.items {
-            match item_of(&raw) {
-                Ok(i) => items.push(i),
-                Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
+        let meta = match decode::list_page(&body, self.type_meta()) {
+            Ok((page, meta)) => {
+                items.extend(page);
+                meta
             }
-        }
-        let rv = page.metadata.resource_version;
-        if !page.metadata.continue_token.is_empty() {
+            Err(m) => return self.fail(WatchErrorKind::Fail, &m, State::Empty),
+        };
+        let rv = meta.resource_version;
+        if !meta.continue_token.is_empty() {
             return State::Listing {
-                continue_token: page.metadata.continue_token,
+                continue_token: meta.continue_token,
                 items,
                 rv,
             };
@@ -418,24 +424,27 @@ impl Reflector {
     fn finish_list(&mut self, items: Vec<Item>) -> bool {
         if !self.synced {
             self.synced = true;
-            let objects: Vec<Arc<str>> = items.iter().map(|i| Arc::clone(&i.json)).collect();
-            self.lock().fill(items);
+            let objects = self.lock().fill(items);
             return self.send(Event::Synced(objects));
         }
         if self.params.cache == Cache::Off {
-            return self.send(Event::Relisted(items.into_iter().map(|i| i.json).collect()));
+            return self.send(Event::Relisted(
+                items.into_iter().map(|i| i.object).collect(),
+            ));
         }
         let changes = self.lock().replace(items);
         for c in changes {
-            let (json, make): (Arc<str>, fn(Object) -> Event) = match c {
-                Change::Added(j) => (j, Event::Added),
-                Change::Modified(j) => (j, Event::Modified),
-                Change::Deleted(j) => (j, Event::Deleted),
+            let event = match c {
+                Change::Added(o) => Event::Added(o),
+                Change::Modified(o) => Event::Modified(o),
+                // The cache's last copy of a deleted object, decoded for the event.
+                Change::Deleted(json) => match Object::decode(&json, None) {
+                    Ok(o) => Event::Deleted(o),
+                    Err(_) => continue,
+                },
             };
-            if let Ok(o) = Object::decode(&json, None) {
-                if !self.send(make(o)) {
-                    return false;
-                }
+            if !self.send(event) {
+                return false;
             }
         }
         true

@@ -5,9 +5,11 @@
 //! threads (object patcher, hooks' side effects) and the monitors' startup.
 
 use super::Client;
+use super::decode;
 use super::discovery::Resource;
 use super::error::KubeError;
-use super::http::Request;
+use super::http::{Request, strip_query};
+use super::reflector::Object;
 use super::selector::query_escape;
 use serde_json::Value;
 use ureq::http::Method;
@@ -155,6 +157,18 @@ impl<'c> Api<'c> {
 
     /// One LIST page.
     pub fn list(&self, p: &ListParams) -> Result<ObjectList<Value>, KubeError> {
+        let path = self.list_path(p);
+        let req = Request {
+            verb: "LIST",
+            method: Method::GET,
+            path: &path,
+            body: None,
+        };
+        self.client.transport().send(&req)?.json("LIST", &path)
+    }
+
+    /// The path of a LIST request with `p`'s selectors, limit and continue token.
+    fn list_path(&self, p: &ListParams) -> String {
         let mut q = Vec::new();
         if !p.label_selector.is_empty() {
             q.push(format!("labelSelector={}", query_escape(&p.label_selector)));
@@ -172,13 +186,7 @@ impl<'c> Api<'c> {
         if !q.is_empty() {
             path = format!("{path}?{}", q.join("&"));
         }
-        let req = Request {
-            verb: "LIST",
-            method: Method::GET,
-            path: &path,
-            body: None,
-        };
-        self.client.transport().send(&req)?.json("LIST", &path)
+        path
     }
 
     /// Every page of a LIST; the result carries the snapshot's resourceVersion.
@@ -192,6 +200,38 @@ impl<'c> Api<'c> {
             all.metadata.continue_token = page.metadata.continue_token;
         }
         Ok(all)
+    }
+
+    /// Every page of a LIST, each object decoded once as a reflector decodes its
+    /// list (canonical text, metadata, `apiVersion`/`kind` filled in).
+    pub fn list_objects(&self, p: &ListParams) -> Result<Vec<Object>, KubeError> {
+        let mut p = ListParams {
+            continue_token: String::new(),
+            ..p.clone()
+        };
+        let api_version = self.resource.api_version();
+        let type_meta = Some((api_version.as_str(), self.resource.kind.as_str()));
+        let mut objects = Vec::new();
+        loop {
+            let path = self.list_path(&p);
+            let req = Request {
+                verb: "LIST",
+                method: Method::GET,
+                path: &path,
+                body: None,
+            };
+            let body = self.client.transport().send(&req)?.ok("LIST", &path)?;
+            let (items, meta) =
+                decode::list_page(&body, type_meta).map_err(|message| KubeError::Decode {
+                    what: format!("LIST {}", strip_query(&path)),
+                    message,
+                })?;
+            objects.extend(items.into_iter().map(|i| i.object));
+            if meta.continue_token.is_empty() {
+                return Ok(objects);
+            }
+            p.continue_token = meta.continue_token;
+        }
     }
 
     /// POST a new object (its namespace comes from this Api, or the object).

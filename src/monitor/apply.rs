@@ -2,7 +2,7 @@
 //! step of the binding's Synchronization protocol (`sync.rs`), whose deliveries go
 //! to the router. Part of the monitor thread (`monitor/mod.rs`).
 
-use super::filter;
+use super::filter::{self, JqInput};
 use super::sync::Input;
 use super::{Monitor, Sub};
 use crate::hook::config::WatchEventType;
@@ -15,13 +15,14 @@ impl Monitor {
     /// Applies one event to one binding: snapshot update, checksum comparison, and
     /// the hook event (buffered while the binding is held). Whether an object is
     /// Added or Modified follows the snapshot (so a relist can say either).
-    pub(super) fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Object) {
+    /// `input` is the object's jq input, shared by the bindings that see it.
+    pub(super) fn apply(&self, sub: &Sub, kind: WatchEventType, obj: &Object, input: &mut JqInput) {
         let (ns, name) = (obj.meta.namespace.as_str(), obj.meta.name.as_str());
         if !sub.wants(name) {
             return;
         }
         let filter_started = Instant::now();
-        let item = sub.filter.item(obj);
+        let item = sub.filter.item_with(obj, input);
         if sub.filter.jq.is_some() && sub.counted {
             self.metrics
                 .kube_jq_filter_duration_seconds

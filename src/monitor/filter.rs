@@ -24,9 +24,20 @@ impl ItemFilter {
     /// hashes the filter result (or the whole canonical text without a filter),
     /// and the text itself is shared, not copied, when the binding keeps it.
     pub fn item(&self, object: &Object) -> Result<Item, FilterError> {
+        self.item_with(object, &mut JqInput::default())
+    }
+
+    /// [`item`](Self::item) with the object's jq input shared: read the first time
+    /// a binding's filter needs it, reused by the other bindings on the same object.
+    pub(crate) fn item_with(
+        &self,
+        object: &Object,
+        input: &mut JqInput,
+    ) -> Result<Item, FilterError> {
         let (filter_result, checksum) = match &self.jq {
             Some(jq) => {
-                let text = jq.apply_text(&object.json).map_err(FilterError)?;
+                let input = input.get(&object.json).map_err(FilterError)?;
+                let text = jq.apply_input(input).map_err(FilterError)?;
                 let sum = checksum_str(&text);
                 (Some(text), sum)
             }
@@ -40,6 +51,20 @@ impl ItemFilter {
             object_text,
             checksum,
         ))
+    }
+}
+
+/// One object's jq input, read at most once whatever the number of bindings with a
+/// jqFilter that see the object (jaq's own tree: the second parse of a filtered
+/// object, after the decode).
+#[derive(Default)]
+pub(crate) struct JqInput(Option<Result<crate::jq::JqInput, String>>);
+
+impl JqInput {
+    fn get(&mut self, text: &str) -> Result<crate::jq::JqInput, String> {
+        self.0
+            .get_or_insert_with(|| crate::jq::read_input(text))
+            .clone()
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) mod filter;
 #[cfg(test)]
 mod life;
 mod namespaces;
+#[cfg(test)]
+mod parse_once;
 mod relist;
 pub(crate) mod runtime;
 pub(crate) mod selectors;
@@ -36,7 +38,7 @@ use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
 use crossbeam_channel::{Receiver, Sender, select};
-use filter::ItemFilter;
+use filter::{ItemFilter, JqInput};
 use selectors::selectors;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -105,7 +107,7 @@ enum Waited {
 }
 
 /// A watch just started: its id, its reflector, and its initial list.
-type StartedWatch = (WatchId, kube::ReflectorHandle, Vec<Arc<str>>);
+type StartedWatch = (WatchId, kube::ReflectorHandle, Vec<Object>);
 
 struct Watch {
     id: WatchId,
@@ -381,19 +383,15 @@ impl Monitor {
                 (self.watches.len() - 1, objects)
             }
         };
-        let resource = self.watches[index].key.resource.clone();
         let w = &mut self.watches[index];
         w.subs
             .retain(|s| !(s.hook == sub.hook && s.binding == sub.binding));
         w.subs.push(sub.clone());
         let mut initial = Vec::new();
-        for wire in objects {
-            let Some(obj) = decode_listed(&wire, &resource) else {
-                continue;
-            };
-            drop(wire);
+        // Each object is dropped once filtered: only the snapshot keeps it.
+        for obj in objects {
             if announce {
-                self.apply(&sub, WatchEventType::Added, &obj);
+                self.apply(&sub, WatchEventType::Added, &obj, &mut JqInput::default());
             } else if let Some(item) = initial_item(&sub, &obj) {
                 initial.push(item);
             }
@@ -401,23 +399,18 @@ impl Monitor {
         Ok(initial)
     }
 
-    /// Lists a watch's objects for a binding that joins it late.
-    fn list(&self, key: &WatchKey) -> Result<Vec<Arc<str>>, String> {
+    /// Lists a watch's objects for a binding that joins it late, decoded as the
+    /// reflector decodes its list.
+    fn list(&self, key: &WatchKey) -> Result<Vec<Object>, String> {
         let params = kube::ListParams {
             label_selector: key.label.clone(),
             field_selector: key.field.clone(),
             ..Default::default()
         };
-        let list = self
-            .client
+        self.client
             .api(&key.resource, key.namespace.as_deref())
-            .list_all(&params)
-            .map_err(|e| e.to_string())?;
-        Ok(list
-            .items
-            .iter()
-            .map(|o| Arc::from(o.to_string()))
-            .collect())
+            .list_objects(&params)
+            .map_err(|e| e.to_string())
     }
 
     /// Starts a reflector sending on the shared watch channel and waits for its
@@ -511,10 +504,11 @@ impl Monitor {
         // costs one more decode here.
         let obj = match obj.meta.has_type_meta {
             true => obj,
-            false => decode_listed(&obj.json, &watch.key.resource).unwrap_or(obj),
+            false => with_type_meta(&obj, &watch.key.resource).unwrap_or(obj),
         };
+        let mut input = JqInput::default();
         for sub in &subs {
-            self.apply(sub, kind, &obj);
+            self.apply(sub, kind, &obj, &mut input);
         }
         let elapsed = started.elapsed().as_secs_f64();
         for sub in subs.iter().filter(|s| s.counted) {
@@ -552,12 +546,12 @@ fn initial_item(sub: &Sub, obj: &Object) -> Option<Item> {
         .ok()
 }
 
-/// A listed object (the text the server sent) decoded once, with `apiVersion` and
-/// `kind` filled in; `None` (skipped, logged) if it is not a JSON object.
-fn decode_listed(wire: &str, resource: &Resource) -> Option<Object> {
+/// A watched object that came without `apiVersion` and `kind`, decoded again with
+/// them filled in; `None` (logged) if that fails.
+fn with_type_meta(obj: &Object, resource: &Resource) -> Option<Object> {
     let api_version = resource.api_version();
-    Object::decode(wire, Some((&api_version, &resource.kind)))
-        .map_err(|e| log::error("skipping a listed object", &[("error", &e)]))
+    Object::decode(&obj.json, Some((&api_version, &resource.kind)))
+        .map_err(|e| log::error("skipping a watched object", &[("error", &e)]))
         .ok()
 }
 

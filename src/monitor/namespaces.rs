@@ -34,10 +34,8 @@ impl Monitor {
         let (id, handle, namespaces) = self.start_watch(&ns_key, kube::Cache::Keys, context)?;
         let mut active = BTreeSet::new();
         let mut initial = Vec::new();
-        for ns in &namespaces {
-            let name = kube::Object::decode(ns, None)
-                .map(|o| o.meta.name)
-                .unwrap_or_default();
+        for ns in namespaces {
+            let name = ns.meta.name;
             initial.extend(self.attach(
                 WatchKey {
                     namespace: Some(name.clone()),

@@ -5,28 +5,25 @@
 //! list no longer has are Deleted. So a hook sees each change made while the watch
 //! was down exactly once, and the reflector needs no copy of the objects to find them.
 
-use super::{Monitor, decode_listed};
+use super::Monitor;
+use super::filter::JqInput;
 use crate::hook::config::WatchEventType;
 use crate::hook::context::{Item, item_key};
+use crate::kube::Object;
 use std::collections::HashSet;
-use std::sync::Arc;
 
 impl Monitor {
     /// Applies a complete list of watch `index` to every binding on it.
-    pub(super) fn on_relist(&mut self, index: usize, objects: Vec<Arc<str>>) {
+    pub(super) fn on_relist(&mut self, index: usize, objects: Vec<Object>) {
         let watch = &self.watches[index];
-        let resource = watch.key.resource.clone();
         let namespace = watch.key.namespace.clone();
         let subs = watch.subs.clone();
         let mut listed = HashSet::with_capacity(objects.len());
-        for wire in objects {
-            let Some(obj) = decode_listed(&wire, &resource) else {
-                continue;
-            };
-            drop(wire);
+        for obj in objects {
             listed.insert(item_key(&obj.meta.namespace, &obj.meta.name));
+            let mut input = JqInput::default();
             for sub in &subs {
-                self.apply(sub, WatchEventType::Added, &obj);
+                self.apply(sub, WatchEventType::Added, &obj, &mut input);
             }
         }
         // A binding watching several namespaces has one watch per namespace: this

@@ -52,7 +52,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn list_items_get_api_version_and_kind() {
+    fn objects_without_type_meta_get_api_version_and_kind() {
         let deployments = Resource {
             group: "apps".into(),
             version: "v1".into(),
@@ -61,7 +61,8 @@ mod tests {
             namespaced: true,
         };
         let listed = |text: &str| {
-            let o = super::super::decode_listed(text, &deployments).expect("object");
+            let bare = crate::kube::Object::decode(text, None).expect("object");
+            let o = super::super::with_type_meta(&bare, &deployments).expect("object");
             serde_json::from_str::<serde_json::Value>(&o.json).expect("json")
         };
         assert_eq!(

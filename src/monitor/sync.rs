@@ -12,8 +12,9 @@
 //! - an event is delivered only for the kinds in `executeHookOnEvent`, and a
 //!   Modified only when the object's checksum (its filter result) changed.
 //!
-//! Addon-operator's `waitForSynchronization` builds on the same state: a binding
-//! is synchronized once released.
+//! `waitForSynchronization: false` changes no rule here, only where the binding's
+//! Synchronization task runs (its own queue instead of right behind the Enable
+//! task: `runtime.rs`); the binding is held and released the same way.
 //!
 //! [`BindingSync::step`] is the whole protocol as a step function `(state, input) ->
 //! outputs`, with no threads or channels: the monitor thread feeds it watch changes,

@@ -34,7 +34,7 @@ fn initial_list_is_paged() {
     assert_eq!(objs.len(), 25);
     let objs: Vec<serde_json::Value> = objs
         .iter()
-        .map(|j| serde_json::from_str(j).expect("json"))
+        .map(|j| serde_json::from_str(&j.json).expect("json"))
         .collect();
     assert!(objs.iter().all(|o| o["metadata"]["namespace"] == "paged"));
     let reqs = sim.requests();

@@ -73,7 +73,7 @@ pub fn show(events: &[Event]) -> Vec<String> {
             Event::Synced(objs) | Event::Relisted(objs) => {
                 let values: Vec<Value> = objs
                     .iter()
-                    .filter_map(|j| serde_json::from_str(j).ok())
+                    .filter_map(|j| serde_json::from_str(&j.json).ok())
                     .collect();
                 let mut n: Vec<&str> = values.iter().map(name).collect();
                 n.sort();

@@ -160,12 +160,14 @@ pub fn render_v0(ctx: &BindingContext) -> Value {
             WatchEventType::Deleted => "delete",
         };
         map["resourceEvent"] = event.into();
-        let object = item.as_ref().and_then(|i| i.object.as_deref());
-        if let Some(obj) = object.and_then(|o| serde_json::from_str::<Value>(o).ok()) {
-            let meta = &obj["metadata"];
-            map["resourceNamespace"] = meta["namespace"].as_str().unwrap_or_default().into();
-            map["resourceKind"] = obj["kind"].as_str().unwrap_or_default().into();
-            map["resourceName"] = meta["name"].as_str().unwrap_or_default().into();
+        // The item knows namespace and name; kind is read off the object's top
+        // level. Nothing is parsed back.
+        if let Some((item, object)) = item.as_ref().and_then(|i| Some((i, i.object.as_deref()?))) {
+            let (namespace, name) = item.namespace_and_name();
+            let kind = crate::canonical::top_level_str(object, "kind").unwrap_or_default();
+            map["resourceNamespace"] = namespace.into();
+            map["resourceKind"] = kind.into();
+            map["resourceName"] = name.into();
         }
     }
     map
@@ -356,7 +358,7 @@ mod tests {
             "onKubernetesEvent",
             Payload::Event {
                 watch_event: WatchEventType::Deleted,
-                item: Some(item(obj, None)),
+                item: Some(Item::new(("ns", "p"), None, Some(obj.into()), 0)),
             },
             None,
             &[],
@@ -369,6 +371,29 @@ mod tests {
             render_v0(&BindingContext::schedule("s", None, vec![])).to_string(),
             r#"{"binding":"s"}"#
         );
+    }
+
+    /// A v0 context's resource fields come from the item, not from parsing the
+    /// object's text again.
+    #[test]
+    fn v0_context_parses_nothing() {
+        let obj =
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"v0-parse","namespace":"ns"}}"#;
+        let count = crate::parse_count::Counter::new("v0-parse");
+        let ev = kube(
+            "b",
+            Payload::Event {
+                watch_event: WatchEventType::Added,
+                item: Some(Item::new(("ns", "v0-parse"), None, Some(obj.into()), 1)),
+            },
+            None,
+            &[],
+        );
+        assert_eq!(
+            render_v0(&ev).to_string(),
+            r#"{"binding":"b","resourceEvent":"add","resourceKind":"Pod","resourceName":"v0-parse","resourceNamespace":"ns"}"#
+        );
+        assert_eq!(count.get(), 0);
     }
 
     /// The streamed file equals the same context built as one value the slow way

@@ -69,7 +69,7 @@ impl Reflector {
         let read = stream.read_until(b'\n', &mut self.line);
         let message = match read {
             Ok(0) => "watch-list stream ended before its initial-events-end bookmark".to_string(),
-            Ok(_) => match decode::initial_line(&self.line) {
+            Ok(_) => match decode::initial_line(&self.line, self.type_meta()) {
                 Initial::Item(item) => {
                     items.push(item);
                     return State::InitialEvents { stream, items };
