@@ -3,7 +3,7 @@
 //! Reads every file under `src/` and collects each path that names a sibling
 //! module: `crate::kube::...` anywhere in the code (not only on `use` lines) and the
 //! names inside `use crate::{a, b::c}` groups. Unit-test code (`#[cfg(test)] mod
-//! tests { .. }` at a file's end, `tests/` folders, `*_tests.rs`) is left out: a
+//! tests { .. }` at a file's end, `tests/` folders and `tests.rs` files, `*_tests.rs`) is left out: a
 //! test may reach anywhere. The edges give a graph of top-level modules; the test
 //! fails with the cycle's modules and the files behind each edge.
 
@@ -51,8 +51,10 @@ fn graph(src: &Path) -> Graph {
             (stem != "lib" && stem != "main").then_some(stem)
         })
         .collect();
+    let files = rust_files(src);
+    let test_only = test_only_files(src, &files);
     let mut graph = Graph::new();
-    for file in rust_files(src) {
+    for file in files {
         let rel = file
             .strip_prefix(src)
             .expect("under src")
@@ -60,7 +62,7 @@ fn graph(src: &Path) -> Graph {
             .into_owned();
         let top = rel.split('/').next().unwrap_or_default();
         let top = top.strip_suffix(".rs").unwrap_or(top).to_string();
-        if !modules.contains(&top) || is_test_file(&rel) {
+        if !modules.contains(&top) || is_test_file(&rel) || test_only.contains(&file) {
             continue;
         }
         let text = std::fs::read_to_string(&file).expect("read");
@@ -83,9 +85,36 @@ fn graph(src: &Path) -> Graph {
 }
 
 fn is_test_file(rel: &str) -> bool {
-    rel.split('/').any(|part| part == "tests")
+    rel.split('/')
+        .any(|part| part == "tests" || part == "tests.rs")
         || rel.ends_with("_tests.rs")
         || rel.contains("/tests_")
+}
+
+/// Files of modules declared `#[cfg(test)] mod name;` (beside their parent, or in
+/// its folder when the parent is `mod.rs`/`lib.rs` or a `name.rs` with a folder).
+fn test_only_files(src: &Path, files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let dir = match file.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs") => file.parent().unwrap_or(src).to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        for (i, _) in text.match_indices("#[cfg(test)]\nmod ") {
+            let rest = &text[i + "#[cfg(test)]\nmod ".len()..];
+            let Some(name) = rest
+                .split(';')
+                .next()
+                .filter(|n| !n.contains(char::is_whitespace))
+            else {
+                continue;
+            };
+            out.insert(dir.join(format!("{name}.rs")));
+            out.insert(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
