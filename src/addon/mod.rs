@@ -29,6 +29,7 @@ mod lifecycle;
 mod module_run;
 pub mod modules;
 pub mod post_render;
+pub mod release_record;
 mod resources;
 mod state;
 mod status;
