@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -66,6 +66,13 @@ bench: build static
 	$(CARGO) bench --bench admission -- --operator $(STATIC_BIN)
 	$(CARGO) bench --bench addon -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 	$(CARGO) bench --bench ha -- --operator $(STATIC_BIN)
+
+# Issue 28: addon-operator at N=20 and N=100 modules (own orders, one order), helm 4
+# and helm 3, bare helm timed in the same run: cold converge, restart, a global
+# change, one value, RSS (benches/addon_scale.rs). Takes ~10 minutes on 2 cores.
+bench-addon: static
+	$(CARGO) build --release -p kube-sim
+	$(CARGO) bench --bench addon_scale -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim
 
 # Issue 12: ours vs kopf vs a plain watch loop on 10k pods (benches/peers.rs), in
 # kube-sim and then on a real kube-apiserver (issue 24), with flant's shell-operator

@@ -37,6 +37,7 @@ pub const TARGETS: &[Target] = &[
     ("addon_configmap", addon_configmap),
     ("values_patch", values_patch),
     ("values_schema", values_schema),
+    ("release_record", release_record),
 ];
 
 /// The input as text; parsers that take `&str` get lossy UTF-8 like a pipe read would.
@@ -265,4 +266,13 @@ pub fn values_schema(data: &[u8]) {
         schemas.apply_defaults(kind, &mut section);
         let _ = schemas.validate(kind, &section);
     }
+}
+
+/// A helm release record: the input as a gzip stream, as raw DEFLATE, and as the
+/// `data.release` field of a release Secret (decoded, gunzipped with a 1 MiB cap
+/// for the first two, the operator's own cap for the field, then parsed as JSON).
+pub fn release_record(data: &[u8]) {
+    let _ = crate::inflate::gunzip(data, 1 << 20);
+    let _ = crate::inflate::inflate(data, 1 << 20);
+    let _ = crate::addon::release_record::decode(&text(data));
 }

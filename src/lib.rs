@@ -23,6 +23,7 @@ pub mod fuzzing;
 pub mod hook;
 pub mod hook_metrics;
 pub(crate) mod http;
+pub mod inflate;
 pub mod jq;
 pub(crate) mod jq_cli;
 pub(crate) mod json_kind;

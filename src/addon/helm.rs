@@ -19,6 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use super::release_record::StoredRecord;
 use crate::process::{ExitStatus, run_captured};
 
 /// Most helm output we accept on stdout (a rendered manifest can be large).
@@ -58,13 +59,15 @@ pub struct Helm {
 }
 
 /// The latest revision of a release.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Release {
     pub revision: u64,
     /// `deployed`, `failed`, `pending-upgrade`, …
     pub status: String,
     /// The `_addonOperatorModuleChecksum` value of the release (asked only when deployed).
     pub checksum: Option<String>,
+    /// The revision's storage Secret and record, when read from helm's Secrets.
+    pub stored: Option<StoredRecord>,
 }
 
 /// One object of a rendered manifest.
@@ -181,6 +184,7 @@ impl Helm {
             revision,
             status,
             checksum,
+            stored: None,
         }))
     }
 
@@ -563,21 +567,27 @@ fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> 
 
 /// What the upgrade decision asks outside itself, each only when it needs it.
 pub struct UpgradeFacts<'a> {
-    /// The chart rendered with the current values.
+    /// The chart rendered with the current values (`helm template`).
     pub rendered: &'a dyn Fn() -> Result<String, String>,
     /// The manifest of the release's last revision.
     pub released: &'a dyn Fn() -> Result<String, String>,
     /// Whether an object is in the cluster.
     pub exists: &'a dyn Fn(&ObjectRef) -> Result<bool, String>,
+    /// Whether the current values and chart differ from the release's only in
+    /// `global` (the checksum with the release's `global` in place is the stored one).
+    pub only_global_changed: &'a dyn Fn() -> Result<bool, String>,
 }
 
 /// The upgrade decision of spec §5.3, the one production runs: `Some(reason)` when
 /// an upgrade must run — `release absent`, `status <s>` (anything but deployed),
-/// `rendered objects changed` (the stored checksum differs, or there is none, and
-/// the rendered objects differ from the release's), `resource <ns>/<kind>/<name>
-/// absent`; `None` = skip. Nothing is rendered when the release must change anyway,
-/// and the release's manifest is read only when the checksums differ. Errors of
-/// `facts` are returned.
+/// `values or chart changed` (the stored checksum differs and not only through
+/// `global`), `rendered objects changed` (a change only through `global`, or a
+/// release with no stored checksum, that renders objects other than the release's),
+/// `resource <ns>/<kind>/<name> absent` (an object of the release's manifest is
+/// gone); `None` = skip. So an unchanged module asks only for the release's manifest
+/// and the cluster's objects, a changed one asks nothing (the upgrade follows), and
+/// only a change through `global` (which most templates do not read) is rendered.
+/// Errors of `facts` are returned.
 pub fn upgrade_reason(
     last: Option<&Release>,
     checksum: &str,
@@ -589,17 +599,41 @@ pub fn upgrade_reason(
     if last.status != "deployed" {
         return Ok(Some(format!("status {}", last.status)));
     }
-    let rendered = (facts.rendered)()?;
-    if last.checksum.as_deref() != Some(checksum) && !same_objects(&rendered, &(facts.released)()?)?
-    {
-        return Ok(Some("rendered objects changed".to_string()));
+    if last.checksum.as_deref() != Some(checksum) {
+        if last.checksum.is_some() && !(facts.only_global_changed)()? {
+            return Ok(Some("values or chart changed".to_string()));
+        }
+        if !same_objects(&(facts.rendered)()?, &(facts.released)()?)? {
+            return Ok(Some("rendered objects changed".to_string()));
+        }
     }
-    for obj in manifest_objects(&rendered)? {
+    for obj in manifest_objects(&(facts.released)()?)? {
         if !(facts.exists)(&obj)? {
             return Ok(Some(format!("resource {obj} absent")));
         }
     }
     Ok(None)
+}
+
+/// Moves the checksum label of a release's latest storage Secret to `checksum`, once
+/// a render showed the new values make the release's objects: later converges then
+/// find the module unchanged without rendering it again.
+pub fn record_checksum(
+    client: &crate::kube::Client,
+    namespace: &str,
+    secret: &str,
+    checksum: &str,
+) -> Result<(), String> {
+    let patch = serde_json::json!({"metadata": {"labels": {CHECKSUM_LABEL: checksum}}});
+    client
+        .api(&secrets_resource(), Some(namespace))
+        .patch(
+            secret,
+            &crate::kube::Patch::Merge(patch),
+            &Default::default(),
+        )
+        .map(|_| ())
+        .map_err(|e| format!("labelling release Secret {secret} with the checksum: {e}"))
 }
 
 /// The release label that carries the checksum (flant's newer name).
@@ -659,10 +693,23 @@ pub fn releases_from_secrets(
         if out.get(name).is_some_and(|r| r.revision >= revision) {
             continue;
         }
+        let data = secret.get("data").and_then(|d| d.get("release"));
+        let secret_name = secret.get("metadata").and_then(|m| m.get("name"));
+        let stored = match (
+            secret_name.and_then(|n| n.as_str()),
+            data.and_then(|d| d.as_str()),
+        ) {
+            (Some(secret), Some(data)) => Some(StoredRecord {
+                secret: secret.to_string(),
+                data: data.to_string(),
+            }),
+            _ => None,
+        };
         let release = Release {
             revision,
             status: label("status").unwrap_or("").to_string(),
             checksum: label(CHECKSUM_LABEL).map(String::from),
+            stored,
         };
         out.insert(name.to_string(), release);
     }

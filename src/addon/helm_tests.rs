@@ -64,6 +64,7 @@ fn deployed(sum: Option<&str>) -> Release {
         revision: 3,
         status: "deployed".into(),
         checksum: sum.map(String::from),
+        stored: None,
     }
 }
 
@@ -72,7 +73,9 @@ const TWO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name
 const ONE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n";
 
 /// The decision with `rendered` and `released` manifests and `exists` for objects;
-/// also what it asked: "rendered", "released", then each object's name.
+/// also what it asked: "global", "rendered", "released", then each object's name. A
+/// current checksum starting with `g` stands for values that differ from the
+/// release's only in `global`.
 fn decide(
     last: Option<&Release>,
     sum: &str,
@@ -93,10 +96,15 @@ fn decide(
         note(&o.name);
         exists(o)
     };
+    let only_global = || {
+        note("global");
+        Ok(sum.starts_with('g'))
+    };
     let facts = UpgradeFacts {
         rendered: &rendered,
         released: &released,
         exists: &exists,
+        only_global_changed: &only_global,
     };
     let r = upgrade_reason(last, sum, &facts);
     (r, asked.into_inner())
@@ -117,23 +125,30 @@ fn upgrade_reason_covers_each_case() {
         reason(Some(&failed), "x", TWO).as_deref(),
         Some("status failed")
     );
-    let changed = Some("rendered objects changed");
+    // Another checksum: the values or the chart changed, so upgrade without a render.
+    let changed = Some("values or chart changed");
     assert_eq!(
-        reason(Some(&deployed(Some("old"))), "x", ONE).as_deref(),
+        reason(Some(&deployed(Some("old"))), "x", TWO).as_deref(),
         changed
     );
-    assert_eq!(reason(Some(&deployed(None)), "x", ONE).as_deref(), changed);
-    // Another checksum but the same objects (a chart file that renders nothing new).
-    assert_eq!(reason(Some(&deployed(Some("old"))), "x", TWO), None);
+    // A change only through `global`, or no stored checksum: rendered and compared.
+    let rendered = Some("rendered objects changed");
+    assert_eq!(
+        reason(Some(&deployed(Some("old"))), "gx", ONE).as_deref(),
+        rendered
+    );
+    assert_eq!(reason(Some(&deployed(None)), "x", ONE).as_deref(), rendered);
+    assert_eq!(reason(Some(&deployed(Some("old"))), "gx", TWO), None);
+    assert_eq!(reason(Some(&deployed(None)), "x", TWO), None);
     assert_eq!(reason(Some(&deployed(Some("x"))), "x", ONE), None);
 
     let no_secret = |o: &ObjectRef| Ok(o.kind != "Secret");
-    let (r, asked) = decide(Some(&deployed(Some("x"))), "x", ONE, &no_secret);
+    let (r, asked) = decide(Some(&deployed(Some("x"))), "x", TWO, &no_secret);
     assert_eq!(r.unwrap().as_deref(), Some("resource ns/Secret/b absent"));
     assert_eq!(
         asked,
-        ["rendered", "a", "b"],
-        "same checksum: manifests not compared"
+        ["released", "a", "b"],
+        "same checksum: nothing rendered, the release's own objects checked"
     );
 
     let broken = |_: &ObjectRef| Err("api down".to_string());
@@ -148,8 +163,15 @@ fn upgrade_reason_asks_nothing_when_the_release_must_change() {
     assert_eq!(r.unwrap().as_deref(), Some("release absent"));
     assert!(asked.is_empty(), "{asked:?}");
     let (r, asked) = decide(Some(&deployed(Some("old"))), "new", ONE, &never);
+    assert_eq!(r.unwrap().as_deref(), Some("values or chart changed"));
+    assert_eq!(
+        asked,
+        ["global"],
+        "a changed module is neither rendered nor read"
+    );
+    let (r, asked) = decide(Some(&deployed(Some("old"))), "gnew", ONE, &never);
     assert_eq!(r.unwrap().as_deref(), Some("rendered objects changed"));
-    assert_eq!(asked, ["rendered", "released"]);
+    assert_eq!(asked, ["global", "rendered", "released"]);
 }
 
 #[test]

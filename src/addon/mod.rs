@@ -29,6 +29,7 @@ mod module_run;
 pub mod modules;
 mod parallel;
 pub mod post_render;
+pub mod release_record;
 mod resources;
 mod state;
 mod status;

@@ -10,11 +10,12 @@ use super::engine::AddonHandler;
 use super::helm::{self, ListKey, ObjectRef};
 use super::lifecycle::Input;
 use super::modules::Owner;
+use super::release_record::Record;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::log;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
@@ -199,57 +200,117 @@ impl AddonHandler {
         let stem = format!("{}.module-values.yaml", module.name);
         let file = crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, &text)
             .map_err(|e| e.to_string())?;
-        self.upgrade_if_needed(&module.name, &module.chart, file.path(), &text, event)
+        let given = Given {
+            file: file.path(),
+            values: &values,
+            text: &text,
+        };
+        self.upgrade_if_needed(&module.name, &module.chart, &given, event)
     }
 
-    /// Upgrades when [`helm::upgrade_reason`] says so. The release is read from its
-    /// storage Secrets, so a first install costs one helm process; a revision left
-    /// pending by a killed helm is removed first (then its status is the reason).
+    /// Upgrades when [`helm::upgrade_reason`] says so. The release, its manifest and
+    /// its values are read from its storage Secrets, so an unchanged module, and a
+    /// first install or a changed module (one `helm upgrade`), spawn no helm process
+    /// but the upgrade; only a change through `global` is rendered (`helm template`)
+    /// to see whether it changes objects. A revision left pending by a killed helm is
+    /// removed first (then its status is the reason).
     pub(super) fn upgrade_if_needed(
         &self,
         name: &str,
         chart: &Path,
-        file: &Path,
-        values: &[u8],
+        given: &Given,
         event: &str,
     ) -> Result<(), String> {
         let helm = &self.shared.helm;
         let metrics = &self.shared.metrics;
-        let checksum = helm::checksum(&String::from_utf8_lossy(values), chart)?;
-        let reason = metrics.helm_op(name, event, "check-upgrade", || {
+        let checksum = helm::checksum(&String::from_utf8_lossy(given.text), chart)?;
+        let (reason, last) = metrics.helm_op(name, event, "check-upgrade", || {
             let last = self.last_release(name)?;
             if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
                 self.clear_pending(name, r)?;
             }
+            let record = OnceCell::new();
+            let stored = || {
+                let r = record.get_or_init(|| self.release_record(name, event, last.as_ref()));
+                r.as_ref().map_err(String::clone)
+            };
+            let file = given.file;
             let rendered =
                 || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
             let lists = RefCell::new(HashMap::new());
+            let stored_sum = last.as_ref().and_then(|r| r.checksum.as_deref());
             let facts = helm::UpgradeFacts {
                 rendered: &rendered,
-                released: &|| helm.manifest(name),
+                released: &|| stored().map(|r| r.manifest.clone()),
                 exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
+                only_global_changed: &|| {
+                    only_global_changed(given.values, stored()?, chart, stored_sum)
+                },
             };
-            helm::upgrade_reason(last.as_ref(), &checksum, &facts)
+            let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
+            Ok::<_, String>((reason, last))
         })?;
-        match reason {
-            Some(reason) => {
-                log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
-                let upgrade = || {
-                    // flant's checksum: the MD5 of the plain `helm template` output
-                    // with the surrounding white space trimmed (as v1.5.0 reads it).
-                    let plain = helm.render_plain(name, chart, file)?;
-                    let flant_checksum = crate::md5::md5_hex(plain.trim().as_bytes());
-                    helm.upgrade(name, chart, file, &checksum, &flant_checksum)
-                };
-                let result = metrics.helm_op(name, event, "upgrade", upgrade);
-                // Even a failed upgrade may have written objects.
-                self.shared.lock().listed.clear();
-                result
+        let Some(reason) = reason else {
+            log::info("helm upgrade not needed", &[("module", name)]);
+            self.keep_checksum(name, last.as_ref(), &checksum);
+            return Ok(());
+        };
+        log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
+        let upgrade = || {
+            // flant's checksum: the MD5 of the plain `helm template` output with the
+            // surrounding white space trimmed (as v1.5.0 reads it), so flant's
+            // operator finds the release up to date after a switch back.
+            let plain = helm.render_plain(name, chart, given.file)?;
+            let flant_checksum = crate::md5::md5_hex(plain.trim().as_bytes());
+            helm.upgrade(name, chart, given.file, &checksum, &flant_checksum)
+        };
+        let result = metrics.helm_op(name, event, "upgrade", upgrade);
+        // Even a failed upgrade may have written objects.
+        self.shared.lock().listed.clear();
+        result
+    }
+
+    /// The manifest and values of the release's latest revision: decoded from its
+    /// storage Secret, or `helm get manifest` (no values) when it was not read from
+    /// one or its record cannot be decoded.
+    fn release_record(
+        &self,
+        name: &str,
+        event: &str,
+        last: Option<&helm::Release>,
+    ) -> Result<Record, String> {
+        if let Some(stored) = last.and_then(|r| r.stored.as_ref()) {
+            match stored.decode() {
+                Ok(record) => return Ok(record),
+                Err(e) => log::warn(
+                    "cannot read the release record; asking helm",
+                    &[("module", name), ("error", &e)],
+                ),
             }
-            None => {
-                log::info("helm upgrade not needed", &[("module", name)]);
-                Ok(())
-            }
+        }
+        let helm = &self.shared.helm;
+        let manifest =
+            (self.shared.metrics).helm_op(name, event, "get-manifest", || helm.manifest(name))?;
+        Ok(Record {
+            manifest,
+            config: serde_json::Value::Null,
+        })
+    }
+
+    /// After a render showed the module's new checksum makes the release's objects,
+    /// stores that checksum on the release's Secret (a failure only costs the next
+    /// converge a render).
+    fn keep_checksum(&self, name: &str, last: Option<&helm::Release>, checksum: &str) {
+        let Some(last) = last.filter(|r| r.checksum.as_deref() != Some(checksum)) else {
+            return;
+        };
+        let Some(stored) = &last.stored else { return };
+        let (client, ns) = (&self.shared.bookkeeping, &self.shared.namespace);
+        if let Err(e) = helm::record_checksum(client, ns, &stored.secret, checksum) {
+            log::warn(
+                "cannot keep the new checksum",
+                &[("module", name), ("error", &e)],
+            );
         }
     }
 
@@ -363,4 +424,31 @@ impl AddonHandler {
 pub(super) fn secrets_driver() -> bool {
     let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
     matches!(driver.as_str(), "" | "secret" | "secrets")
+}
+
+/// What a module run gives helm: the values file, its values, and their text.
+pub(super) struct Given<'a> {
+    pub file: &'a Path,
+    pub values: &'a serde_json::Value,
+    pub text: &'a [u8],
+}
+
+/// Whether `values` and the chart differ from the release's only in `global`: the
+/// checksum of `values` with the release's `global` in its place is the stored one.
+fn only_global_changed(
+    values: &serde_json::Value,
+    record: &Record,
+    chart: &Path,
+    stored: Option<&str>,
+) -> Result<bool, String> {
+    let (Some(old), Some(stored)) = (record.config.get("global"), stored) else {
+        return Ok(false);
+    };
+    let mut probe = values.clone();
+    let Some(map) = probe.as_object_mut() else {
+        return Ok(false);
+    };
+    map.insert("global".into(), old.clone());
+    let text = serde_json::to_string(&probe).map_err(|e| e.to_string())?;
+    Ok(helm::checksum(&text, chart)? == stored)
 }

@@ -7,8 +7,9 @@
 //! - a rendered object is gone from the cluster (`AbsentHelmResourcesDetected`,
 //!   `modules_absent_resources_total{module,resource}`).
 //!
-//! A check costs one list of helm's release Secrets, one `helm get manifest` per
-//! release revision it has not seen yet, and one list per kind and namespace of the
+//! A check costs one list of helm's release Secrets (each revision's manifest is read
+//! from its Secret once, `helm get manifest` only when that record cannot be
+//! decoded), and one list per kind and namespace of the
 //! rendered objects (never one GET per object), on its own client
 //! (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`; the module runs' drift check shares it). Modules that are disabled, not started,
 //! running, or already have a run queued are skipped, and so is every module while a
@@ -76,7 +77,7 @@ impl ResourceMonitor {
         let mut objects: Vec<(usize, ObjectRef)> = Vec::new();
         for &(m, ref name) in &modules {
             match releases.get(name) {
-                Some(r) if r.status == "deployed" => match self.objects_of(name, r.revision) {
+                Some(r) if r.status == "deployed" => match self.objects_of(name, r) {
                     Ok(found) => objects.extend(found.into_iter().map(|o| (m, o))),
                     // This module is not checked this time; the others are.
                     Err(e) => log::error(
@@ -151,8 +152,10 @@ impl ResourceMonitor {
         out
     }
 
-    /// The namespaced objects of a release revision (its manifest read once).
-    fn objects_of(&self, name: &str, revision: u64) -> Result<Vec<ObjectRef>, String> {
+    /// The namespaced objects of a release revision (its manifest read once, from its
+    /// storage Secret's record, or `helm get manifest` when that cannot be decoded).
+    fn objects_of(&self, name: &str, release: &helm::Release) -> Result<Vec<ObjectRef>, String> {
+        let revision = release.revision;
         let known = {
             let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
             watched
@@ -163,7 +166,18 @@ impl ResourceMonitor {
         if let Some(objects) = known {
             return Ok(objects);
         }
-        let manifest = self.shared.helm.manifest(name)?;
+        let stored = release.stored.as_ref().map(|s| s.decode());
+        let manifest = match stored {
+            Some(Ok(record)) => record.manifest,
+            Some(Err(e)) => {
+                log::warn(
+                    "cannot read the release record; asking helm",
+                    &[("module", name), ("error", &e)],
+                );
+                self.shared.helm.manifest(name)?
+            }
+            None => self.shared.helm.manifest(name)?,
+        };
         let objects = helm::manifest_objects(&manifest)?;
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         watched.insert(

@@ -63,6 +63,7 @@ impl World {
             rendered: &|| Ok(rendered.to_string()),
             released: &|| self.helm.manifest("greeter"),
             exists: &|o| object_exists_in(&self.client, o, NS),
+            only_global_changed: &|| Ok(false),
         };
         upgrade_reason(last, sum, &facts).expect("upgrade_reason")
     }
@@ -120,6 +121,7 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         revision: 1,
         status: "deployed".into(),
         checksum: Some("flant-1".into()),
+        stored: None,
     };
     assert_eq!(last.as_ref(), Some(&expected));
     let obj = w
@@ -143,7 +145,7 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     assert_ne!(sum1, sum2);
     assert_eq!(
         w.reason(last.as_ref(), &sum2, &manifest2).as_deref(),
-        Some("rendered objects changed")
+        Some("values or chart changed")
     );
     w.helm
         .upgrade("greeter", &chart, &values2, &sum2, "flant-2")

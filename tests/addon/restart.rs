@@ -1,8 +1,11 @@
 //! A restart that costs nothing (issue 28): with every release deployed and nothing
 //! changed, the new operator's first converge decides "unchanged" for each module
 //! without one GET per rendered object (its drift check lists each kind once per
-//! namespace) and creates no revision; an object deleted while the operator was
-//! down is still found by that converge and put back.
+//! namespace), without one helm process (the release's checksum and manifest are read
+//! from its Secret) and creates no revision; an object deleted while the operator was
+//! down is still found by that converge and put back with one `helm upgrade`. A
+//! module's value change costs that one `helm upgrade`; a `global` change no template
+//! uses costs one `helm template` per module, no revision, and no render after it.
 
 use crate::harness::{Addon, NS};
 use std::sync::Arc;
@@ -29,7 +32,10 @@ fn layout() -> Vec<(String, String)> {
         ));
         files.push((
             format!("{dir}/templates/cm.yaml"),
-            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {m}\ndata:\n  a: b\n"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {m}\ndata:\n  \
+                 a: {{{{ (.Values.{m} | default dict).greeting | default \"b\" | quote }}}}\n"
+            ),
         ));
         files.push((
             format!("{dir}/templates/svc.yaml"),
@@ -45,6 +51,31 @@ fn stop(addon: &mut Addon) {
     let mut child = addon.child.take().expect("running");
     child.kill().expect("kill");
     child.wait().expect("reaped");
+}
+
+/// The helm commands the operator ran (`helm:<command>:<release>`), but `version`.
+fn helm_calls(addon: &Addon) -> Vec<String> {
+    (addon.runs().into_iter())
+        .map(|(t, _)| t)
+        .filter(|t| t.starts_with("helm:") && !t.starts_with("helm:version:"))
+        .collect()
+}
+
+/// The `moduleChecksum` label of each release's latest storage Secret.
+fn stored_checksums(sim: &kube_sim::Sim) -> Vec<(String, u64, String)> {
+    let mut latest: std::collections::BTreeMap<String, (u64, String)> = Default::default();
+    for s in sim.list("v1", "Secret", NS) {
+        let labels = &s["metadata"]["labels"];
+        let (Some(name), Some(v)) = (labels["name"].as_str(), labels["version"].as_str()) else {
+            continue;
+        };
+        let v: u64 = v.parse().expect("version");
+        let sum = labels["moduleChecksum"].as_str().unwrap_or("").to_string();
+        if latest.get(name).is_none_or(|(r, _)| *r < v) {
+            latest.insert(name.to_string(), (v, sum));
+        }
+    }
+    latest.into_iter().map(|(n, (v, s))| (n, v, s)).collect()
 }
 
 /// The requests in `window` that GET one of the objects of `modules` by name.
@@ -114,6 +145,8 @@ fn restart_costs_nothing(major: u32) {
         .collect();
     assert_eq!(upgrades, Vec::<String>::new());
     second.wait_log(&["helm upgrade not needed", "rd"], LONG);
+    // Not one helm process for the unchanged modules: no template, no get, no history.
+    assert_eq!(helm_calls(&second), Vec::<String>::new());
     // Those reads went through the resource monitor's client (whose own first check is
     // minutes away): the release list and one list per kind at least.
     let metrics = second.metrics();
@@ -140,10 +173,92 @@ fn restart_costs_nothing(major: u32) {
         assert_eq!(third.revisions(m), vec![1], "{m}");
     }
     third.wait_log(&["helm upgrade", "resource /Service/rb absent"], LONG);
+    // The drift was seen in the release's stored manifest: one helm process, the upgrade.
+    assert_eq!(helm_calls(&third), ["helm:upgrade:rb"]);
     // Only helm's own upgrade of rb reads objects by name.
     let window = sim.requests().split_off(before);
     assert_eq!(
         object_gets(&window, &["ra", "rc", "rd"]),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn helm4_value_change_costs_one_upgrade_and_a_global_change_no_revision() {
+    changes_cost_what_they_must(4);
+}
+
+#[test]
+fn helm3_value_change_costs_one_upgrade_and_a_global_change_no_revision() {
+    changes_cost_what_they_must(3);
+}
+
+fn changes_cost_what_they_must(major: u32) {
+    let files = layout();
+    let refs: Vec<(&str, String)> = files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect();
+    let mut addon = Addon::start(&refs, None, major);
+    addon.wait_ready();
+    let cm_data = |addon: &Addon, m: &str| {
+        addon
+            .object("v1", "ConfigMap", m)
+            .map(|o| o["data"]["a"].clone())
+    };
+    for m in MODULES {
+        assert_eq!(addon.revisions(m), vec![1], "{m}");
+        assert_eq!(cm_data(&addon, m), Some("b".into()), "{m}");
+    }
+
+    // A value of one module: one helm process, its upgrade, and the new revision.
+    let before = helm_calls(&addon).len();
+    addon.set_config("rb", "greeting: hi\n");
+    addon.wait_object("ConfigMap", "rb", |o| {
+        o.is_some_and(|o| o["data"]["a"] == "hi")
+    });
+    poll(|| addon.revisions("rb") == [1, 2], "rb revision 2");
+    assert_eq!(helm_calls(&addon)[before..], ["helm:upgrade:rb"]);
+
+    // A `global` value no template reads: each module is rendered once, no revision,
+    // and the new checksum is kept on each release.
+    let sums = stored_checksums(&addon.sim);
+    let before = helm_calls(&addon).len();
+    addon.set_config("global", "unused: 1\n");
+    poll(
+        || {
+            let now = stored_checksums(&addon.sim);
+            now.len() == 4 && now.iter().zip(&sums).all(|(n, s)| n.2 != s.2)
+        },
+        "every release's checksum moved",
+    );
+    let mut calls = helm_calls(&addon).split_off(before);
+    calls.sort();
+    let templates: Vec<String> = MODULES
+        .iter()
+        .map(|m| format!("helm:template:{m}"))
+        .collect();
+    assert_eq!(calls, templates);
+    for m in ["ra", "rc", "rd"] {
+        assert_eq!(addon.revisions(m), vec![1], "{m}");
+    }
+    assert_eq!(addon.revisions("rb"), vec![1, 2]);
+    let sim = Arc::clone(&addon.sim);
+    stop(&mut addon);
+
+    // So the restart after it finds every module unchanged: no helm process.
+    let again = Addon::restart(Arc::clone(&sim), &refs, major);
+    again.wait_ready();
+    again.wait_log(&["helm upgrade not needed", "rd"], LONG);
+    assert_eq!(helm_calls(&again), Vec::<String>::new());
+    assert_eq!(cm_data(&again, "rb"), Some("hi".into()));
+}
+
+/// Waits until `cond` holds (a deadline, not a sleep as the assertion).
+fn poll(cond: impl Fn() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + LONG;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not in {LONG:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

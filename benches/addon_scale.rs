@@ -1,0 +1,424 @@
+//! `make bench-addon` (issue 28): addon-operator at N = 20 and N = 100 modules, each
+//! a chart of a ConfigMap, a Service and a Deployment with one `beforeHelm` hook,
+//! modules each in its own order and all in one order, against a kube-sim process,
+//! with helm 4 and helm 3; bare helm is timed in the same run with the same charts
+//! and values. Printed per (helm, N, orders), each a ratio with its target:
+//!
+//! - cold converge (start → `/ready`, N releases deployed) / the sum of the N bare
+//!   `helm upgrade --install` run one after the other;
+//! - restart with nothing changed (start → `/ready`; 0 new revisions asserted) / that sum;
+//! - a `global` change no template reads (ConfigMap write → the converge's end, 0
+//!   revisions asserted) / that sum;
+//! - one module's value (ConfigMap write → its revision 2 stored) / one bare `helm
+//!   upgrade` of that module with the same new value;
+//! - VmRSS idle after the restart, idle again after eight `global` changes in a row
+//!   (N = 100), and the peak VmHWM.
+//!
+//! Usage: `cargo bench --bench addon_scale -- --operator <binary> --kube-sim <binary>
+//! [--helm <helm 4>] [--helm3 <helm 3>] [--sizes 20,100]` (defaults:
+//! target/release/shell-operator, target/release/kube-sim, .tools/bin/helm,
+//! .tools/bin/helm3, 20,100).
+
+mod common;
+
+use common::pods::KubeSim;
+use serde_json::json;
+use shell_operator::kube::{Client, ListParams, Patch, PatchParams};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest wait for a converge or a revision.
+const TIMEOUT: Duration = Duration::from_secs(600);
+/// `global` changes in a row for the memory figure.
+const GLOBAL_CHANGES: usize = 8;
+
+struct Setup {
+    operator: PathBuf,
+    sim: KubeSim,
+    client: Client,
+    work: PathBuf,
+}
+
+/// One configuration: a helm, a module count, one order or each its own.
+struct Case<'a> {
+    helm: &'a Path,
+    label: &'a str,
+    n: usize,
+    one_order: bool,
+}
+
+fn main() {
+    let arg = |name: &str, default: &str| {
+        PathBuf::from(common::arg_value(name).unwrap_or_else(|| default.to_string()))
+    };
+    let operator = arg("--operator", "target/release/shell-operator");
+    let kube_sim = arg("--kube-sim", "target/release/kube-sim");
+    let helms = [
+        ("helm 4", arg("--helm", ".tools/bin/helm")),
+        ("helm 3", arg("--helm3", ".tools/bin/helm3")),
+    ];
+    let sizes: Vec<usize> = common::arg_value("--sizes")
+        .unwrap_or_else(|| "20,100".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let work = std::env::temp_dir().join(format!("so-addon-scale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    for d in ["seed", "home"] {
+        std::fs::create_dir_all(work.join(d)).expect("work dir");
+    }
+    let work = std::fs::canonicalize(&work).expect("work dir");
+    let sim = KubeSim::start(&kube_sim, &work);
+    let client = common::pods::client(&sim);
+    let setup = Setup {
+        operator,
+        sim,
+        client,
+        work: work.clone(),
+    };
+    for (label, helm) in &helms {
+        let helm = std::fs::canonicalize(helm)
+            .unwrap_or_else(|e| panic!("{label} {}: {e}", helm.display()));
+        run(&setup, &helm, &["version", "--short"]);
+        for &n in &sizes {
+            for one_order in [false, true] {
+                let case = Case {
+                    helm: &helm,
+                    label,
+                    n,
+                    one_order,
+                };
+                measure(&setup, &case);
+            }
+        }
+    }
+    drop(setup);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Every figure of one case, printed.
+fn measure(s: &Setup, c: &Case) {
+    let orders = if c.one_order {
+        "one order"
+    } else {
+        "own orders"
+    };
+    let tag = format!(
+        "{}-{}-{}",
+        c.label.replace(' ', ""),
+        c.n,
+        if c.one_order { "one" } else { "own" }
+    );
+    let layout = s.work.join(format!("layout-{tag}"));
+    write_layout(&layout, c.n, c.one_order);
+
+    // Bare helm: N upgrades in a row, then one upgrade with a new value.
+    let bare_ns = format!("bare-{tag}");
+    create_namespace(s, &bare_ns);
+    let mut bare = Duration::ZERO;
+    for i in 1..=c.n {
+        bare += bare_upgrade(s, c, &layout, &bare_ns, i, "hello");
+    }
+    assert_eq!(revisions(s, &bare_ns), c.n, "bare releases");
+    let bare_one = bare_upgrade(s, c, &layout, &bare_ns, 1, "changed");
+
+    // The operator: cold converge, then a restart with nothing changed.
+    let ns = format!("op-{tag}");
+    create_namespace(s, &ns);
+    let (cold, mut child, _) = start(s, c, &layout, &ns);
+    assert_eq!(revisions(s, &ns), c.n, "cold converge releases");
+    stop(&mut child);
+    let (restart, mut child, port) = start(s, c, &layout, &ns);
+    assert_eq!(revisions(s, &ns), c.n, "a restart made revisions");
+    std::thread::sleep(Duration::from_secs(2));
+    let idle = proc_kb(child.id(), "VmRSS:");
+
+    // A `global` value no template reads: a full converge, no revision.
+    let global = global_change(s, &ns, port, 1);
+    assert_eq!(revisions(s, &ns), c.n, "a global change made revisions");
+
+    // One module's value: its revision 2.
+    let started = Instant::now();
+    set_config(s, &ns, "m001", "message: changed\n");
+    poll(|| revisions(s, &ns) == c.n + 1, "the module's new revision");
+    let one = started.elapsed();
+
+    // Memory after repeated converges (N = 100).
+    let after = if c.n >= 100 {
+        for k in 2..=GLOBAL_CHANGES {
+            global_change(s, &ns, port, k);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        Some(proc_kb(child.id(), "VmRSS:"))
+    } else {
+        None
+    };
+    let peak = proc_kb(child.id(), "VmHWM:");
+    stop(&mut child);
+
+    let secs = |d: Duration| d.as_secs_f64();
+    let ratio = |d: Duration| secs(d) / secs(bare);
+    println!(
+        "{} · N={} · {orders}: bare sequential helm upgrade --install {:.2} s ({:.0} ms each), one bare upgrade {:.3} s",
+        c.label,
+        c.n,
+        secs(bare),
+        secs(bare) * 1000.0 / c.n as f64,
+        secs(bare_one)
+    );
+    println!(
+        "  cold converge / bare sequential             : {:>5.2}  ({:.2} s; target ≤ 0.6 with one order)",
+        ratio(cold),
+        secs(cold)
+    );
+    println!(
+        "  restart, nothing changed / bare sequential  : {:>5.2}  ({:.2} s; 0 new revisions; target ≤ 0.2)",
+        ratio(restart),
+        secs(restart)
+    );
+    println!(
+        "  global change no template uses / bare seq.  : {:>5.2}  ({:.2} s; 0 revisions; target ≤ 0.3)",
+        ratio(global),
+        secs(global)
+    );
+    println!(
+        "  one module's value / one bare helm upgrade  : {:>5.2}  ({:.3} s; target ≤ 1.3)",
+        secs(one) / secs(bare_one),
+        secs(one)
+    );
+    let mib = |kb: u64| kb as f64 / 1024.0;
+    match after {
+        Some(after) => println!(
+            "  VmRSS idle {:.1} MiB, after {GLOBAL_CHANGES} global changes {:.1} MiB ({:.2}× idle; target ≤ 2×), peak VmHWM {:.1} MiB (target ≤ 20 MiB)",
+            mib(idle),
+            mib(after),
+            after as f64 / idle.max(1) as f64,
+            mib(peak)
+        ),
+        None => println!(
+            "  VmRSS idle {:.1} MiB, peak VmHWM {:.1} MiB",
+            mib(idle),
+            mib(peak)
+        ),
+    }
+}
+
+/// Module `i`'s directory (its order: `i`, or 1 for all) and release name.
+fn module_name(i: usize, one_order: bool) -> (String, String) {
+    let order = if one_order { 1 } else { i };
+    (format!("{order:03}-m{i:03}"), format!("m{i:03}"))
+}
+
+/// `root/modules`: N modules enabled in `values.yaml`, each a ConfigMap, a Service
+/// and a Deployment reading the module's `message`, and a `beforeHelm` hook.
+fn write_layout(root: &Path, n: usize, one_order: bool) {
+    let _ = std::fs::remove_dir_all(root);
+    let modules = root.join("modules");
+    std::fs::create_dir_all(root.join("global-hooks")).expect("global hooks dir");
+    let mut values = String::from("global:\n  cluster: bench\n");
+    for i in 1..=n {
+        let (dir, name) = module_name(i, one_order);
+        values.push_str(&format!("{name}Enabled: true\n{name}:\n  message: hello\n"));
+        let m = modules.join(&dir);
+        std::fs::create_dir_all(m.join("templates")).expect("module dir");
+        std::fs::write(
+            m.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.0.1\n"),
+        )
+        .expect("Chart.yaml");
+        std::fs::write(m.join("templates/all.yaml"), chart(&name)).expect("template");
+        common::write_exec(
+            &m.join("hooks/before-helm.sh"),
+            "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; exit 0; fi\nexit 0\n",
+        );
+    }
+    std::fs::write(modules.join("values.yaml"), values).expect("values.yaml");
+}
+
+/// A ConfigMap, a Service and a Deployment; only the module's `message` is read.
+fn chart(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  message: {{{{ .Values.{name}.message | quote }}}}\n\
+---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: 80\n\
+---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n  \
+template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      containers:\n      - name: app\n        image: busybox\n"
+    )
+}
+
+/// One bare `helm upgrade --install` of module `i` with the values the operator gives it.
+fn bare_upgrade(s: &Setup, c: &Case, layout: &Path, ns: &str, i: usize, message: &str) -> Duration {
+    let (dir, name) = module_name(i, c.one_order);
+    let enabled: Vec<String> = (1..=c.n).map(|i| module_name(i, c.one_order).1).collect();
+    let mut doc = json!({"global": {"cluster": "bench", "enabledModules": enabled}});
+    doc[&name] = json!({"message": message});
+    let values = layout.join(format!("bare-{name}.json"));
+    std::fs::write(&values, doc.to_string()).expect("values file");
+    let chart = layout.join("modules").join(&dir);
+    let kubeconfig = s.sim.kubeconfig.to_str().expect("UTF-8 path");
+    let args = [
+        "upgrade",
+        "--install",
+        &name,
+        chart.to_str().expect("UTF-8 path"),
+        "--values",
+        values.to_str().expect("UTF-8 path"),
+        "--namespace",
+        ns,
+        "--kubeconfig",
+        kubeconfig,
+    ];
+    run(s, c.helm, &args)
+}
+
+/// Runs helm; its wall time. Panics on a failure.
+fn run(s: &Setup, helm: &Path, args: &[&str]) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(helm)
+        .args(args)
+        .env("HOME", s.work.join("home"))
+        .output()
+        .expect("run helm");
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// Creates namespace `ns` and an empty `addon-operator` ConfigMap in it.
+fn create_namespace(s: &Setup, ns: &str) {
+    let namespaces = s
+        .client
+        .resolve("v1", "Namespace", "bench")
+        .expect("resolve");
+    (s.client.api(&namespaces, None))
+        .create(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .unwrap_or_else(|e| panic!("create namespace {ns}: {e}"));
+    let cms = s
+        .client
+        .resolve("v1", "ConfigMap", "bench")
+        .expect("resolve");
+    (s.client.api(&cms, Some(ns)))
+        .create(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "addon-operator", "namespace": ns}, "data": {}}))
+        .unwrap_or_else(|e| panic!("create ConfigMap in {ns}: {e}"));
+}
+
+/// Sets `key` of the `addon-operator` ConfigMap.
+fn set_config(s: &Setup, ns: &str, key: &str, value: &str) {
+    let cms = s
+        .client
+        .resolve("v1", "ConfigMap", "bench")
+        .expect("resolve");
+    let patch = Patch::Merge(json!({"data": {key: value}}));
+    (s.client.api(&cms, Some(ns)))
+        .patch("addon-operator", &patch, &PatchParams::default())
+        .unwrap_or_else(|e| panic!("patch ConfigMap in {ns}: {e}"));
+}
+
+/// Writes the `k`-th unused `global` value; the time until that converge ends.
+fn global_change(s: &Setup, ns: &str, port: u16, k: usize) -> Duration {
+    let before = converges_done(port);
+    let started = Instant::now();
+    set_config(s, ns, "global", &format!("unusedKnob: {k}\n"));
+    poll(
+        || converges_done(port) > before,
+        "the converge after a global change",
+    );
+    started.elapsed()
+}
+
+/// Release revisions stored in `ns` (helm's Secrets).
+fn revisions(s: &Setup, ns: &str) -> usize {
+    let secrets = s.client.resolve("v1", "Secret", "bench").expect("resolve");
+    let params = ListParams {
+        label_selector: "owner=helm".into(),
+        ..ListParams::default()
+    };
+    (s.client.api(&secrets, Some(ns)))
+        .list_all(&params)
+        .unwrap_or_else(|e| panic!("list secrets in {ns}: {e}"))
+        .items
+        .len()
+}
+
+/// The sum of `addon_operator_convergence_seconds` (grows when a converge ends).
+fn converges_done(port: u16) -> f64 {
+    let body = common::http_get_body(port, "/metrics");
+    body.lines()
+        .filter(|l| l.starts_with("addon_operator_convergence_seconds{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Starts the operator in `ns`; the time to `/ready`, the process and its port.
+fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let run = layout.join(format!("run-{ns}"));
+    std::fs::create_dir_all(&run).expect("run dir");
+    let log = run.join("operator.log");
+    let file = std::fs::File::create(&log).expect("log file");
+    let started = Instant::now();
+    let mut child = Command::new(&s.operator)
+        .args(["addon-operator", "start", "--namespace", ns])
+        .arg("--modules-dir")
+        .arg(layout.join("modules"))
+        .arg("--global-hooks-dir")
+        .arg(layout.join("global-hooks"))
+        .arg("--tmp-dir")
+        .arg(run.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(run.join("debug.socket"))
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", &port.to_string()])
+        .arg("--kube-config")
+        .arg(&s.sim.kubeconfig)
+        .env("HELM_BIN_PATH", c.helm)
+        .env("HOME", s.work.join("home"))
+        .stdout(Stdio::from(file.try_clone().expect("log file")))
+        .stderr(Stdio::from(file))
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", s.operator.display()));
+    let deadline = Instant::now() + TIMEOUT;
+    while !common::ready(port) {
+        let exited = child.try_wait().ok().flatten();
+        if exited.is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("addon-operator not ready ({exited:?}); log:\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (started.elapsed(), child, port)
+}
+
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Polls `cond` every 10 ms until it holds; panics after [`TIMEOUT`].
+fn poll(cond: impl Fn() -> bool, what: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "not in {TIMEOUT:?}: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `/proc/<pid>/status` field in kB (0 when unreadable).
+fn proc_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with(field))?.to_string();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
