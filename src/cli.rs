@@ -65,7 +65,12 @@ pub fn main() -> i32 {
                 eprintln!("Error: {e}");
                 return 1;
             }
-            crate::operator::run(*config)
+            let code = crate::operator::run(*config);
+            // A queue that met a failure no retry can fix stopped the operator.
+            match crate::queue::outcome::stopped_by() {
+                Some(_) => 1,
+                None => code,
+            }
         }
         Ok(Command::Version) => {
             println!("{name} v{VERSION}");

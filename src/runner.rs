@@ -14,7 +14,7 @@ use crate::metrics::{HookRunLabels, HookRunMetrics, Metrics, RunOutcome};
 use crate::monitor::runtime::KubeRuntime;
 use crate::patch;
 use crate::queue::worker::Handler;
-use crate::queue::{Task, TaskKind};
+use crate::queue::{Outcome, Task, TaskKind};
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
@@ -90,13 +90,22 @@ impl Runner {
         }
     }
 
-    /// Runs the hook of a HookRun task once: context, values, executor, patches,
-    /// metrics. addon-operator also calls it for the hooks a module run runs itself.
+    /// Runs the hook of a HookRun task once (see [`Runner::hook_outcome`]); an
+    /// allowed failure is `Ok`. addon-operator calls it for the hooks a module run
+    /// runs itself: a failure that is not allowed fails the module run.
     pub(crate) fn run_hook(&self, task: &Task, queue: &str) -> Result<(), String> {
-        let hook = self
-            .hooks
-            .get(task.hook)
-            .ok_or_else(|| format!("no hook #{}", task.hook))?;
+        match self.hook_outcome(task, queue) {
+            Outcome::Done(_) | Outcome::Fail(_) => Ok(()),
+            Outcome::Retry(e) | Outcome::Stop(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Runs the hook of a HookRun task once: context, values, executor, patches,
+    /// metrics; counts and logs the outcome.
+    fn hook_outcome(&self, task: &Task, queue: &str) -> Outcome {
+        let Some(hook) = self.hooks.get(task.hook) else {
+            return Outcome::Stop(format!("{}: no hook #{}", task.hook_name, task.hook).into());
+        };
         let labels = RunLabels {
             hook: hook.name.clone(),
             binding: task.binding.clone(),
@@ -133,11 +142,24 @@ impl Runner {
                 ("event", &labels.event),
             ],
         );
-        let extra = match &self.values {
-            Some(values) => values
-                .files(task.hook)
-                .map_err(|e| format!("{} FAILED: {e}", hook.name))?,
+        // The values files are the operator's, not the hook's: a failure to write
+        // them is retried even with allowFailure (it was retried silently before).
+        let extra = match self.values.as_ref().map(|v| v.files(task.hook)) {
+            Some(Ok(files)) => files,
             None => Vec::new(),
+            Some(Err(e)) => {
+                let e = format!("{} FAILED: {e}", hook.name);
+                log::error(
+                    "Hook failed, will retry",
+                    &[
+                        ("hook", &labels.hook),
+                        ("binding", &labels.binding),
+                        ("queue", queue),
+                        ("error", &e),
+                    ],
+                );
+                return Outcome::Retry(e.into());
+            }
         };
         let result = self
             .executor
@@ -171,33 +193,31 @@ impl Runner {
             family.observe(&metric_labels, run.duration, &run.usage);
         }
         let count = |outcome| family.count(&metric_labels, outcome);
-        let fields = [
-            ("hook", labels.hook.as_str()),
-            ("binding", labels.binding.as_str()),
-            ("queue", queue),
-        ];
-        match outcome {
-            Ok(()) => {
-                count(RunOutcome::Success);
-                Ok(())
-            }
-            Err(e) if task.allow_failure => {
+        let outcome = match outcome {
+            Ok(()) => Outcome::done(),
+            Err(e) => Outcome::hook_failed(task.allow_failure, e),
+        };
+        let (hook_name, binding) = (labels.hook.as_str(), labels.binding.as_str());
+        match &outcome {
+            Outcome::Done(_) => count(RunOutcome::Success),
+            Outcome::Fail(e) => {
                 count(RunOutcome::AllowedError);
+                let fields = [("hook", hook_name), ("binding", binding), ("queue", queue)];
                 log::info(
                     "Hook failed, but allowed to fail",
-                    &[fields[0], fields[1], fields[2], ("error", &e)],
+                    &[fields[0], fields[1], fields[2], ("error", e.as_str())],
                 );
-                Ok(())
             }
-            Err(e) => {
+            Outcome::Retry(e) | Outcome::Stop(e) => {
                 count(RunOutcome::Error);
+                let fields = [("hook", hook_name), ("binding", binding), ("queue", queue)];
                 log::error(
                     "Hook failed, will retry",
-                    &[fields[0], fields[1], fields[2], ("error", &e)],
+                    &[fields[0], fields[1], fields[2], ("error", e.as_str())],
                 );
-                Err(e)
             }
         }
+        outcome
     }
 
     /// Hands a successful run's values patches to addon-operator's values store.
@@ -253,36 +273,49 @@ impl Handler for Runner {
         }
     }
 
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+    fn handle(&self, task: &Task, queue: &str) -> Outcome {
         crate::latency_trace::mark(crate::latency_trace::Stage::RunStarted);
-        let result = match (task.kind, &self.kube) {
-            (TaskKind::HookRun, kube) => self.run_hook(task, queue).map(|()| {
-                if let Some(kube) = kube {
+        let outcome = match (task.kind, &self.kube) {
+            (TaskKind::HookRun, kube) => {
+                let outcome = self.hook_outcome(task, queue);
+                if let (Some(kube), Outcome::Done(_) | Outcome::Fail(_)) = (kube, &outcome) {
                     kube.unlock(task);
                 }
-                Vec::new()
-            }),
-            (TaskKind::EnableScheduleBindings, _) => self
-                .scheduler
-                .send(Control::Enable(task.hook))
-                .map(|()| Vec::new())
-                .map_err(|_| "scheduler is not running".to_string()),
-            (TaskKind::EnableKubernetesBindings, Some(kube)) => kube.enable(task),
-            (TaskKind::EnableKubernetesBindings, None) => {
-                Err(format!("{}: no Kubernetes client", task.hook_name))
+                outcome
             }
-            // addon-operator's own tasks are handled by its engine, never here.
-            (kind, _) => Err(format!("{kind:?} task reached the shell-operator runner")),
-        };
-        match &result {
-            Ok(sync_tasks) => self.startup_task_done(task, sync_tasks.len()),
-            Err(e) if task.kind != TaskKind::HookRun => log::error(
-                &format!("{task_kind:?} failed, will retry", task_kind = task.kind),
-                &[("hook", &task.hook_name), ("error", e)],
+            (TaskKind::EnableScheduleBindings, _) => {
+                match self.scheduler.send(Control::Enable(task.hook)) {
+                    Ok(()) => Outcome::done(),
+                    Err(_) => Outcome::Stop(
+                        format!("{}: the scheduler thread is not running", task.hook_name).into(),
+                    ),
+                }
+            }
+            (TaskKind::EnableKubernetesBindings, Some(kube)) => {
+                Outcome::from_result(kube.enable(task))
+            }
+            (TaskKind::EnableKubernetesBindings, None) => Outcome::Stop(
+                format!(
+                    "{}: kubernetes bindings but no Kubernetes client",
+                    task.hook_name
+                )
+                .into(),
             ),
-            Err(_) => {}
+            // addon-operator's own tasks are handled by its engine, never here.
+            (kind, _) => {
+                Outcome::Stop(format!("{kind:?} task reached the shell-operator runner").into())
+            }
+        };
+        match &outcome {
+            Outcome::Done(next) => self.startup_task_done(task, next.len()),
+            Outcome::Fail(_) => self.startup_task_done(task, 0),
+            Outcome::Retry(e) if task.kind != TaskKind::HookRun => log::error(
+                &format!("{task_kind:?} failed, will retry", task_kind = task.kind),
+                &[("hook", &task.hook_name), ("error", e.as_str())],
+            ),
+            Outcome::Retry(_) | Outcome::Stop(_) => {}
         }
-        result
+        outcome
     }
 
     fn queue_action(&self, queue: &str, action: &str, took: Duration) {

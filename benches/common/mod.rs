@@ -106,7 +106,7 @@ impl Handler for Counting {
     fn rate_limit(&self, task: &Task) -> Duration {
         self.inner.rate_limit(task)
     }
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+    fn handle(&self, task: &Task, queue: &str) -> shell_operator::queue::Outcome {
         let r = self.inner.handle(task, queue);
         let _ = self.done.send(());
         r

@@ -5,7 +5,7 @@
 //! The ConfigMap task is never stuck behind a failing module: failed runs leave
 //! the queue (`lifecycle.rs`).
 
-use super::configmap::KubeConfig;
+use super::configmap::{ConfigError, KubeConfig};
 use super::engine::AddonHandler;
 use super::lifecycle::Input;
 use crate::log;
@@ -38,7 +38,7 @@ impl AddonHandler {
                 shared.metrics.config_values_errors_total.inc();
                 log::error(
                     "ConfigMap is invalid; the last good configuration stays",
-                    &[("configmap", &shared.config_map), ("error", &e)],
+                    &[("configmap", &shared.config_map), ("error", &e.to_string())],
                 );
                 return Vec::new();
             }
@@ -76,21 +76,23 @@ impl AddonHandler {
 
     /// Keys of modules that exist, config schemas of the global section and of
     /// every module section: every error at once.
-    pub(super) fn check_config(&self, config: &KubeConfig) -> Result<(), String> {
+    pub(super) fn check_config(&self, config: &KubeConfig) -> Result<(), ConfigError> {
         let layout = &self.shared.layout;
         let keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
-        let mut errors: Vec<String> = config.check_module_keys(&keys).err().into_iter().collect();
+        let mut errors: Vec<ConfigError> =
+            config.check_module_keys(&keys).err().into_iter().collect();
         let st = self.shared.lock();
-        errors.extend(st.global.check_config(&config.global).err());
+        let invalid = |r: Result<(), _>| r.err().map(ConfigError::Invalid);
+        errors.extend(invalid(st.global.check_config(&config.global)));
         for (m, module) in layout.modules.iter().enumerate() {
             if let Some(section) = config.modules.get(&module.key) {
-                errors.extend(st.modules[m].scope.check_config(section).err());
+                errors.extend(invalid(st.modules[m].scope.check_config(section)));
             }
         }
         match errors.len() {
             0 => Ok(()),
             1 => Err(errors.remove(0)),
-            _ => Err(errors.join("; ")),
+            _ => Err(ConfigError::Several(errors)),
         }
     }
 

@@ -7,12 +7,126 @@
 //! that does not round-trip camelCase → kebab-case → camelCase, bad YAML or a bad
 //! flag makes the whole ConfigMap invalid: the caller keeps the last good one.
 //! A ConfigMap that does not exist is an empty configuration.
+//!
+//! Errors are a [`ConfigError`]: unreadable keys, keys of modules that do not
+//! exist, sections that break a schema, or the API server refusing a read or write;
+//! each names the ConfigMap key and says what to change.
 
-use super::values::{module_name_of_key, values_key};
+use super::values::{ValuesError, module_name_of_key, values_key};
 use crate::json_kind::json_kind;
 use crate::kube::{Client, KubeError, Resource};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a ConfigMap was refused, or could not be read or written.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `data` is over the cap.
+    TooLarge { size: usize },
+    /// Keys that cannot be read (bad YAML, a bad flag, not a module key), every one.
+    Unreadable(Vec<String>),
+    /// Sections or flags of modules that do not exist, every one.
+    UnknownModules(Vec<String>),
+    /// A section breaks its scope's config schema.
+    Invalid(ValuesError),
+    /// Several of the above, found by one check.
+    Several(Vec<ConfigError>),
+    /// The API server refused a read or write of the ConfigMap (`namespace/name`).
+    Kube {
+        configmap: String,
+        /// The key being written; `None` for a read.
+        key: Option<String>,
+        error: KubeError,
+    },
+    /// A write lost every race against other writers.
+    Conflict { configmap: String, key: String },
+    /// Something else made a write impossible (a section that is not YAML, an
+    /// object that is not an object).
+    Write { configmap: String, message: String },
+}
+
+impl ConfigError {
+    /// True when the ConfigMap's text could not be read at all (as opposed to
+    /// keys of unknown modules or a schema violation).
+    pub fn is_unreadable(&self) -> bool {
+        match self {
+            ConfigError::TooLarge { .. } | ConfigError::Unreadable(_) => true,
+            ConfigError::Several(all) => all.iter().any(ConfigError::is_unreadable),
+            _ => false,
+        }
+    }
+
+    /// True when a section breaks its config schema.
+    pub fn is_schema_violation(&self) -> bool {
+        match self {
+            ConfigError::Invalid(_) => true,
+            ConfigError::Several(all) => all.iter().any(ConfigError::is_schema_violation),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::TooLarge { size } => {
+                write!(f, "data is {size} bytes; at most {MAX_DATA} are read")
+            }
+            ConfigError::Unreadable(all) | ConfigError::UnknownModules(all) => match all.len() {
+                1 => f.write_str(&all[0]),
+                n => write!(f, "{n} errors: {}", all.join("; ")),
+            },
+            ConfigError::Invalid(e) => e.fmt(f),
+            ConfigError::Several(all) => {
+                let texts: Vec<String> = all.iter().map(ToString::to_string).collect();
+                f.write_str(&texts.join("; "))
+            }
+            ConfigError::Kube {
+                configmap,
+                key,
+                error,
+            } => {
+                write!(f, "ConfigMap {configmap}: ")?;
+                if let Some(key) = key {
+                    write!(f, "writing key '{key}': ")?;
+                }
+                write!(f, "{error}")?;
+                if error.status_code() == Some(403) {
+                    let verbs = if key.is_some() {
+                        "get, update and create"
+                    } else {
+                        "get"
+                    };
+                    write!(
+                        f,
+                        " (grant the operator's ServiceAccount {verbs} on configmaps in its namespace)"
+                    )?;
+                }
+                Ok(())
+            }
+            ConfigError::Conflict { configmap, key } => write!(
+                f,
+                "ConfigMap {configmap}: writing key '{key}': still conflicting after 5 tries \
+                 (another writer keeps changing it; the hook run is retried)"
+            ),
+            ConfigError::Write { configmap, message } => {
+                write!(f, "ConfigMap {configmap}: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The boundary to callers whose own errors are still text (startup, the engine's
+/// steps): `?` turns the error into its message.
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
 
 /// The configuration a ConfigMap holds.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,7 +149,7 @@ const MAX_DATA: usize = 4 << 20;
 
 impl KubeConfig {
     /// Parses a ConfigMap object (its `data`); `None` is a deleted or absent ConfigMap.
-    pub fn from_object(object: Option<&Value>) -> Result<KubeConfig, String> {
+    pub fn from_object(object: Option<&Value>) -> Result<KubeConfig, ConfigError> {
         let mut config = KubeConfig {
             global: json!({}),
             ..KubeConfig::default()
@@ -51,7 +165,7 @@ impl KubeConfig {
             .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
             .sum();
         if size > MAX_DATA {
-            return Err(format!("data is {size} bytes; at most {MAX_DATA} are read"));
+            return Err(ConfigError::TooLarge { size });
         }
         // Every bad key is reported at once, so one edit can fix them all.
         let mut errors = Vec::new();
@@ -63,7 +177,10 @@ impl KubeConfig {
             errors.extend(read.err());
         }
         config.check_disable_forms(data, &mut errors);
-        all_errors(errors).map(|()| config)
+        match errors.is_empty() {
+            true => Ok(config),
+            false => Err(ConfigError::Unreadable(errors)),
+        }
     }
 
     /// The seeds' `<key>: "false"` (a module section that is the flag itself) next
@@ -84,7 +201,7 @@ impl KubeConfig {
 
     /// Refuses every section or flag of a module that does not exist, naming the
     /// key (`known`: the values keys of the discovered modules); all at once.
-    pub fn check_module_keys(&self, known: &[&str]) -> Result<(), String> {
+    pub fn check_module_keys(&self, known: &[&str]) -> Result<(), ConfigError> {
         let unknown = |key: &str, shown: String| {
             (!known.contains(&key)).then(|| {
                 format!(
@@ -112,7 +229,10 @@ impl KubeConfig {
                 .keys()
                 .filter_map(|k| unknown(k, format!("{k}Maintenance"))),
         );
-        all_errors(errors)
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(ConfigError::UnknownModules(errors)),
+        }
     }
 
     fn read_key(&mut self, key: &str, text: &str) -> Result<(), String> {
@@ -196,15 +316,6 @@ fn section_flag(text: &str) -> Option<bool> {
     }
 }
 
-/// `Ok` without errors; one error as it is; several counted and joined.
-fn all_errors(errors: Vec<String>) -> Result<(), String> {
-    match errors.len() {
-        0 => Ok(()),
-        1 => Err(errors.into_iter().collect()),
-        n => Err(format!("{n} errors: {}", errors.join("; "))),
-    }
-}
-
 /// ` (module keys: a, b)`: what the key could have been.
 fn hint(known: &[&str]) -> String {
     match known.is_empty() {
@@ -238,12 +349,16 @@ fn section(key: &str, text: &str) -> Result<Value, String> {
 }
 
 /// Reads the ConfigMap once (at startup); absent is `None`.
-pub fn read(client: &Client, namespace: &str, name: &str) -> Result<Option<Value>, String> {
+pub fn read(client: &Client, namespace: &str, name: &str) -> Result<Option<Value>, ConfigError> {
     let api = client.api(&configmaps(), Some(namespace));
     match api.get(name) {
         Ok(v) => Ok(Some(v)),
         Err(e) if is_status(&e, 404) => Ok(None),
-        Err(e) => Err(format!("ConfigMap {namespace}/{name}: {e}")),
+        Err(error) => Err(ConfigError::Kube {
+            configmap: format!("{namespace}/{name}"),
+            key: None,
+            error,
+        }),
     }
 }
 
@@ -256,10 +371,18 @@ pub fn write_section(
     name: &str,
     key: &str,
     section: &Value,
-) -> Result<(), String> {
-    let text = serde_yaml::to_string(section).map_err(|e| format!("key '{key}': {e}"))?;
+) -> Result<(), ConfigError> {
+    let configmap = format!("{namespace}/{name}");
+    let text = serde_yaml::to_string(section).map_err(|e| ConfigError::Write {
+        configmap: configmap.clone(),
+        message: format!("key '{key}': {e}"),
+    })?;
     let api = client.api(&configmaps(), Some(namespace));
-    let fail = |e: KubeError| format!("ConfigMap {namespace}/{name}: writing key '{key}': {e}");
+    let fail = |error: KubeError| ConfigError::Kube {
+        configmap: configmap.clone(),
+        key: Some(key.to_string()),
+        error,
+    };
     for _ in 0..5 {
         let result = match api.get(name) {
             Ok(mut cm) => {
@@ -274,7 +397,12 @@ pub fn write_section(
                         *other = json!({ key: text });
                         None
                     }
-                    None => return Err(format!("ConfigMap {namespace}/{name} is not an object")),
+                    None => {
+                        return Err(ConfigError::Write {
+                            configmap,
+                            message: "is not an object".into(),
+                        });
+                    }
                 };
                 api.replace(name, &cm).map(drop)
             }
@@ -296,9 +424,10 @@ pub fn write_section(
             Err(e) => return Err(fail(e)),
         }
     }
-    Err(format!(
-        "ConfigMap {namespace}/{name}: writing key '{key}': still conflicting after 5 tries"
-    ))
+    Err(ConfigError::Conflict {
+        configmap,
+        key: key.to_string(),
+    })
 }
 
 fn is_status(e: &KubeError, code: u16) -> bool {
@@ -318,6 +447,28 @@ fn configmaps() -> Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ConfigMap that cannot be read and one with keys of unknown modules are told
+    /// apart by their variant; the text stays as before.
+    #[test]
+    fn unreadable_and_unknown_keys_are_different_variants() {
+        let bad =
+            KubeConfig::from_object(Some(&cm(json!({"global": "a: [1"})))).expect_err("bad YAML");
+        assert!(bad.is_unreadable() && !bad.is_schema_violation(), "{bad:?}");
+        let c = KubeConfig::from_object(Some(&cm(json!({"wbe": "a: 1"})))).expect("readable");
+        let unknown = c.check_module_keys(&["web"]).expect_err("unknown");
+        assert!(
+            matches!(&unknown, ConfigError::UnknownModules(k) if k.len() == 1)
+                && !unknown.is_unreadable(),
+            "{unknown:?}"
+        );
+        let both = ConfigError::Several(vec![unknown, bad]);
+        assert!(both.is_unreadable());
+        assert!(
+            both.to_string()
+                .starts_with("key 'wbe': no module has the values key 'wbe'")
+        );
+    }
 
     fn cm(data: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
@@ -358,7 +509,9 @@ mod tests {
             (json!({"global": "a: [1"}), "bad YAML"),
             (json!({"fooMaintenance": "Off"}), "NoResourceReconciliation"),
         ] {
-            let err = KubeConfig::from_object(Some(&cm(data))).expect_err("invalid");
+            let err = KubeConfig::from_object(Some(&cm(data)))
+                .expect_err("invalid")
+                .to_string();
             assert!(err.contains(needle), "{err}");
         }
     }
@@ -379,7 +532,8 @@ mod tests {
         let err = KubeConfig::from_object(Some(&cm(json!({
             "web": "false", "webEnabled": "true",
         }))))
-        .expect_err("contradiction");
+        .expect_err("contradiction")
+        .to_string();
         assert!(err.contains("'webEnabled' says true"), "{err}");
     }
 
@@ -390,7 +544,8 @@ mod tests {
             "fooEnabled": "yes",
             "Bad-key": "a: 1",
         }))))
-        .expect_err("invalid");
+        .expect_err("invalid")
+        .to_string();
         assert!(err.starts_with("3 errors: "), "{err}");
         for needle in ["'global'", "'fooEnabled'", "'Bad-key'"] {
             assert!(err.contains(needle), "{needle}: {err}");
@@ -409,7 +564,10 @@ mod tests {
             "webEnabled": "true",
         }))))
         .expect("parses");
-        let err = c.check_module_keys(&["web"]).expect_err("unknown keys");
+        let err = c
+            .check_module_keys(&["web"])
+            .expect_err("unknown keys")
+            .to_string();
         assert!(err.starts_with("4 errors: "), "{err}");
         for needle in [
             "key 'wbe': no module has the values key 'wbe' (module keys: web)",

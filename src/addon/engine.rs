@@ -32,7 +32,7 @@ use super::modules::Owner;
 use super::state::Shared;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::queue::worker::Handler;
-use crate::queue::{Step, Task, TaskKind};
+use crate::queue::{Outcome, Step, Task, TaskKind};
 use crate::runner::Runner;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,9 +48,10 @@ impl Handler for AddonHandler {
         self.runner.rate_limit(task)
     }
 
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
-        match (task.kind, &task.step) {
-            (TaskKind::HookRun, _) => self.hook_run(task, queue),
+    /// A failed converge, module run or delete is retried (`Outcome::from_result`).
+    fn handle(&self, task: &Task, queue: &str) -> Outcome {
+        let result = match (task.kind, &task.step) {
+            (TaskKind::HookRun, _) => return self.hook_run(task, queue),
             (_, Some(Step::Converge { phase, event })) => self.converge(*phase, event),
             (
                 _,
@@ -69,8 +70,9 @@ impl Handler for AddonHandler {
                 self.purge(release);
                 Ok(Vec::new())
             }
-            _ => self.runner.handle(task, queue),
-        }
+            _ => return self.runner.handle(task, queue),
+        };
+        Outcome::from_result(result)
     }
 
     fn compacted(&self, queue: &str, hook: &str) {
@@ -89,16 +91,16 @@ impl Handler for AddonHandler {
 impl AddonHandler {
     /// A queued hook run: the ConfigMap watch is handled here; runs of a disabled
     /// module's hooks are dropped (its watches keep running, see the README).
-    pub(super) fn hook_run(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String> {
+    pub(super) fn hook_run(&self, task: &Task, queue: &str) -> Outcome {
         match self.shared.owners.get(task.hook) {
             Some(Owner::ConfigMap) => {
                 let tasks = self.configmap_changed();
                 self.unlock(task);
-                Ok(tasks)
+                Outcome::Done(tasks)
             }
             Some(Owner::Module(m)) if !self.shared.lock().lifecycle.is_enabled(*m) => {
                 self.unlock(task);
-                Ok(Vec::new())
+                Outcome::done()
             }
             _ => self.runner.handle(task, queue),
         }

@@ -24,7 +24,7 @@ use super::engine::AddonHandler;
 use super::modules::Owner;
 use crate::log;
 use crate::queue::worker::Handler;
-use crate::queue::{GroupRun, Step, Task, TaskKind};
+use crate::queue::{GroupRun, Outcome, Step, Task, TaskKind};
 use crate::startup::MAIN_QUEUE;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -109,9 +109,11 @@ impl AddonHandler {
                 std::thread::sleep(wait);
             }
             match self.handle(&task, MAIN_QUEUE) {
-                Ok(next) => next.into_iter().rev().for_each(|t| todo.push_front(t)),
-                Err(_) => {
-                    // Logged by the runner; the main queue retries it.
+                Outcome::Done(next) => next.into_iter().rev().for_each(|t| todo.push_front(t)),
+                // An allowed failure: dropped, as the main queue would.
+                Outcome::Fail(_) => {}
+                Outcome::Retry(_) | Outcome::Stop(_) => {
+                    // Logged by the runner; the main queue retries it (or stops).
                     todo.push_front(task);
                     left.chain = todo.into();
                     return left;

@@ -10,7 +10,7 @@
 //!   retried on conflict. MergePatch / JSONPatch: PATCH (to the subresource).
 //!   NotFound with `ignoreMissingObject` is success.
 
-use super::error::PatchError;
+use super::error::{ApplyError, PatchError};
 use super::{Operation, OperationKind, Payload};
 use crate::jq::JqFilter;
 use crate::kube::{Api, Client, KubeError, PatchParams, Propagation};
@@ -34,17 +34,20 @@ pub fn apply(
 ) -> Result<usize, PatchError> {
     let mut ran = 0;
     for op in ops.iter().filter(|op| !hook_failed || op.ignore_hook_error) {
-        run(client, op, jq_library).map_err(|m| PatchError::apply(op.description(), m))?;
+        run(client, op, jq_library).map_err(|cause| PatchError::Apply {
+            operation: op.description(),
+            cause,
+        })?;
         ran += 1;
     }
     Ok(ran)
 }
 
-/// One operation; the error is the message after the description.
-fn run(client: &Client, op: &Operation, jq_library: Option<&Path>) -> Result<(), String> {
+/// One operation.
+fn run(client: &Client, op: &Operation, jq_library: Option<&Path>) -> Result<(), ApplyError> {
     let resource = client
         .resolve(&op.api_version, &op.object_kind, "object patcher")
-        .map_err(|e| e.to_string())?;
+        .map_err(kube)?;
     let api = client.api(&resource, Some(&op.namespace));
     let res = match (&op.payload, op.kind) {
         (Payload::Object(obj), kind) => {
@@ -58,14 +61,15 @@ fn run(client: &Client, op: &Operation, jq_library: Option<&Path>) -> Result<(),
                 Some(sub) => api.patch_subresource(sub, &op.name, patch, &p),
                 None => api.patch(&op.name, patch, &p),
             };
-            res.map(drop).map_err(Failure::Kube)
+            res.map(drop).map_err(kube)
         }
         (Payload::Nothing, kind) => delete(&api, &op.name, kind),
     };
     match res {
-        Err(Failure::Kube(e)) if e.is_not_found() && ignores_missing(op) => Ok(()),
-        Err(f) => Err(f.to_string()),
-        Ok(()) => Ok(()),
+        Err(ApplyError::Kube { error, .. }) if error.is_not_found() && ignores_missing(op) => {
+            Ok(())
+        }
+        other => other,
     }
 }
 
@@ -74,24 +78,11 @@ fn ignores_missing(op: &Operation) -> bool {
     op.ignore_missing_object && !op.kind.is_create()
 }
 
-/// A failure inside an operation: from the server, or our own.
-enum Failure {
-    Kube(KubeError),
-    Other(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Kube(e) => e.fmt(f),
-            Failure::Other(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<KubeError> for Failure {
-    fn from(e: KubeError) -> Failure {
-        Failure::Kube(e)
+/// An API error of anything but a create's POST.
+fn kube(error: KubeError) -> ApplyError {
+    ApplyError::Kube {
+        error,
+        create: false,
     }
 }
 
@@ -105,17 +96,20 @@ fn with_namespace(obj: &Value, ns: &str, namespaced: bool) -> Value {
     obj
 }
 
-fn create(api: &Api, obj: &Value, kind: OperationKind) -> Result<(), Failure> {
+fn create(api: &Api, obj: &Value, kind: OperationKind) -> Result<(), ApplyError> {
     match api.create(obj) {
         Ok(_) => Ok(()),
         Err(e) if e.is_conflict() && kind == OperationKind::CreateIfNotExists => Ok(()),
         Err(e) if e.is_conflict() && kind == OperationKind::CreateOrUpdate => update(api, obj),
-        Err(e) => Err(e.into()),
+        Err(error) => Err(ApplyError::Kube {
+            error,
+            create: true,
+        }),
     }
 }
 
 /// CreateOrUpdate's update: PUT the given object over the current one.
-fn update(api: &Api, obj: &Value) -> Result<(), Failure> {
+fn update(api: &Api, obj: &Value) -> Result<(), ApplyError> {
     let name = obj["metadata"]["name"].as_str().unwrap_or("");
     let mut last = None;
     for _ in 0..CONFLICT_ATTEMPTS {
@@ -125,14 +119,14 @@ fn update(api: &Api, obj: &Value) -> Result<(), Failure> {
             Err(e) if e.is_not_found() => match api.create(obj) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(kube(e)),
             },
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(kube(e)),
         };
         match api.replace(name, &over(obj, &current)) {
             Ok(_) => return Ok(()),
             Err(e) if e.is_conflict() => last = Some(e),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(kube(e)),
         }
     }
     Err(gave_up(last))
@@ -150,14 +144,14 @@ fn over(obj: &Value, current: &Value) -> Value {
     new
 }
 
-fn gave_up(last: Option<KubeError>) -> Failure {
-    let detail = last.map(|e| format!(": {e}")).unwrap_or_default();
-    Failure::Other(format!(
-        "still conflicting after {CONFLICT_ATTEMPTS} attempts{detail}"
-    ))
+fn gave_up(last: Option<KubeError>) -> ApplyError {
+    ApplyError::Conflict {
+        attempts: CONFLICT_ATTEMPTS,
+        last,
+    }
 }
 
-fn delete(api: &Api, name: &str, kind: OperationKind) -> Result<(), Failure> {
+fn delete(api: &Api, name: &str, kind: OperationKind) -> Result<(), ApplyError> {
     let propagation = match kind {
         OperationKind::DeleteInBackground => Propagation::Background,
         OperationKind::DeleteNonCascading => Propagation::Orphan,
@@ -166,7 +160,7 @@ fn delete(api: &Api, name: &str, kind: OperationKind) -> Result<(), Failure> {
     match api.delete(name, Some(propagation)) {
         Ok(()) => {}
         Err(e) if e.is_not_found() => return Ok(()),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(kube(e)),
     }
     if propagation == Propagation::Foreground {
         wait_gone(api, name, DELETE_WAIT)?;
@@ -175,18 +169,15 @@ fn delete(api: &Api, name: &str, kind: OperationKind) -> Result<(), Failure> {
 }
 
 /// Polls until GET answers NotFound: first at once, then every 50 ms growing to 1 s.
-fn wait_gone(api: &Api, name: &str, limit: Duration) -> Result<(), Failure> {
+fn wait_gone(api: &Api, name: &str, limit: Duration) -> Result<(), ApplyError> {
     let deadline = Instant::now() + limit;
     let mut pause = Duration::from_millis(50);
     loop {
         match api.get(name) {
             Err(e) if e.is_not_found() => return Ok(()),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(kube(e)),
             Ok(_) if Instant::now() >= deadline => {
-                return Err(Failure::Other(format!(
-                    "object is still present {}s after a foreground delete",
-                    limit.as_secs()
-                )));
+                return Err(ApplyError::StillPresent { waited: limit });
             }
             Ok(_) => std::thread::sleep(pause),
         }
@@ -200,18 +191,18 @@ fn jq_patch(
     code: &str,
     compiled: Option<&JqFilter>,
     jq_library: Option<&Path>,
-) -> Result<(), Failure> {
+) -> Result<(), ApplyError> {
     let late;
     let filter = match compiled {
         Some(f) => f,
         None => {
-            late = JqFilter::compile(code, jq_library, &[]).map_err(Failure::Other)?;
+            late = JqFilter::compile(code, jq_library, &[]).map_err(ApplyError::Jq)?;
             &late
         }
     };
     let mut last = None;
     for _ in 0..CONFLICT_ATTEMPTS {
-        let current = api.get(&op.name)?;
+        let current = api.get(&op.name).map_err(kube)?;
         let new = filtered(filter, &current)?;
         if new == current {
             return Ok(());
@@ -223,24 +214,27 @@ fn jq_patch(
         match res {
             Ok(_) => return Ok(()),
             Err(e) if e.is_conflict() => last = Some(e),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(kube(e)),
         }
     }
     Err(gave_up(last))
 }
 
 /// The filter's result, which must be one object.
-fn filtered(filter: &JqFilter, current: &Value) -> Result<Value, Failure> {
+fn filtered(filter: &JqFilter, current: &Value) -> Result<Value, ApplyError> {
     let new = filter
         .apply(current)
-        .map_err(|e| Failure::Other(format!("jqFilter failed: {e}")))?;
+        .map_err(|e| ApplyError::Jq(format!("jqFilter failed: {e}")))?;
     if !new.is_object() {
-        let kind = match &new {
+        let what = match &new {
             Value::Array(_) => "an array (several outputs?)",
             Value::Null => "null (no output?)",
             _ => "not an object",
         };
-        return Err(Failure::Other(format!("jqFilter result is {kind}: {new}")));
+        return Err(ApplyError::NotAnObject {
+            what,
+            result: new.to_string(),
+        });
     }
     Ok(new)
 }

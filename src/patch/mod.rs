@@ -11,7 +11,7 @@
 //! - `parse`: the file → documents (JSON stream or multi-document YAML).
 //! - `validate`: one document → one [`Operation`] (every field checked).
 //! - `apply`: one operation → API calls (create, delete + wait, patch, jq + PUT).
-//! - `error`: [`PatchError`].
+//! - `error`: [`PatchError`] and [`ApplyError`].
 //!
 //! Differences from flant (each a fix of a bug listed in the spec): unknown or
 //! misspelled keys are errors, every JSON-patch op is checked (not only the
@@ -24,7 +24,7 @@ mod parse;
 mod validate;
 
 pub use apply::apply;
-pub use error::PatchError;
+pub use error::{ApplyError, PatchError};
 pub use parse::parse;
 
 use crate::jq::JqFilter;

@@ -3,7 +3,10 @@
 //! send tasks to it over a crossbeam channel. This module holds the task type and
 //! the pure combining rules (spec §4) the worker applies before each run.
 
+pub mod outcome;
 pub mod worker;
+
+pub use outcome::{Outcome, TaskError};
 
 use crate::hook::context::{BindingContext, BindingType, Payload};
 use std::collections::VecDeque;

@@ -1,11 +1,13 @@
 //! The queue thread: one per named queue. It owns its tasks in a `VecDeque`, takes
 //! new ones from its channel, and runs the head task through a [`Handler`] strictly
-//! one at a time. A failed task stays at the head and is retried after flant's
-//! backoff, blocking the queue, unless the handler reported it as allowed to fail.
+//! one at a time. The handler's [`Outcome`] says what happens to the head: done
+//! (dropped, its follow-up tasks run next), retried after flant's backoff (it stays
+//! at the head, blocking the queue), failed (dropped) or stop (the operator stops).
 //!
 //! While it waits (backoff, rate limit, empty queue) it keeps draining its channel,
 //! so tasks pile up behind the head and get combined into one run.
 
+use super::outcome::{Outcome, TaskError, stop_operator};
 use super::{Task, combine_head, compact};
 use crossbeam_channel::{Receiver, select};
 use std::collections::VecDeque;
@@ -16,10 +18,8 @@ use std::time::{Duration, Instant};
 pub trait Handler: Send + Sync {
     /// Reserves a rate-limit token for the task's hook; returns the wait before it may run.
     fn rate_limit(&self, task: &Task) -> Duration;
-    /// Runs the task. `Ok` carries tasks to run next, before anything else queued
-    /// (an Enable task's Synchronization tasks). `Err` is a failure to retry;
-    /// allowed failures return `Ok`.
-    fn handle(&self, task: &Task, queue: &str) -> Result<Vec<Task>, String>;
+    /// Runs the task and says what the queue does with it (see [`Outcome`]).
+    fn handle(&self, task: &Task, queue: &str) -> Outcome;
     /// Called when queue-level compaction merged a hook's tasks.
     fn compacted(&self, _queue: &str, _hook: &str) {}
     /// Called with the real duration of each low-level queue operation
@@ -76,6 +76,10 @@ pub struct Worker {
     handler: Arc<dyn Handler>,
     view: SharedView,
     tasks: VecDeque<Task>,
+    /// What [`Outcome::Stop`] does: [`stop_operator`] unless a test replaced it.
+    on_stop: Box<dyn Fn(&TaskError) + Send>,
+    /// The retry delay after n earlier failures: [`backoff`] (tests shorten it).
+    backoff: fn(u32) -> Duration,
 }
 
 impl Worker {
@@ -94,7 +98,15 @@ impl Worker {
             handler,
             view,
             tasks: VecDeque::new(),
+            on_stop: Box::new(stop_operator),
+            backoff,
         }
+    }
+
+    /// Replaces what [`Outcome::Stop`] does (tests observe it instead of a signal).
+    pub fn on_stop(mut self, action: impl Fn(&TaskError) + Send + 'static) -> Worker {
+        self.on_stop = Box::new(action);
+        self
     }
 
     /// The thread body: runs tasks until stopped.
@@ -155,31 +167,72 @@ impl Worker {
             return true;
         };
         match self.handler.handle(head, &self.name) {
-            Ok(head_tasks) => {
-                let started = Instant::now();
-                self.tasks.pop_front();
-                self.handler
-                    .queue_action(&self.name, "RemoveFirst", started.elapsed());
-                for t in head_tasks.into_iter().rev() {
+            Outcome::Done(next) => {
+                self.pop_head();
+                for t in next.into_iter().rev() {
                     self.tasks.push_front(t);
                 }
                 true
             }
-            Err(message) => {
-                let delay = match self.tasks.front_mut() {
-                    Some(head) => {
-                        let d = backoff(head.failures);
-                        head.failures += 1;
-                        head.last_error = Some(message);
-                        head.queued_at = Instant::now();
-                        d
-                    }
-                    None => return true,
-                };
-                self.publish(&format!("sleep after fail for {:.1}s", delay.as_secs_f64()));
-                self.wait(delay)
+            Outcome::Fail(_) => {
+                self.pop_head();
+                true
+            }
+            Outcome::Retry(error) => self.retry_head(error),
+            Outcome::Stop(error) => {
+                self.stop_operator(&error);
+                false
             }
         }
+    }
+
+    fn pop_head(&mut self) {
+        let started = Instant::now();
+        self.tasks.pop_front();
+        self.handler
+            .queue_action(&self.name, "RemoveFirst", started.elapsed());
+    }
+
+    /// Keeps the head, notes the failure and waits out the backoff.
+    fn retry_head(&mut self, error: TaskError) -> bool {
+        let delay = match self.tasks.front_mut() {
+            Some(head) => {
+                let d = (self.backoff)(head.failures);
+                head.failures += 1;
+                head.last_error = Some(error.to_string());
+                head.queued_at = Instant::now();
+                d
+            }
+            None => return true,
+        };
+        self.publish(&format!("sleep after fail for {:.1}s", delay.as_secs_f64()));
+        self.wait(delay)
+    }
+
+    /// Ends this queue and, unless the operator is already stopping, stops it.
+    fn stop_operator(&mut self, error: &TaskError) {
+        let stopping = matches!(
+            self.stop.try_recv(),
+            Ok(()) | Err(crossbeam_channel::TryRecvError::Disconnected)
+        );
+        if stopping {
+            return;
+        }
+        let task = self
+            .tasks
+            .front()
+            .map(|t| t.describe(&self.name))
+            .unwrap_or_default();
+        crate::log::error(
+            "task failed and cannot be retried: stopping the operator",
+            &[
+                ("queue", &self.name),
+                ("task", &task),
+                ("error", error.as_str()),
+            ],
+        );
+        self.publish("stopped");
+        (self.on_stop)(error);
     }
 
     /// Sleeps for `d` while taking new tasks; false if stopped meanwhile.
@@ -232,5 +285,193 @@ mod tests {
         }
         assert_eq!(backoff(6), Duration::from_secs(32));
         assert_eq!(backoff(60), Duration::from_secs(32));
+    }
+    /// A handler whose answer for each task name is scripted per attempt
+    /// (`script(name, attempt)`), reporting every run on a channel.
+    struct Scripted {
+        script: fn(&str, u32) -> Outcome,
+        runs: crossbeam_channel::Sender<String>,
+        /// Dropped while a task runs, when the test simulates a shutdown.
+        stop_during_run: Mutex<Option<crossbeam_channel::Sender<()>>>,
+    }
+
+    impl Handler for Scripted {
+        fn rate_limit(&self, _: &Task) -> Duration {
+            Duration::ZERO
+        }
+        fn handle(&self, task: &Task, _: &str) -> Outcome {
+            let _ = self.runs.send(task.hook_name.clone());
+            if let Ok(mut stop) = self.stop_during_run.lock() {
+                stop.take();
+            }
+            (self.script)(&task.hook_name, task.failures)
+        }
+    }
+
+    fn task(name: &str) -> Task {
+        Task::enable(super::super::TaskKind::EnableScheduleBindings, 0, name)
+    }
+
+    struct Run {
+        runs: crossbeam_channel::Receiver<String>,
+        stops: crossbeam_channel::Receiver<String>,
+        stop_tx: Option<crossbeam_channel::Sender<()>>,
+        view: SharedView,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    /// Starts a worker over `tasks` (queued before it starts) with a 10 ms backoff.
+    fn start(script: fn(&str, u32) -> Outcome, tasks: &[&str], shutdown_in_run: bool) -> Run {
+        let (runs_tx, runs) = crossbeam_channel::unbounded();
+        let (stops_tx, stops) = crossbeam_channel::unbounded();
+        let (task_tx, task_rx) = crossbeam_channel::unbounded();
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded(0);
+        let handler = Arc::new(Scripted {
+            script,
+            runs: runs_tx,
+            stop_during_run: Mutex::new(shutdown_in_run.then(|| stop_tx.clone())),
+        });
+        for t in tasks {
+            task_tx.send(task(t)).expect("queued");
+        }
+        let view = SharedView::default();
+        let mut worker = Worker::new("q", task_rx, stop_rx, handler, view.clone())
+            .on_stop(move |e| drop(stops_tx.send(e.to_string())));
+        worker.backoff = |_| Duration::from_millis(10);
+        let thread = std::thread::spawn(move || {
+            let _keep_open = task_tx;
+            worker.run()
+        });
+        Run {
+            runs,
+            stops,
+            stop_tx: (!shutdown_in_run).then_some(stop_tx),
+            view,
+            thread: Some(thread),
+        }
+    }
+
+    impl Run {
+        /// The next `n` runs, in order (each within 5 s).
+        fn next_runs(&self, n: usize) -> Vec<String> {
+            (0..n)
+                .map(|_| {
+                    self.runs
+                        .recv_timeout(Duration::from_secs(5))
+                        .expect("a run")
+                })
+                .collect()
+        }
+
+        /// True when the worker thread ends within 5 s.
+        fn ends(&mut self) -> bool {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if self.thread.as_ref().is_some_and(|t| t.is_finished()) {
+                    return self.thread.take().is_some_and(|t| t.join().is_ok());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            false
+        }
+    }
+
+    impl Drop for Run {
+        fn drop(&mut self) {
+            self.stop_tx.take();
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    #[test]
+    fn done_runs_the_returned_tasks_before_the_rest() {
+        let run = start(
+            |name, _| match name {
+                "a" => Outcome::Done(vec![task("a1"), task("a2")]),
+                _ => Outcome::done(),
+            },
+            &["a", "b"],
+            false,
+        );
+        assert_eq!(run.next_runs(4), ["a", "a1", "a2", "b"]);
+        assert!(
+            run.runs.recv_timeout(Duration::from_millis(100)).is_err(),
+            "each ran once"
+        );
+        assert!(run.stops.is_empty());
+    }
+
+    #[test]
+    fn retry_keeps_the_head_and_blocks_the_queue_until_it_succeeds() {
+        let run = start(
+            |name, attempt| match (name, attempt) {
+                ("a", 0 | 1) => Outcome::Retry(format!("a failed ({attempt})").into()),
+                _ => Outcome::done(),
+            },
+            &["a", "b"],
+            false,
+        );
+        assert_eq!(run.next_runs(4), ["a", "a", "a", "b"]);
+        assert!(run.stops.is_empty());
+    }
+
+    #[test]
+    fn retry_records_the_failure_on_the_head() {
+        let mut run = start(|_, _| Outcome::Retry("always".into()), &["a", "b"], false);
+        run.next_runs(1);
+        run.stop_tx.take();
+        assert!(run.ends());
+        let view = run.view.lock().expect("view");
+        assert_eq!(view.tasks.len(), 2, "{:?}", view.tasks);
+        assert!(
+            view.tasks[0].contains(":failures ") && view.tasks[0].ends_with(":always"),
+            "{:?}",
+            view.tasks
+        );
+    }
+
+    #[test]
+    fn fail_drops_the_head_without_retrying_it() {
+        let run = start(
+            |name, _| match name {
+                "a" => Outcome::Fail("allowed to fail".into()),
+                _ => Outcome::done(),
+            },
+            &["a", "b"],
+            false,
+        );
+        assert_eq!(run.next_runs(2), ["a", "b"]);
+        assert!(
+            run.runs.recv_timeout(Duration::from_millis(100)).is_err(),
+            "a not retried"
+        );
+        assert!(run.stops.is_empty());
+    }
+
+    #[test]
+    fn stop_ends_the_queue_and_stops_the_operator() {
+        let mut run = start(
+            |name, _| match name {
+                "a" => Outcome::Stop("broken".into()),
+                _ => Outcome::done(),
+            },
+            &["a", "b"],
+            false,
+        );
+        assert_eq!(run.next_runs(1), ["a"]);
+        assert!(run.ends(), "the queue thread ended");
+        assert_eq!(run.stops.try_recv().ok().as_deref(), Some("broken"));
+        assert!(run.runs.try_recv().is_err(), "b never ran");
+        assert_eq!(run.view.lock().expect("view").status, "stopped");
+    }
+
+    #[test]
+    fn stop_while_shutting_down_only_ends_the_queue() {
+        let mut run = start(|_, _| Outcome::Stop("scheduler gone".into()), &["a"], true);
+        assert_eq!(run.next_runs(1), ["a"]);
+        assert!(run.ends());
+        assert!(run.stops.try_recv().is_err(), "no second stop request");
     }
 }

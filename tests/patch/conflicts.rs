@@ -87,6 +87,10 @@ fn gives_up_after_five_conflicts() {
     let (res, puts) = race(&w, doc, usize::MAX);
     let err = res.unwrap_err();
     assert!(err.starts_with("Filter object /ConfigMap/ns1/c: still conflicting after 5 attempts: PUT /api/v1/namespaces/ns1/configmaps/c: 409"), "{err}");
+    assert!(
+        err.ends_with("(another writer keeps changing the object; the hook run is retried)"),
+        "{err}"
+    );
     assert_eq!(puts, 5);
     assert_eq!(w.cm("ns1", "c").expect("c")["data"], json!({"a": "1"}));
 }

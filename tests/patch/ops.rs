@@ -22,8 +22,20 @@ fn create_and_create_if_not_exists() {
     assert!(
         err.starts_with(
             "Create object v1/ConfigMap/ns1/a: POST /api/v1/namespaces/ns1/configmaps: 409"
-        ),
+        ) && err.ends_with("(use CreateOrUpdate or CreateIfNotExists if the object may exist)"),
         "{err}"
+    );
+    // The caller sees an AlreadyExists of a Create, not a lost race.
+    let ops = shell_operator::patch::parse(doc.as_bytes()).expect("parses");
+    let err = shell_operator::patch::apply(&w.client, &ops, false, None).unwrap_err();
+    let cause = err.apply_error().expect("an apply error");
+    assert!(
+        !err.is_invalid_file()
+            && !cause.is_conflict()
+            && cause
+                .kube_error()
+                .is_some_and(|e| e.status_code() == Some(409)),
+        "{err:?}"
     );
     let before = rv(&w.cm("ns1", "a").expect("a"));
     let doc =
@@ -229,7 +241,9 @@ fn ignore_missing_object() {
         let doc = doc.replace("true", "false");
         let err = w.run(&doc, false).unwrap_err();
         assert!(
-            err.contains("/ConfigMap/ns1/nope: ") && err.contains(": 404"),
+            err.contains("/ConfigMap/ns1/nope: ")
+                && err.contains(": 404")
+                && err.ends_with("(set ignoreMissingObject: true if the object may be absent)"),
             "{err}"
         );
     }

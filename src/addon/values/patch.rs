@@ -3,6 +3,7 @@
 //! stored patches) application with RFC 6902 `add`/`remove` semantics, and compaction of
 //! stored patches. Only `add` and `remove` exist; every other operation is rejected.
 
+use super::error::{OpError, ValuesError};
 use crate::json_kind::json_kind;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -35,7 +36,11 @@ impl PatchOp {
 /// Operations are parsed one at a time and counted as they come, so a refused patch
 /// costs no more memory than the ops below the cap (a 300,000-op array used to be
 /// built whole before it was counted).
-pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, String> {
+pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, ValuesError> {
+    parse_ops(text).map_err(ValuesError::PatchFile)
+}
+
+fn parse_ops(text: &[u8]) -> Result<Vec<PatchOp>, String> {
     if text.len() > MAX_BYTES {
         return Err(format!(
             "values patch: {} bytes is over the {MAX_BYTES} byte limit",
@@ -174,24 +179,26 @@ pub fn root_of(op: &PatchOp) -> &str {
 
 /// Strict apply (remove of a missing path = error, add with a missing parent = error,
 /// RFC 6902 array index rules incl. `-`), atomic: on error `doc` is unchanged.
-pub fn apply_strict(doc: &mut Value, ops: &[PatchOp]) -> Result<(), String> {
+pub fn apply_strict(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
     apply(doc, ops, false)
 }
 
 /// Lenient re-apply of stored patches: `remove` of a missing path is skipped.
-pub fn apply_lenient(doc: &mut Value, ops: &[PatchOp]) -> Result<(), String> {
+pub fn apply_lenient(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
     apply(doc, ops, true)
 }
 
-fn apply(doc: &mut Value, ops: &[PatchOp], lenient: bool) -> Result<(), String> {
+fn apply(doc: &mut Value, ops: &[PatchOp], lenient: bool) -> Result<(), OpError> {
     let mut work = doc.clone();
-    for (i, op) in ops.iter().enumerate() {
-        apply_one(&mut work, op, lenient).map_err(|e| {
-            let name = match op {
+    for (index, op) in ops.iter().enumerate() {
+        apply_one(&mut work, op, lenient).map_err(|reason| OpError {
+            index,
+            op: match op {
                 PatchOp::Add { .. } => "add",
                 PatchOp::Remove { .. } => "remove",
-            };
-            format!("values patch operation {i} ({name} '{}'): {e}", op.path())
+            },
+            path: op.path().to_string(),
+            reason,
         })?;
     }
     *doc = work;

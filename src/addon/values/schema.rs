@@ -8,6 +8,7 @@
 //! (OpenAPI 3.0 semantics). Also a defaults walker for `default` keywords.
 //! A `$ref` to another file of the `openapi/` folder is inlined first ([`super::refs`]).
 
+use super::error::ValuesError;
 use jsonschema::Draft;
 use jsonschema::error::ValidationErrorKind;
 use serde_json::{Map, Value};
@@ -70,10 +71,12 @@ impl Schemas {
 
     /// `dir` is an `openapi/` directory; each of config-values.yaml and values.yaml is
     /// optional. `scope` is "global" or the module name, used in errors.
-    pub fn load(dir: &Path, scope: &str) -> Result<Schemas, String> {
-        let config = read_optional(&dir.join("config-values.yaml"), scope)?;
-        let values = read_optional(&dir.join("values.yaml"), scope)?;
+    pub fn load(dir: &Path, scope: &str) -> Result<Schemas, ValuesError> {
+        let read = |file: &str| read_optional(&dir.join(file)).map_err(|m| schema_error(scope, m));
+        let config = read("config-values.yaml")?;
+        let values = read("values.yaml")?;
         Schemas::from_yaml_in(config.as_deref(), values.as_deref(), scope, Some(dir))
+            .map_err(|m| schema_error(scope, m))
     }
 
     /// Builds the schemas from YAML texts (either optional); a `$ref` to a file is refused.
@@ -81,11 +84,12 @@ impl Schemas {
         config: Option<&str>,
         values: Option<&str>,
         scope: &str,
-    ) -> Result<Schemas, String> {
-        Schemas::from_yaml_in(config, values, scope, None)
+    ) -> Result<Schemas, ValuesError> {
+        Schemas::from_yaml_in(config, values, scope, None).map_err(|m| schema_error(scope, m))
     }
 
     /// [`Schemas::from_yaml`] with `dir`, the `openapi/` folder `$ref`s to files read from.
+    /// The error is the message after the scope.
     fn from_yaml_in(
         config: Option<&str>,
         values: Option<&str>,
@@ -95,7 +99,7 @@ impl Schemas {
         let mut out = Schemas::none();
         out.scope = scope.to_string();
         let config_raw = match config {
-            Some(text) => load_yaml(text, scope, "config-values.yaml", dir)?,
+            Some(text) => load_yaml(text, "config-values.yaml", dir)?,
             None => None,
         };
         let config_raw = config_raw.map(|mut s| {
@@ -103,7 +107,7 @@ impl Schemas {
             s
         });
         if let Some(values_text) = values
-            && let Some(mut raw) = load_yaml(values_text, scope, "values.yaml", dir)?
+            && let Some(mut raw) = load_yaml(values_text, "values.yaml", dir)?
         {
             if let Some(parent) = &config_raw {
                 extend(&mut raw, parent);
@@ -111,11 +115,11 @@ impl Schemas {
             set_additional_properties(&mut raw);
             let mut helm = raw.clone();
             required_for_helm(&mut helm);
-            out.values = Some(compile(raw, scope, SchemaKind::Values)?);
-            out.helm = Some(compile(helm, scope, SchemaKind::Helm)?);
+            out.values = Some(compile(raw, SchemaKind::Values)?);
+            out.helm = Some(compile(helm, SchemaKind::Helm)?);
         }
         if let Some(raw) = config_raw {
-            out.config = Some(compile(raw, scope, SchemaKind::Config)?);
+            out.config = Some(compile(raw, SchemaKind::Config)?);
         }
         Ok(out)
     }
@@ -136,7 +140,7 @@ impl Schemas {
     /// Validates `section` (the scope's own values, not wrapped in `{"global":..}`).
     /// Error: `<scope>: <kind> values are invalid: <path>: <message>; ...`; several errors
     /// start with `N errors occurred: `; unknown properties say "forbidden property".
-    pub fn validate(&self, kind: SchemaKind, section: &Value) -> Result<(), String> {
+    pub fn validate(&self, kind: SchemaKind, section: &Value) -> Result<(), ValuesError> {
         let Some(compiled) = self.get(kind) else {
             return Ok(());
         };
@@ -148,11 +152,11 @@ impl Schemas {
         if problems.is_empty() {
             return Ok(());
         }
-        Err(format!(
-            "{}: {kind} values are invalid: {}",
-            self.scope,
-            join_problems(&problems)
-        ))
+        Err(ValuesError::Invalid {
+            scope: self.scope.clone(),
+            kind,
+            problems,
+        })
     }
 
     /// Inserts defaults from the config (Config) or values (Values, Helm) schema, defaults
@@ -164,25 +168,24 @@ impl Schemas {
     }
 }
 
-fn read_optional(path: &Path, scope: &str) -> Result<Option<String>, String> {
+fn schema_error(scope: &str, message: String) -> ValuesError {
+    ValuesError::Schema {
+        scope: scope.to_string(),
+        message,
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!(
-            "{scope}: read OpenAPI schema {}: {e}",
-            path.display()
-        )),
+        Err(e) => Err(format!("read OpenAPI schema {}: {e}", path.display())),
     }
 }
 
 /// YAML text → JSON schema; an empty document means "no schema".
-fn load_yaml(
-    text: &str,
-    scope: &str,
-    file: &str,
-    dir: Option<&Path>,
-) -> Result<Option<Value>, String> {
-    let bad = |e: String| format!("{scope}: OpenAPI schema openapi/{file}: {e}");
+fn load_yaml(text: &str, file: &str, dir: Option<&Path>) -> Result<Option<Value>, String> {
+    let bad = |e: String| format!("OpenAPI schema openapi/{file}: {e}");
     let mut yaml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| bad(e.to_string()))?;
     if yaml.is_null() {
         return Ok(None);
@@ -193,16 +196,16 @@ fn load_yaml(
     if !json.is_object() {
         return Err(bad("the schema must be a mapping".to_string()));
     }
-    super::refs::inline_file_refs(&mut json, dir, file).map_err(|e| format!("{scope}: {e}"))?;
+    super::refs::inline_file_refs(&mut json, dir, file)?;
     rewrite_nullable(&mut json);
     Ok(Some(json))
 }
 
-fn compile(raw: Value, scope: &str, kind: SchemaKind) -> Result<Compiled, String> {
+fn compile(raw: Value, kind: SchemaKind) -> Result<Compiled, String> {
     let validator = jsonschema::options()
         .with_draft(Draft::Draft4)
         .build(&raw)
-        .map_err(|e| format!("{scope}: {kind} schema is not a valid schema: {e}"))?;
+        .map_err(|e| format!("{kind} schema is not a valid schema: {e}"))?;
     Ok(Compiled { raw, validator })
 }
 
@@ -362,7 +365,8 @@ fn show_path(path: &str) -> &str {
     if path.is_empty() { "/" } else { path }
 }
 
-fn join_problems(problems: &[String]) -> String {
+/// One problem as it is; several counted, the first ones listed.
+pub(super) fn join_problems(problems: &[String]) -> String {
     if problems.len() == 1 {
         return problems.concat();
     }

@@ -4,6 +4,7 @@
 //! A [`Scope`] holds the inputs; every view is computed on demand and nothing is mutated
 //! by a failed hook patch: `try_*` return the new state and the caller stores it.
 
+use super::error::{PatchTarget, ValuesError};
 use super::merge::merge;
 use super::patch::{PatchOp, apply_lenient, apply_strict, compact, root_of};
 use super::schema::{SchemaKind, Schemas};
@@ -43,7 +44,7 @@ impl Scope {
 
     /// Effective section: static ← defaults(config schema) ← config ← defaults(values
     /// schema) ← stored patches (lenient). Returns the section (not wrapped).
-    pub fn values(&self) -> Result<Value, String> {
+    pub fn values(&self) -> Result<Value, ValuesError> {
         let mut section = as_object(&self.static_values);
         self.schemas
             .apply_defaults(SchemaKind::Config, &mut section);
@@ -52,17 +53,17 @@ impl Scope {
             .apply_defaults(SchemaKind::Values, &mut section);
         let mut doc = self.wrap(section);
         apply_lenient(&mut doc, &self.patches)
-            .map_err(|e| format!("{}: stored values patches: {e}", self.key))?;
+            .map_err(|op| self.failed(PatchTarget::Stored, op))?;
         self.unwrap_section(doc)
     }
 
     /// A hook's CONFIG_VALUES_JSON_PATCH ops (paths "/<key>/..."): applied strictly to
     /// `{"<key>": config}`, the result (plus config-schema defaults) validated with the
     /// config schema. Ok(new config section); on Err nothing changed.
-    pub fn try_config_patch(&self, ops: &[PatchOp]) -> Result<Value, String> {
+    pub fn try_config_patch(&self, ops: &[PatchOp]) -> Result<Value, ValuesError> {
         self.check_roots(ops)?;
         let mut doc = self.wrap(self.config.clone());
-        apply_strict(&mut doc, ops).map_err(|e| format!("{}: config {e}", self.key))?;
+        apply_strict(&mut doc, ops).map_err(|op| self.failed(PatchTarget::Config, op))?;
         let section = self.unwrap_section(doc)?;
         self.check_config(&section)?;
         Ok(section)
@@ -70,10 +71,10 @@ impl Scope {
 
     /// A hook's VALUES_JSON_PATCH ops: applied strictly to `{"<key>": values()}`, the
     /// result validated with the values schema; Ok(new compacted stored patches).
-    pub fn try_values_patch(&self, ops: &[PatchOp]) -> Result<Vec<PatchOp>, String> {
+    pub fn try_values_patch(&self, ops: &[PatchOp]) -> Result<Vec<PatchOp>, ValuesError> {
         self.check_roots(ops)?;
         let mut doc = self.wrap(self.values()?);
-        apply_strict(&mut doc, ops).map_err(|e| format!("{}: {e}", self.key))?;
+        apply_strict(&mut doc, ops).map_err(|op| self.failed(PatchTarget::Values, op))?;
         let section = self.unwrap_section(doc)?;
         self.schemas
             .validate(SchemaKind::Values, &section)
@@ -83,7 +84,7 @@ impl Scope {
 
     /// Checks a new config section (from the ConfigMap) against the config schema, with
     /// the config schema's defaults filled in first.
-    pub fn check_config(&self, config: &Value) -> Result<(), String> {
+    pub fn check_config(&self, config: &Value) -> Result<(), ValuesError> {
         let mut section = config.clone();
         self.schemas
             .apply_defaults(SchemaKind::Config, &mut section);
@@ -93,17 +94,27 @@ impl Scope {
     }
 
     /// Helm check: `values` (normally `values()`) validated with the helm schema.
-    pub fn check_helm(&self, values: &Value) -> Result<(), String> {
+    pub fn check_helm(&self, values: &Value) -> Result<(), ValuesError> {
         self.schemas
             .validate(SchemaKind::Helm, values)
             .map_err(|e| self.named(e))
     }
 
-    /// Validation errors start with the schemas' scope; `Schemas::none()` has an empty one.
-    fn named(&self, error: String) -> String {
-        match error.strip_prefix(": ") {
-            Some(rest) => format!("{}: {rest}", self.key),
-            None => error,
+    /// Validation errors carry the schemas' scope; `Schemas::none()` has an empty one.
+    fn named(&self, mut error: ValuesError) -> ValuesError {
+        if let ValuesError::Invalid { scope, .. } = &mut error
+            && scope.is_empty()
+        {
+            scope.clone_from(&self.key);
+        }
+        error
+    }
+
+    fn failed(&self, target: PatchTarget, op: super::error::OpError) -> ValuesError {
+        ValuesError::Apply {
+            scope: self.key.clone(),
+            target,
+            op,
         }
     }
 
@@ -115,7 +126,7 @@ impl Scope {
 
     /// The scope's section out of a patched `{"<key>": ..}` document; a removed section is
     /// an empty object, a non-object is an error.
-    fn unwrap_section(&self, doc: Value) -> Result<Value, String> {
+    fn unwrap_section(&self, doc: Value) -> Result<Value, ValuesError> {
         let section = match doc {
             Value::Object(mut map) => map.remove(&self.key).unwrap_or(Value::Null),
             other => other,
@@ -123,24 +134,22 @@ impl Scope {
         match section {
             Value::Null => Ok(Value::Object(Map::new())),
             v @ Value::Object(_) => Ok(v),
-            _ => Err(format!(
-                "{}: values section must be an object after patching",
-                self.key
-            )),
+            _ => Err(ValuesError::NotAnObject {
+                scope: self.key.clone(),
+            }),
         }
     }
 
     /// Every op must address this scope: `/<key>` or `/<key>/...`.
-    fn check_roots(&self, ops: &[PatchOp]) -> Result<(), String> {
+    fn check_roots(&self, ops: &[PatchOp]) -> Result<(), ValuesError> {
         match ops
             .iter()
             .find(|op| root_of(op) != self.key || !op.path().starts_with('/'))
         {
-            Some(op) => Err(format!(
-                "{}: unacceptable patch operation for path '{}'",
-                self.key,
-                op.path()
-            )),
+            Some(op) => Err(ValuesError::ForeignPath {
+                scope: self.key.clone(),
+                path: op.path().to_string(),
+            }),
             None => Ok(()),
         }
     }

@@ -30,14 +30,16 @@ fn additional_properties_false_by_default() {
         .unwrap();
     let err = s
         .validate(SchemaKind::Config, &json!({"a": {"c": 1}}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "my-module: config values are invalid: /a/c: forbidden property"
     );
     let err = s
         .validate(SchemaKind::Config, &json!({"zz": 1}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/zz: forbidden property"), "{err}");
     // Recursion stops below a property that sets additionalProperties explicitly.
     s.validate(
@@ -55,7 +57,8 @@ fn additional_properties_through_items() {
         .unwrap();
     let err = s
         .validate(SchemaKind::Config, &json!({"list": [{"n": 1}, {"q": 1}]}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/list/1/q: forbidden property"), "{err}");
 }
 
@@ -64,7 +67,10 @@ fn three_unknown_nested_props_are_three_errors() {
     let schema = "type: object\nproperties:\n  a:\n    type: object\n    properties:\n      x: {type: string}\n  b:\n    type: object\n    properties:\n      y:\n        type: object\n        properties:\n          z: {type: string}\n";
     let s = Schemas::from_yaml(Some(schema), None, "global").unwrap();
     let data = json!({"a": {"x": "1", "u1": 1}, "b": {"u2": 2, "y": {"u3": 3}}});
-    let err = s.validate(SchemaKind::Config, &data).unwrap_err();
+    let err = s
+        .validate(SchemaKind::Config, &data)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("global: config values are invalid: "),
         "{err}"
@@ -96,7 +102,8 @@ fn seed_global_config_example() {
     let mut scope = Scope::new("global", json!({}), schemas);
     let err = scope
         .check_config(&json!({"project": "myProject"}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("global: config values are invalid"),
         "{err}"
@@ -108,7 +115,8 @@ fn seed_global_config_example() {
     scope.config = valid.clone();
     let err = scope
         .try_config_patch(&[add("/global/clusterHostname", json!({}))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/clusterHostname"), "{err}");
     assert!(err.contains("config values are invalid"), "{err}");
     assert_eq!(scope.config, valid);
@@ -128,7 +136,8 @@ fn x_extend_pinned_example() {
             SchemaKind::Values,
             &json!({"param1": "val1", "param2": "val2"}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/memParam: is required"), "{err}");
     assert!(
         !err.contains("forbidden"),
@@ -170,7 +179,8 @@ fn without_x_extend_values_schema_stands_alone() {
     let s = Schemas::from_yaml(Some(config), Some(values), "m").unwrap();
     let err = s
         .validate(SchemaKind::Values, &json!({"param1": "a"}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/param1: forbidden property"), "{err}");
 }
 
@@ -192,7 +202,7 @@ properties:
     let s = Schemas::from_yaml(None, Some(values), "m").unwrap();
     let a = json!({"param1": "a", "internal": {"param1": "a", "param2": "b"}});
     s.validate(SchemaKind::Values, &a).unwrap();
-    let err = s.validate(SchemaKind::Helm, &a).unwrap_err();
+    let err = s.validate(SchemaKind::Helm, &a).unwrap_err().to_string();
     assert!(err.starts_with("m: helm values are invalid"), "{err}");
     assert!(err.contains("/internal/param3: is required"), "{err}");
 
@@ -201,6 +211,7 @@ properties:
     assert!(
         s.validate(SchemaKind::Helm, &b)
             .unwrap_err()
+            .to_string()
             .contains("/internal/param2")
     );
 
@@ -214,6 +225,7 @@ properties:
     assert!(
         s.validate(SchemaKind::Helm, &json!({"param1": "a"}))
             .unwrap_err()
+            .to_string()
             .contains("/internal")
     );
     assert_eq!(s.raw(SchemaKind::Helm).unwrap()["internal"], Value::Null);
@@ -283,7 +295,8 @@ fn long_messages_are_clipped() {
     let big: Vec<Value> = (0..2000).map(Value::from).collect();
     let err = s
         .validate(SchemaKind::Config, &json!({"a": big}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.len() < 400, "{} chars", err.len());
     assert!(err.contains("/a: [0,1,2") && err.ends_with("..."), "{err}");
 }
@@ -301,7 +314,8 @@ properties:
         .unwrap();
     let err = s
         .validate(SchemaKind::Config, &json!({"http": 0}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/http"), "{err}");
 }
 
@@ -336,17 +350,23 @@ properties:
 
 #[test]
 fn bad_schemas_are_load_errors() {
-    let err = Schemas::from_yaml(Some("type: [unclosed"), None, "my-mod").unwrap_err();
+    let err = Schemas::from_yaml(Some("type: [unclosed"), None, "my-mod")
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("my-mod") && err.contains("config-values.yaml"),
         "{err}"
     );
-    let err = Schemas::from_yaml(None, Some("- a\n- b\n"), "my-mod").unwrap_err();
+    let err = Schemas::from_yaml(None, Some("- a\n- b\n"), "my-mod")
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("values.yaml") && err.contains("mapping"),
         "{err}"
     );
-    let err = Schemas::from_yaml(Some("type: 12\n"), None, "my-mod").unwrap_err();
+    let err = Schemas::from_yaml(Some("type: 12\n"), None, "my-mod")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("my-mod: config schema"), "{err}");
     // An empty document means no schema.
     let s = Schemas::from_yaml(Some("# nothing\n"), None, "m").unwrap();

@@ -58,14 +58,22 @@ fn patch_outside_scope_is_unacceptable() {
     let scope = Scope::new("foo", json!({}), Schemas::none());
     let err = scope
         .try_values_patch(&[add("/bar/a", json!(1))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
-        err.contains("unacceptable patch operation for path '/bar/a'"),
+        err.contains("unacceptable patch operation for path '/bar/a'")
+            && err.ends_with("(a hook of 'foo' may only patch paths under /foo)"),
         "{err}"
+    );
+    let typed = scope.try_values_patch(&[add("/bar/a", json!(1))]);
+    assert!(
+        matches!(&typed, Err(ValuesError::ForeignPath { scope, path }) if scope == "foo" && path == "/bar/a"),
+        "{typed:?}"
     );
     let err = scope
         .try_config_patch(&[add("/fooBar", json!(1))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unacceptable"), "{err}");
 }
 
@@ -74,7 +82,8 @@ fn failed_config_patch_names_op() {
     let scope = Scope::new("foo", json!({}), Schemas::none());
     let err = scope
         .try_config_patch(&[remove("/foo/missing")])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("/foo/missing") && err.contains("operation 0"),
         "{err}"
@@ -128,10 +137,16 @@ fn values_patch_breaking_schema_is_refused() {
     let before = scope.patches.clone();
     let err = scope
         .try_values_patch(&[add("/myModule/internal/cert", json!(42))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("my-module: values values are invalid"),
         "{err}"
+    );
+    let typed = scope.try_values_patch(&[add("/myModule/internal/cert", json!(42))]);
+    assert!(
+        typed.as_ref().is_err_and(ValuesError::is_schema_violation),
+        "{typed:?}"
     );
     assert!(err.contains("/internal/cert"), "{err}");
     assert_eq!(scope.patches, before);
@@ -139,7 +154,8 @@ fn values_patch_breaking_schema_is_refused() {
 
     let err = scope
         .try_values_patch(&[add("/myModule/unknown", json!(1))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/unknown: forbidden property"), "{err}");
 
     let ok = scope
@@ -153,7 +169,8 @@ fn error_texts_for_review() {
     let s = Schemas::from_yaml(Some(SEED_GLOBAL_CONFIG), None, "global").unwrap();
     let err = s
         .validate(SchemaKind::Config, &json!({"project": 1, "x": 2}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "global: config values are invalid: 3 errors occurred: /clusterName: is required; \
@@ -171,7 +188,7 @@ fn helm_check_uses_helm_schema() {
     );
     let v = scope.values().unwrap();
     scope.schemas.validate(SchemaKind::Values, &v).unwrap();
-    let err = scope.check_helm(&v).unwrap_err();
+    let err = scope.check_helm(&v).unwrap_err().to_string();
     assert!(
         err.contains("helm values are invalid") && err.contains("/a: is required"),
         "{err}"
@@ -188,7 +205,8 @@ fn removing_whole_section_leaves_empty_object() {
     );
     let err = scope
         .try_config_patch(&[add("/foo", json!(3))])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("must be an object"), "{err}");
 }
 
