@@ -175,25 +175,16 @@ impl Helm {
         else {
             return Ok(None);
         };
-        let checksum = if status == "deployed" {
-            self.release_checksum(release)?
-        } else {
-            None
-        };
+        // Our checksum is the storage Secret's `moduleChecksum` label, which helm's
+        // commands do not show; the release value `_addonOperatorModuleChecksum` is
+        // flant's (an MD5 of the plain render), never ours. So no checksum: the
+        // decision renders and compares the objects.
         Ok(Some(Release {
             revision,
             status,
-            checksum,
+            checksum: None,
             stored: None,
         }))
-    }
-
-    /// The `_addonOperatorModuleChecksum` user value of the release.
-    fn release_checksum(&self, release: &str) -> Result<Option<String>, String> {
-        let what = format!("get values {release}");
-        let args = ["get", "values", release, "--output", "json"];
-        let out = self.run(&what, &args, true)?;
-        parse_checksum_value(&out).map_err(|e| format!("helm {what}: {e}"))
     }
 
     /// `helm template <release> <chart> --namespace ns --values <file>` without our
@@ -424,17 +415,6 @@ fn parse_history(out: &str) -> Result<Option<(u64, String)>, String> {
         }
     }
     Ok(newest)
-}
-
-/// The checksum value from `helm get values --output json` (`null` when there are none).
-fn parse_checksum_value(out: &str) -> Result<Option<String>, String> {
-    let values: serde_json::Value =
-        serde_json::from_str(out).map_err(|e| format!("values output is not JSON: {e}"))?;
-    Ok(match &values[CHECKSUM_VALUE] {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Null => None,
-        other => Some(other.to_string()),
-    })
 }
 
 /// Sorted release names from `helm list --output json`.

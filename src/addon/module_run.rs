@@ -224,32 +224,42 @@ impl AddonHandler {
         let helm = &self.shared.helm;
         let metrics = &self.shared.metrics;
         let checksum = helm::checksum(&String::from_utf8_lossy(given.text), chart)?;
-        let (reason, last) = metrics.helm_op(name, event, "check-upgrade", || {
-            let last = self.last_release(name)?;
-            if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
-                self.clear_pending(name, r)?;
-            }
-            let record = OnceCell::new();
-            let stored = || {
-                let r = record.get_or_init(|| self.release_record(name, event, last.as_ref()));
-                r.as_ref().map_err(String::clone)
-            };
-            let file = given.file;
-            let rendered =
-                || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
-            let lists = RefCell::new(HashMap::new());
-            let stored_sum = last.as_ref().and_then(|r| r.checksum.as_deref());
-            let facts = helm::UpgradeFacts {
-                rendered: &rendered,
-                released: &|| stored().map(|r| r.manifest.clone()),
-                exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
-                only_global_changed: &|| {
-                    only_global_changed(given.values, stored()?, chart, stored_sum)
-                },
-            };
-            let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
-            Ok::<_, String>((reason, last))
-        })?;
+        let (reason, last, kept_flant_checksum) =
+            metrics.helm_op(name, event, "check-upgrade", || {
+                let last = self.last_release(name)?;
+                if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
+                    self.clear_pending(name, r)?;
+                }
+                let record = OnceCell::new();
+                let stored = || {
+                    let r = record.get_or_init(|| self.release_record(name, event, last.as_ref()));
+                    r.as_ref().map_err(String::clone)
+                };
+                let file = given.file;
+                let rendered =
+                    || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
+                let lists = RefCell::new(HashMap::new());
+                let stored_sum = last.as_ref().and_then(|r| r.checksum.as_deref());
+                let facts = helm::UpgradeFacts {
+                    rendered: &rendered,
+                    released: &|| stored().map(|r| r.manifest.clone()),
+                    exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
+                    only_global_changed: &|| {
+                        only_global_changed(given.values, stored()?, chart, stored_sum)
+                    },
+                };
+                let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
+                // Our checksum unchanged (an object to heal, a status to fix): so is
+                // flant's, kept in the stored values; no render needed for it.
+                let flant_checksum = (stored_sum == Some(checksum.as_str()))
+                    .then(|| {
+                        stored().ok()?.config[helm::CHECKSUM_VALUE]
+                            .as_str()
+                            .map(str::to_string)
+                    })
+                    .flatten();
+                Ok::<_, String>((reason, last, flant_checksum))
+            })?;
         let Some(reason) = reason else {
             log::info("helm upgrade not needed", &[("module", name)]);
             self.keep_checksum(name, last.as_ref(), &checksum);
@@ -260,8 +270,13 @@ impl AddonHandler {
             // flant's checksum: the MD5 of the plain `helm template` output with the
             // surrounding white space trimmed (as v1.5.0 reads it), so flant's
             // operator finds the release up to date after a switch back.
-            let plain = helm.render_plain(name, chart, given.file)?;
-            let flant_checksum = crate::md5::md5_hex(plain.trim().as_bytes());
+            let flant_checksum = match &kept_flant_checksum {
+                Some(kept) => kept.clone(),
+                None => {
+                    let plain = helm.render_plain(name, chart, given.file)?;
+                    crate::md5::md5_hex(plain.trim().as_bytes())
+                }
+            };
             helm.upgrade(name, chart, given.file, &checksum, &flant_checksum)
         };
         let result = metrics.helm_op(name, event, "upgrade", upgrade);

@@ -398,10 +398,14 @@ fn create_of_an_existing_object_fails_with_the_servers_409() {
     let op = patching(&ops.join("\n"));
     let error = failure(&op, "409");
     assert!(
-        error.ends_with(&format!(
+        error.contains(&format!(
             "Create object v1/ConfigMap/{ns}/a: POST /api/v1/namespaces/{ns}/configmaps: \
              409 AlreadyExists: configmaps \"a\" already exists"
         )),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("(use CreateOrUpdate or CreateIfNotExists if the object may exist)"),
         "{error}"
     );
     assert_eq!(get("configmap", &ns, "a")["data"], json!({"k": "old"}));
@@ -426,10 +430,15 @@ fn a_failing_json_patch_test_is_the_servers_422() {
     let op = patching(&patch.to_string());
     let error = failure(&op, "422");
     assert!(
-        error.ends_with(&format!(
+        error.contains(&format!(
             "Patch object v1/ConfigMap/{ns}/a: PATCH /api/v1/namespaces/{ns}/configmaps/a: \
              422 Invalid: the server rejected our request due to an error in our request"
         )),
+        "{error}"
+    );
+    assert!(
+        error
+            .ends_with("(the API server rejected the object as invalid; fix it in the patch file)"),
         "{error}"
     );
     assert_eq!(get("configmap", &ns, "a")["data"], json!({"k": "v"}));
@@ -453,9 +462,15 @@ fn a_merge_patch_with_non_string_data_is_the_servers_422() {
         );
         assert!(error.contains(&prefix), "{error}");
         assert!(
-            error.ends_with(&format!(
+            error.contains(&format!(
                 "json: cannot unmarshal {json_type} into Go struct field ConfigMap.data of type string"
             )),
+            "{error}"
+        );
+        assert!(
+            error.ends_with(
+                "(the API server rejected the object as invalid; fix it in the patch file)"
+            ),
             "{error}"
         );
         assert_eq!(get("configmap", &ns, "a")["data"], json!({"k": "v"}));
@@ -471,10 +486,14 @@ fn create_in_a_missing_namespace_is_the_servers_404() {
     let op = patching(&patch.to_string());
     let error = failure(&op, "404");
     assert!(
-        error.ends_with(&format!(
+        error.contains(&format!(
             "Create object v1/ConfigMap/{missing}/a: POST /api/v1/namespaces/{missing}/configmaps: \
              404 NotFound: namespaces \"{missing}\" not found"
         )),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("(set ignoreMissingObject: true if the object may be absent)"),
         "{error}"
     );
 }
