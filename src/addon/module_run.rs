@@ -244,9 +244,7 @@ impl AddonHandler {
                     rendered: &rendered,
                     released: &|| stored().map(|r| r.manifest.clone()),
                     exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
-                    only_global_changed: &|| {
-                        only_global_changed(given.values, stored()?, chart, stored_sum)
-                    },
+                    only_global_changed: &|| Ok(only_global_changed(given.values, stored()?)),
                 };
                 let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
                 // Our checksum unchanged (an object to heal, a status to fix): so is
@@ -448,22 +446,19 @@ pub(super) struct Given<'a> {
     pub text: &'a [u8],
 }
 
-/// Whether `values` and the chart differ from the release's only in `global`: the
-/// checksum of `values` with the release's `global` in its place is the stored one.
-fn only_global_changed(
-    values: &serde_json::Value,
-    record: &Record,
-    chart: &Path,
-    stored: Option<&str>,
-) -> Result<bool, String> {
-    let (Some(old), Some(stored)) = (record.config.get("global"), stored) else {
-        return Ok(false);
-    };
-    let mut probe = values.clone();
-    let Some(map) = probe.as_object_mut() else {
-        return Ok(false);
-    };
-    map.insert("global".into(), old.clone());
-    let text = serde_json::to_string(&probe).map_err(|e| e.to_string())?;
-    Ok(helm::checksum(&text, chart)? == stored)
+/// Whether the module's own values are those stored with the release's latest
+/// revision, so only `global` or the chart can have changed: then a render decides.
+/// Compared without `global` and flant's checksum value. (Not through the stored
+/// checksum: [`AddonHandler::keep_checksum`] moves that label after a render showed
+/// no change, while the stored values stay those of the last upgrade.)
+fn only_global_changed(values: &serde_json::Value, record: &Record) -> bool {
+    let mine = own_values(values);
+    mine.is_some() && mine == own_values(&record.config)
+}
+
+/// The top-level sections of `values` but `global` and flant's checksum value.
+fn own_values(values: &serde_json::Value) -> Option<Vec<(&String, &serde_json::Value)>> {
+    let map = values.as_object()?;
+    let own = |k: &String| k != "global" && k != helm::CHECKSUM_VALUE;
+    Some(map.iter().filter(|(k, _)| own(k)).collect())
 }

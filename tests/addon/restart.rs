@@ -245,6 +245,26 @@ fn changes_cost_what_they_must(major: u32) {
         assert_eq!(addon.revisions(m), vec![1], "{m}");
     }
     assert_eq!(addon.revisions("rb"), vec![1, 2]);
+
+    // A second such change: the label moved, the stored values did not; still a
+    // render each and no revision (the compatibility suite saw an upgrade here).
+    let sums = stored_checksums(&addon.sim);
+    let before = helm_calls(&addon).len();
+    addon.set_config("global", "unused: 2\n");
+    poll(
+        || {
+            let now = stored_checksums(&addon.sim);
+            now.len() == 4 && now.iter().zip(&sums).all(|(n, s)| n.2 != s.2)
+        },
+        "every release's checksum moved again",
+    );
+    let mut calls = helm_calls(&addon).split_off(before);
+    calls.sort();
+    assert_eq!(calls, templates);
+    for m in ["ra", "rc", "rd"] {
+        assert_eq!(addon.revisions(m), vec![1], "{m}");
+    }
+    assert_eq!(addon.revisions("rb"), vec![1, 2]);
     let sim = Arc::clone(&addon.sim);
     stop(&mut addon);
 
