@@ -103,8 +103,10 @@ impl Runner {
     /// Runs the hook of a HookRun task once: context, values, executor, patches,
     /// metrics; counts and logs the outcome.
     fn hook_outcome(&self, task: &Task, queue: &str) -> Outcome {
-        let Some(hook) = self.hooks.get(task.hook) else {
-            return Outcome::Stop(format!("{}: no hook #{}", task.hook_name, task.hook).into());
+        let found = task.hook().and_then(|i| Some((i, self.hooks.get(i)?)));
+        let Some((index, hook)) = found else {
+            let error = format!("{}: no hook for task {:?}", task.hook_name, task.target);
+            return Outcome::Stop(error.into());
         };
         let labels = RunLabels {
             hook: hook.name.clone(),
@@ -116,7 +118,7 @@ impl Runner {
         let target = self
             .values
             .as_ref()
-            .and_then(|v| v.run_metrics(task.hook, task));
+            .and_then(|v| v.run_metrics(index, task));
         let (family, module, activation) = match &target {
             Some(t) => (t.family, t.module, t.activation.as_str()),
             None => (&self.metrics.hook_run, "", ""),
@@ -130,7 +132,7 @@ impl Runner {
         };
         family.waited(&metric_labels, task.queued_at.elapsed().as_secs_f64());
         let snapshots = match &self.kube {
-            Some(kube) => kube.prepare(task.hook, &task.contexts),
+            Some(kube) => kube.prepare(index, &task.contexts),
             None => Snapshots::default(),
         };
         log::info(
@@ -144,7 +146,7 @@ impl Runner {
         );
         // The values files are the operator's, not the hook's: a failure to write
         // them is retried even with allowFailure (it was retried silently before).
-        let extra = match self.values.as_ref().map(|v| v.files(task.hook)) {
+        let extra = match self.values.as_ref().map(|v| v.files(index)) {
             Some(Ok(files)) => files,
             None => Vec::new(),
             Some(Err(e)) => {
@@ -223,7 +225,10 @@ impl Runner {
     /// Hands a successful run's values patches to addon-operator's values store.
     fn apply_values(&self, task: &Task, run: &RunResult) -> Result<(), String> {
         match &self.values {
-            Some(values) if run.success() => values.apply(task.hook, task, &run.extra),
+            Some(values) if run.success() => match task.hook() {
+                Some(hook) => values.apply(hook, task, &run.extra),
+                None => Ok(()),
+            },
             _ => Ok(()),
         }
     }
@@ -263,7 +268,7 @@ impl Runner {
 
 impl Handler for Runner {
     fn rate_limit(&self, task: &Task) -> Duration {
-        match (task.kind, self.hooks.get(task.hook)) {
+        match (task.kind, task.hook().and_then(|h| self.hooks.get(h))) {
             (TaskKind::HookRun, Some(hook)) => hook
                 .limiter
                 .lock()
@@ -284,7 +289,10 @@ impl Handler for Runner {
                 outcome
             }
             (TaskKind::EnableScheduleBindings, _) => {
-                match self.scheduler.send(Control::Enable(task.hook)) {
+                let Some(hook) = task.hook() else {
+                    return Outcome::Stop(format!("{}: not a hook's task", task.hook_name).into());
+                };
+                match self.scheduler.send(Control::Enable(hook)) {
                     Ok(()) => Outcome::done(),
                     Err(_) => Outcome::Stop(
                         format!("{}: the scheduler thread is not running", task.hook_name).into(),

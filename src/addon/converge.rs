@@ -22,7 +22,7 @@ use std::time::Instant;
 impl AddonHandler {
     pub(super) fn converge(&self, phase: ConvergePhase, event: &str) -> Result<Vec<Task>, String> {
         let next = |phase| {
-            Task::step(Step::Converge {
+            Task::addon(Step::Converge {
                 phase,
                 event: event.to_string(),
             })
@@ -173,7 +173,7 @@ impl AddonHandler {
         purge.reverse();
         purge
             .into_iter()
-            .map(|release| Task::step(Step::ModulePurge { release }))
+            .map(|release| Task::addon(Step::ModulePurge { release }))
             .collect()
     }
 

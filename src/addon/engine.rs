@@ -32,7 +32,7 @@ use super::modules::Owner;
 use super::state::Shared;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::queue::worker::Handler;
-use crate::queue::{Outcome, Step, Task, TaskKind};
+use crate::queue::{Outcome, Step, Target, Task, TaskKind};
 use crate::runner::Runner;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,27 +50,25 @@ impl Handler for AddonHandler {
 
     /// A failed converge, module run or delete is retried (`Outcome::from_result`).
     fn handle(&self, task: &Task, queue: &str) -> Outcome {
-        let result = match (task.kind, &task.step) {
-            (TaskKind::HookRun, _) => return self.hook_run(task, queue),
-            (_, Some(Step::Converge { phase, event })) => self.converge(*phase, event),
-            (
-                _,
-                Some(Step::ModuleRun {
-                    module,
-                    do_startup,
-                    event,
-                    ..
-                }),
-            ) => self.counted_run(*module, *do_startup, event),
-            (_, Some(Step::ParallelModuleRun { runs, event })) => {
-                Ok(self.parallel_run(runs, event))
-            }
-            (_, Some(Step::ModuleDelete { module, .. })) => self.counted_delete(*module),
-            (_, Some(Step::ModulePurge { release })) => {
+        let step = match &task.target {
+            Target::Hook(_) if task.kind == TaskKind::HookRun => return self.hook_run(task, queue),
+            Target::Hook(_) => return self.runner.handle(task, queue),
+            Target::Addon(step) => step,
+        };
+        let result = match step {
+            Step::Converge { phase, event } => self.converge(*phase, event),
+            Step::ModuleRun {
+                module,
+                do_startup,
+                event,
+                ..
+            } => self.counted_run(*module, *do_startup, event),
+            Step::ParallelModuleRun { runs, event } => Ok(self.parallel_run(runs, event)),
+            Step::ModuleDelete { module, .. } => self.counted_delete(*module),
+            Step::ModulePurge { release } => {
                 self.purge(release);
                 Ok(Vec::new())
             }
-            _ => return self.runner.handle(task, queue),
         };
         Outcome::from_result(result)
     }
@@ -92,7 +90,7 @@ impl AddonHandler {
     /// A queued hook run: the ConfigMap watch is handled here; runs of a disabled
     /// module's hooks are dropped (its watches keep running, see the README).
     pub(super) fn hook_run(&self, task: &Task, queue: &str) -> Outcome {
-        match self.shared.owners.get(task.hook) {
+        match task.hook().and_then(|h| self.shared.owners.get(h)) {
             Some(Owner::ConfigMap) => {
                 let tasks = self.configmap_changed();
                 self.unlock(task);

@@ -298,7 +298,7 @@ impl Lifecycle {
 
     fn run_task(&self, m: usize, event: String) -> Task {
         let s = &self.modules[m];
-        Task::step(Step::ModuleRun {
+        Task::addon(Step::ModuleRun {
             module: m,
             name: s.name.clone(),
             do_startup: !s.started,
@@ -315,7 +315,7 @@ impl Lifecycle {
     }
 
     fn converge_task(&self, phase: ConvergePhase) -> Task {
-        Task::step(Step::Converge {
+        Task::addon(Step::Converge {
             phase,
             event: self.converge.event.clone(),
         })
@@ -352,7 +352,7 @@ impl Lifecycle {
         for (m, s) in self.modules.iter_mut().enumerate().rev() {
             let on = enabled.contains(&m);
             if !on && (s.enabled || (inventory.contains(&m) && !s.started)) {
-                tasks.push(Task::step(Step::ModuleDelete {
+                tasks.push(Task::addon(Step::ModuleDelete {
                     module: m,
                     name: s.name.clone(),
                 }));
@@ -404,7 +404,7 @@ impl Lifecycle {
                 do_startup: !self.modules[m].started,
             })
             .collect();
-        vec![Task::step(Step::ParallelModuleRun { runs, event })]
+        vec![Task::addon(Step::ParallelModuleRun { runs, event })]
     }
 
     /// Module `m` waits for an earlier order of the converge to finish.

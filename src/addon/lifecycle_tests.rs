@@ -299,7 +299,7 @@ fn modules_of_one_order_run_as_one_parallel_task_and_the_next_order_waits_for_al
     let tasks = l.step(Input::Enabled {
         modules: vec![0, 1, 2],
     });
-    let Some(Step::ParallelModuleRun { runs, .. }) = tasks.first().and_then(|t| t.step.clone())
+    let Some(Step::ParallelModuleRun { runs, .. }) = tasks.first().and_then(|t| t.step().cloned())
     else {
         panic!("a parallel run: {tasks:?}");
     };

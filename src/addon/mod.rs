@@ -266,7 +266,7 @@ impl Bound {
     /// hooks and of the ConfigMap watch, then the startup converge.
     pub fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
         let mut tasks = crate::startup::startup_tasks(&hooks[..=self.cm_hook.min(hooks.len() - 1)]);
-        tasks.push(Task::step(Step::Converge {
+        tasks.push(Task::addon(Step::Converge {
             phase: ConvergePhase::BeforeAll,
             event: "OperatorStartup".into(),
         }));

@@ -24,7 +24,7 @@ use super::engine::AddonHandler;
 use super::modules::Owner;
 use crate::log;
 use crate::queue::worker::Handler;
-use crate::queue::{GroupRun, Outcome, Step, Task, TaskKind};
+use crate::queue::{GroupRun, Outcome, Step, Target, Task};
 use crate::startup::MAIN_QUEUE;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -92,7 +92,7 @@ impl AddonHandler {
     /// One module's run with the tasks it asks for next, as the main queue would
     /// run them; stops at the first failed task.
     fn member(&self, run: &GroupRun, event: &str) -> Left {
-        let mut todo = VecDeque::from([Task::step(Step::ModuleRun {
+        let mut todo = VecDeque::from([Task::addon(Step::ModuleRun {
             module: run.module,
             name: run.name.clone(),
             do_startup: run.do_startup,
@@ -126,16 +126,10 @@ impl AddonHandler {
     /// A task of module `m`'s own run: its `ModuleRun`, or an Enable or hook run
     /// of one of its hooks.
     fn is_work_of(&self, task: &Task, m: usize) -> bool {
-        match (&task.step, task.kind) {
-            (Some(Step::ModuleRun { module, .. }), _) => *module == m,
-            (Some(_), _) => false,
-            (
-                None,
-                TaskKind::HookRun
-                | TaskKind::EnableKubernetesBindings
-                | TaskKind::EnableScheduleBindings,
-            ) => self.shared.owners.get(task.hook) == Some(&Owner::Module(m)),
-            (None, _) => false,
+        match &task.target {
+            Target::Addon(Step::ModuleRun { module, .. }) => *module == m,
+            Target::Addon(_) => false,
+            Target::Hook(hook) => self.shared.owners.get(*hook) == Some(&Owner::Module(m)),
         }
     }
 }

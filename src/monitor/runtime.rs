@@ -31,17 +31,18 @@ impl KubeRuntime {
     /// its Synchronization tasks, in binding order, to run next; those of bindings on
     /// another queue that do not wait for Synchronization go to their queue instead.
     pub fn enable(&self, task: &Task) -> Result<Vec<Task>, String> {
+        let index = task.hook().ok_or("not a hook's task")?;
         let (reply_tx, reply_rx) = bounded(1);
         self.monitor
             .send(Control::Enable {
-                hook: task.hook,
+                hook: index,
                 reply: reply_tx,
             })
             .map_err(|_| "monitor is not running".to_string())?;
         reply_rx
             .recv()
             .map_err(|_| "monitor stopped".to_string())??;
-        let hook = self.hooks.get(task.hook).ok_or("unknown hook")?;
+        let hook = self.hooks.get(index).ok_or("unknown hook")?;
         let mut tasks = Vec::new();
         for (bi, b) in hook.config.kubernetes.iter().enumerate() {
             if hook.is_v0() || !b.execute_hook_on_synchronization {
@@ -56,7 +57,7 @@ impl KubeRuntime {
                 kube_binding: Some(bi),
                 payload: Payload::Synchronization,
             };
-            let mut t = Task::hook_run(task.hook, &hook.name, true, b.allow_failure, ctx);
+            let mut t = Task::hook_run(index, &hook.name, true, b.allow_failure, ctx);
             t.sync_bindings.push(bi);
             if !b.wait_for_synchronization && b.queue != crate::startup::MAIN_QUEUE {
                 self.forward
@@ -108,8 +109,9 @@ impl KubeRuntime {
     /// After a successful run: releases the bindings whose Synchronization it
     /// carried and sends their buffered events on.
     pub fn unlock(&self, task: &Task) {
+        let Some(hook) = task.hook() else { return };
         for &bi in &task.sync_bindings {
-            for e in self.store.step(task.hook, bi, Input::Release).events {
+            for e in self.store.step(hook, bi, Input::Release).events {
                 let _ = self.events.send(e);
             }
         }

@@ -2,6 +2,11 @@
 //! runs them strictly one at a time; producers (the router, the startup sequence)
 //! send tasks to it over a crossbeam channel. This module holds the task type and
 //! the pure combining rules (spec §4) the worker applies before each run.
+//!
+//! A task says whose work it is ([`Target`]): a hook's, by index, or addon-operator's
+//! own [`Step`]. The steps are described here, not in `addon/`, because addon-operator
+//! builds on the queue and the queue imports nothing above it; what a step does is
+//! the addon engine's (`addon/engine.rs`).
 
 pub mod outcome;
 pub mod worker;
@@ -19,7 +24,7 @@ pub enum TaskKind {
     HookRun,
     EnableScheduleBindings,
     EnableKubernetesBindings,
-    /// addon-operator's tasks; what they do is in [`Task::step`].
+    /// addon-operator's tasks; what they do is in [`Target::Addon`].
     ConvergeModules,
     ModuleRun,
     /// Modules of one order run side by side (flant's name).
@@ -84,13 +89,21 @@ pub enum ConvergePhase {
     Done(u64),
 }
 
+/// Whose work a task is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A hook's (HookRun and Enable tasks), by its index in the operator's hook list.
+    Hook(usize),
+    /// addon-operator's own work: a converge phase, a module's run or delete, a purge.
+    Addon(Step),
+}
+
 /// One unit of work in a queue.
 #[derive(Debug, Clone)]
 pub struct Task {
     pub id: u64,
     pub kind: TaskKind,
-    /// Index of the hook in the operator's hook list.
-    pub hook: usize,
+    pub target: Target,
     pub hook_name: String,
     /// v1 hooks' HookRun tasks may be combined; v0 hooks' never are.
     pub combinable: bool,
@@ -105,8 +118,6 @@ pub struct Task {
     /// Kubernetes bindings whose Synchronization this task carries, also those of
     /// absorbed tasks whose context collapsed away; unlocked when it succeeds.
     pub sync_bindings: Vec<usize>,
-    /// addon-operator's step for its own task kinds.
-    pub step: Option<Step>,
 }
 
 static TASK_IDS: AtomicU64 = AtomicU64::new(1);
@@ -123,7 +134,7 @@ impl Task {
         Task {
             id: TASK_IDS.fetch_add(1, Ordering::Relaxed),
             kind: TaskKind::HookRun,
-            hook,
+            target: Target::Hook(hook),
             hook_name: hook_name.to_string(),
             combinable,
             binding: ctx.binding.clone(),
@@ -135,12 +146,11 @@ impl Task {
             failures: 0,
             last_error: None,
             sync_bindings: Vec::new(),
-            step: None,
         }
     }
 
     /// An addon-operator task (converge, module run, delete or purge).
-    pub fn step(step: Step) -> Task {
+    pub fn addon(step: Step) -> Task {
         let (kind, name) = match &step {
             Step::Converge { .. } => (TaskKind::ConvergeModules, String::new()),
             Step::ModuleRun { name, .. } => (TaskKind::ModuleRun, name.clone()),
@@ -151,10 +161,26 @@ impl Task {
             Step::ModuleDelete { name, .. } => (TaskKind::ModuleDelete, name.clone()),
             Step::ModulePurge { release } => (TaskKind::ModulePurge, release.clone()),
         };
-        let mut t = Task::enable(kind, usize::MAX, &name);
+        let mut t = Task::enable(kind, 0, &name);
         t.binding = kind.as_str().to_string();
-        t.step = Some(step);
+        t.target = Target::Addon(step);
         t
+    }
+
+    /// The hook whose work this is; `None` for addon-operator's own tasks.
+    pub fn hook(&self) -> Option<usize> {
+        match self.target {
+            Target::Hook(hook) => Some(hook),
+            Target::Addon(_) => None,
+        }
+    }
+
+    /// addon-operator's step; `None` for a hook's task.
+    pub fn step(&self) -> Option<&Step> {
+        match &self.target {
+            Target::Addon(step) => Some(step),
+            Target::Hook(_) => None,
+        }
     }
 
     /// A task that enables a hook's schedule or kubernetes bindings.
@@ -174,7 +200,7 @@ impl Task {
     /// flant's task description: `Type:queue:bindingType:hook[:group=g][:binding][:failures N[:msg]]`;
     /// addon-operator's tasks: `ModuleRun:main:<module>[:doStartup]:<event>` and the like.
     pub fn describe(&self, queue: &str) -> String {
-        if let Some(step) = &self.step {
+        if let Target::Addon(step) = &self.target {
             return self.describe_step(queue, step);
         }
         let on_startup =
@@ -242,7 +268,7 @@ impl Task {
     }
 
     fn same_hook_run(&self, other: &Task) -> bool {
-        other.kind == TaskKind::HookRun && other.hook == self.hook && other.combinable
+        other.kind == TaskKind::HookRun && other.target == self.target && other.combinable
     }
 }
 
@@ -292,6 +318,14 @@ pub fn collapse_adjacent_groups(contexts: Vec<BindingContext>) -> Vec<BindingCon
 /// Queued HookRun tasks of one hook that trigger queue-level compaction.
 pub const COMPACTION_THRESHOLD: usize = 100;
 
+/// The hook of a HookRun task that may be combined with others of its hook.
+fn combinable_run_of(task: &Task) -> Option<usize> {
+    match task.target {
+        Target::Hook(hook) if task.kind == TaskKind::HookRun && task.combinable => Some(hook),
+        _ => None,
+    }
+}
+
 /// Queue-level compaction: when a hook has `COMPACTION_THRESHOLD` or more tasks
 /// queued anywhere in the queue, all of them are merged into the first. Contexts are
 /// ungrouped ones in queue order, then the last context of each group, groups in
@@ -299,11 +333,8 @@ pub const COMPACTION_THRESHOLD: usize = 100;
 /// that were compacted, for the metric.
 pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
     let mut counts: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    for t in queue
-        .iter()
-        .filter(|t| t.kind == TaskKind::HookRun && t.combinable)
-    {
-        *counts.entry(t.hook).or_default() += 1;
+    for hook in queue.iter().filter_map(combinable_run_of) {
+        *counts.entry(hook).or_default() += 1;
     }
     let mut hooks: Vec<usize> = counts
         .into_iter()
@@ -315,7 +346,7 @@ pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
     for hook in hooks {
         let Some(first) = queue
             .iter()
-            .position(|t| t.kind == TaskKind::HookRun && t.combinable && t.hook == hook)
+            .position(|t| combinable_run_of(t) == Some(hook))
         else {
             continue;
         };
@@ -323,8 +354,7 @@ pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
         let mut sync_bindings = Vec::new();
         let mut index = 0;
         queue.retain(|t| {
-            let keep =
-                index <= first || !(t.kind == TaskKind::HookRun && t.combinable && t.hook == hook);
+            let keep = index <= first || combinable_run_of(t) != Some(hook);
             if !keep {
                 contexts.extend(t.contexts.iter().cloned());
                 sync_bindings.extend(t.sync_bindings.iter().copied());
@@ -366,7 +396,7 @@ mod tests {
 
     #[test]
     fn addon_tasks_are_described_by_name() {
-        let run = Task::step(Step::ModuleRun {
+        let run = Task::addon(Step::ModuleRun {
             module: 0,
             name: "echo".into(),
             do_startup: true,
@@ -376,7 +406,7 @@ mod tests {
             run.describe("main"),
             "ModuleRun:main:echo:doStartup:OperatorStartup"
         );
-        let mut converge = Task::step(Step::Converge {
+        let mut converge = Task::addon(Step::Converge {
             phase: ConvergePhase::Modules,
             event: "KubeConfigChanged".into(),
         });
@@ -386,7 +416,7 @@ mod tests {
             converge.describe("main"),
             "ConvergeModules:main:Modules:KubeConfigChanged:failures 2:enabled script failed"
         );
-        let delete = Task::step(Step::ModuleDelete {
+        let delete = Task::addon(Step::ModuleDelete {
             module: 1,
             name: "old".into(),
         });
@@ -396,7 +426,7 @@ mod tests {
             name: name.into(),
             do_startup: module == 0,
         };
-        let group = Task::step(Step::ParallelModuleRun {
+        let group = Task::addon(Step::ParallelModuleRun {
             runs: vec![run(0, "a"), run(1, "b")],
             event: "OperatorStartup".into(),
         });
@@ -513,7 +543,7 @@ mod tests {
         assert_eq!(compact(&mut q), vec!["h1".to_string()]);
         assert_eq!(q.len(), 1 + 1 + COMPACTION_THRESHOLD / 2);
         let merged = &q[1];
-        assert_eq!(merged.hook, 1);
+        assert_eq!(merged.hook(), Some(1));
         // 33 ungrouped contexts in order, then the last "b" (c99) and the last "a" (c97).
         assert_eq!(merged.contexts.len(), 33 + 2);
         assert_eq!(bindings(merged)[..2], ["c2", "c5"]);
