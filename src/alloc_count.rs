@@ -44,7 +44,7 @@ static ALLOCATOR: Counting = Counting;
 
 /// Runs `f` and returns its result with the (allocations, bytes) it made on this
 /// thread.
-pub fn measure<T>(f: impl FnOnce() -> T) -> (T, usize, usize) {
+pub(crate) fn measure<T>(f: impl FnOnce() -> T) -> (T, usize, usize) {
     let (c0, b0) = (COUNT.with(Cell::get), BYTES.with(Cell::get));
     let out = f();
     (out, COUNT.with(Cell::get) - c0, BYTES.with(Cell::get) - b0)

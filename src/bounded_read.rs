@@ -11,10 +11,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Most a configuration file may hold: 4 MiB (kubeconfigs and PEM files are KiBs).
-pub const MAX_CONFIG_FILE: u64 = 4 << 20;
+pub(crate) const MAX_CONFIG_FILE: u64 = 4 << 20;
 
 /// The file's bytes, if it is a regular file of at most `max` bytes.
-pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -36,7 +36,7 @@ pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// [`read`] as UTF-8 text.
-pub fn read_to_string(path: &Path, max: u64) -> std::io::Result<String> {
+pub(crate) fn read_to_string(path: &Path, max: u64) -> std::io::Result<String> {
     String::from_utf8(read(path, max)?)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }

@@ -17,7 +17,7 @@ static CHILD_PATH: OnceLock<OsString> = OnceLock::new();
 
 /// The operator binary's path: `/proc/self/exe`, else an absolute argv[0] (a
 /// scratch image without /proc).
-pub fn own_path() -> Option<PathBuf> {
+pub(crate) fn own_path() -> Option<PathBuf> {
     std::env::current_exe().ok().or_else(|| {
         let argv0 = PathBuf::from(std::env::args_os().next()?);
         (argv0.is_absolute() && argv0.is_file()).then_some(argv0)
@@ -26,7 +26,7 @@ pub fn own_path() -> Option<PathBuf> {
 
 /// Links `<tmp_dir>/bin/jq` to the operator when PATH has no jq; returns the link
 /// made (None: PATH has a jq, or the binary's path is unknown).
-pub fn install(tmp_dir: &Path) -> Result<Option<PathBuf>, String> {
+pub(crate) fn install(tmp_dir: &Path) -> Result<Option<PathBuf>, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     if std::env::split_paths(&path).any(|dir| is_executable(&dir.join("jq"))) {
         return Ok(None);
@@ -51,7 +51,7 @@ pub fn install(tmp_dir: &Path) -> Result<Option<PathBuf>, String> {
 }
 
 /// Gives `cmd` the PATH with the built-in jq, if [`install`] made one.
-pub fn apply(cmd: &mut Command) {
+pub(crate) fn apply(cmd: &mut Command) {
     if let Some(path) = CHILD_PATH.get() {
         cmd.env("PATH", path);
     }

@@ -19,11 +19,11 @@ use std::borrow::Cow;
 /// The metadata read while writing an object.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Meta {
-    pub namespace: String,
+    pub(crate) namespace: String,
     pub name: String,
-    pub resource_version: String,
+    pub(crate) resource_version: String,
     /// Whether the object itself had `apiVersion` and `kind`.
-    pub has_type_meta: bool,
+    pub(crate) has_type_meta: bool,
 }
 
 /// The canonical text of the JSON object `text` and its metadata, as a `String`
@@ -44,7 +44,7 @@ pub(crate) fn canonicalize(
 /// `type_meta` (apiVersion, kind) is added where the object lacks those keys. The
 /// text is written into this thread's scratch buffer (kept between calls, so a
 /// reflector thread reuses one), then copied once into the `Arc`.
-pub fn canonical_arc(
+pub(crate) fn canonical_arc(
     text: &str,
     type_meta: Option<(&str, &str)>,
 ) -> Result<(std::sync::Arc<str>, Meta), String> {
@@ -93,7 +93,7 @@ fn canonicalize_into(
 }
 
 /// The canonical text of any JSON value (a jq filter's result, say).
-pub fn canonical_value(text: &str) -> Result<String, String> {
+pub(crate) fn canonical_value(text: &str) -> Result<String, String> {
     let mut s = Scanner::new(text);
     s.value(0, true).and_then(|()| s.end())?;
     String::from_utf8(s.buf).map_err(|e| e.to_string())
@@ -106,8 +106,8 @@ pub fn canonical_value(text: &str) -> Result<String, String> {
 /// here. So each byte of a page is validated once and each item decoded once,
 /// as a watch event's object is.
 pub(crate) struct ListParts<'a> {
-    pub items: Vec<&'a str>,
-    pub metadata: Option<&'a str>,
+    pub(crate) items: Vec<&'a str>,
+    pub(crate) metadata: Option<&'a str>,
 }
 
 /// Splits a LIST response; see [`ListParts`]. `"items": null` is no items.

@@ -10,11 +10,11 @@
 use crate::flags::{FlagError, FlagSpec, Kind, Program, Values};
 
 /// Version printed by `version` and at start.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the command line asked for.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     Start(Box<crate::flags::Config>),
     Version,
     Help(String),
@@ -102,7 +102,7 @@ fn program_of_word(args: &[String], word: &str) -> bool {
 
 /// Which operator argv asks for, and where its own words start: the binary invoked
 /// as `addon-operator` (a symlink), or `shell-operator addon-operator ...`.
-pub fn program_of(args: &[String]) -> (Program, usize) {
+pub(crate) fn program_of(args: &[String]) -> (Program, usize) {
     let invoked_as = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
@@ -117,7 +117,10 @@ pub fn program_of(args: &[String]) -> (Program, usize) {
 }
 
 /// Parses argv (with argv[0]) and the environment into a command.
-pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Command, FlagError> {
+pub(crate) fn parse(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Command, FlagError> {
     let (program, skip) = program_of(args);
     let rest = args.get(skip..).unwrap_or_default();
     let (command, rest) = match rest.first().map(String::as_str) {

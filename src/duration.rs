@@ -9,7 +9,7 @@ const UNITS: &str = "ns, us, µs, ms, s, m, h";
 
 /// Parse a Go duration. "0" alone is allowed, as in Go. Negative durations
 /// (valid in Go) are rejected because nothing here can use them.
-pub fn go_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn go_duration(s: &str) -> Result<Duration, String> {
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),

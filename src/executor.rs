@@ -50,7 +50,7 @@ impl Default for Spares {
 
 impl Spares {
     /// At shutdown: removes every spare file; none are kept from now on.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let closed = self.0.lock().map(|mut m| m.take());
         drop(closed);
     }
@@ -79,39 +79,39 @@ impl Spares {
 
 /// Labels that go on every log line of a run (and on its metrics).
 #[derive(Debug, Clone, Default)]
-pub struct RunLabels {
-    pub hook: String,
-    pub binding: String,
-    pub queue: String,
-    pub task: String,
-    pub event: String,
+pub(crate) struct RunLabels {
+    pub(crate) hook: String,
+    pub(crate) binding: String,
+    pub(crate) queue: String,
+    pub(crate) task: String,
+    pub(crate) event: String,
 }
 
 /// What a run produced.
 #[derive(Debug)]
-pub struct RunResult {
-    pub status: ExitStatus,
-    pub usage: Usage,
-    pub duration: Duration,
+pub(crate) struct RunResult {
+    pub(crate) status: ExitStatus,
+    pub(crate) usage: Usage,
+    pub(crate) duration: Duration,
     /// Captured stderr (its last 64 KiB), for the failure message.
-    pub stderr: String,
+    pub(crate) stderr: String,
     /// Contents of the files the hook may have written.
-    pub metrics: Vec<u8>,
-    pub kubernetes_patch: Vec<u8>,
-    pub validating_response: Vec<u8>,
-    pub conversion_response: Vec<u8>,
+    pub(crate) metrics: Vec<u8>,
+    pub(crate) kubernetes_patch: Vec<u8>,
+    pub(crate) validating_response: Vec<u8>,
+    pub(crate) conversion_response: Vec<u8>,
     /// Contents of the output files among [`ExtraFile`]s, in their order.
-    pub extra: Vec<Vec<u8>>,
+    pub(crate) extra: Vec<Vec<u8>>,
 }
 
 impl RunResult {
     /// Exit code 0.
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.status == ExitStatus::Code(0)
     }
 
     /// flant's error text: the stderr if any, else the exit status.
-    pub fn error_text(&self) -> String {
+    pub(crate) fn error_text(&self) -> String {
         let stderr = self.stderr.trim();
         if stderr.is_empty() {
             format!("cmd run: {}", self.status)
@@ -124,7 +124,7 @@ impl RunResult {
 /// Most an output file (`$METRICS_PATH`, `$KUBERNETES_PATCH_PATH`, the webhook
 /// responses, addon-operator's values patches) may hold: 64 MiB. A bigger one fails
 /// the run unread (a symlink to a huge file must not fill the operator's memory).
-pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
+pub(crate) const MAX_OUTPUT_FILE: u64 = 64 << 20;
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
@@ -140,8 +140,8 @@ struct TempFiles {
 /// `content`, or (`None`) an output the hook may write.
 #[derive(Debug, Clone)]
 pub struct ExtraFile {
-    pub env: &'static str,
-    pub content: Option<Vec<u8>>,
+    pub(crate) env: &'static str,
+    pub(crate) content: Option<Vec<u8>>,
 }
 
 impl Drop for TempFiles {
@@ -165,7 +165,7 @@ impl Executor {
     /// the file). An `Err` means the temp files could not be written, the hook could
     /// not be started, or an output file it left cannot be read (see
     /// [`read_output`]; nothing of that run is used).
-    pub fn run(
+    pub(crate) fn run(
         &self,
         path: &Path,
         context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
@@ -178,7 +178,7 @@ impl Executor {
     /// an input file holds the given bytes; an output file starts empty and its
     /// content comes back in [`RunResult::extra`], in the order of `extra`.
     /// addon-operator passes its values files this way.
-    pub fn run_with(
+    pub(crate) fn run_with(
         &self,
         path: &Path,
         context: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
@@ -360,14 +360,14 @@ fn create_new(path: &Path) -> std::io::Result<File> {
 /// as a hook's files ([`create_new`]: 0600, `O_EXCL`, `O_NOFOLLOW`) under a name
 /// no other run shares, in the operator's own tmp dir; removed when dropped.
 #[derive(Debug)]
-pub struct ChildFile {
+pub(crate) struct ChildFile {
     path: PathBuf,
 }
 
 impl ChildFile {
     /// Creates `<dir>/<stem>-<unique id>` holding `content` (empty for a file the
     /// child writes). An error names the path.
-    pub fn create(dir: &Path, stem: &str, content: &[u8]) -> std::io::Result<ChildFile> {
+    pub(crate) fn create(dir: &Path, stem: &str, content: &[u8]) -> std::io::Result<ChildFile> {
         let path = dir.join(format!("{stem}-{}", unique_id()));
         let named =
             |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
@@ -377,13 +377,13 @@ impl ChildFile {
         Ok(made)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// What the child wrote, at most `max` bytes, as [`read_output`] reads a hook's
     /// output file (`var` names it in errors).
-    pub fn read(&self, var: &str, max: u64) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, var: &str, max: u64) -> std::io::Result<Vec<u8>> {
         read_output_max(&self.path, var, max)
     }
 }
@@ -397,7 +397,7 @@ impl Drop for ChildFile {
 /// Writes `content` into a new file at `path` (a fixed name in the operator's own
 /// tmp dir, such as helm's plugin file), replacing what was there, by
 /// [`create_new`].
-pub fn replace_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace_file(path: &Path, content: &[u8]) -> std::io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}

@@ -6,7 +6,7 @@
 //! message naming the flag (or env var) and what it accepts. `cli.rs` feeds argv and
 //! the environment in; everything after startup reads the typed `Config`.
 
-pub mod addon;
+pub(crate) mod addon;
 
 use crate::duration::go_duration;
 use std::collections::HashMap;
@@ -95,7 +95,7 @@ pub enum Program {
 
 impl Program {
     /// The name printed in banners, help and `version`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Program::Shell => "shell-operator",
             Program::Addon => "addon-operator",
@@ -119,13 +119,13 @@ impl Program {
     }
 
     /// Looks a flag of this program up by name.
-    pub fn spec(self, name: &str) -> Option<&'static FlagSpec> {
+    pub(crate) fn spec(self, name: &str) -> Option<&'static FlagSpec> {
         self.flags().into_iter().find(|f| f.name == name)
     }
 }
 
 /// Every flag of `shell-operator start`, in the order `--help` lists them.
-pub const START_FLAGS: &[FlagSpec] = &[
+pub(crate) const START_FLAGS: &[FlagSpec] = &[
     flag!(
         "hooks-dir",
         "SHELL_OPERATOR_HOOKS_DIR",
@@ -423,12 +423,12 @@ pub const START_FLAGS: &[FlagSpec] = &[
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/shell-operator/debug.socket", Kind::Str, "Path of the debug unix socket."),
     flag!(hidden "debug-http-addr", "DEBUG_HTTP_SERVER_ADDR", "", Kind::Str, "Also serve the debug endpoints on this plain HTTP address."),
     flag!(hidden "debug-keep-tmp-files", "DEBUG_KEEP_TMP_FILES", "false", Kind::Bool, "Keep hooks' temporary files after runs."),
-    flag!(hidden "debug-kubernetes-api", "DEBUG_KUBERNETES_API", "false", Kind::Bool, "Log Kubernetes API requests."),
+    flag!(hidden "debug-kubernetes-api", "DEBUG_KUBERNETES_API", "false", Kind::Bool, "Accepted for compatibility; does nothing (see the README)."),
 ];
 
 /// A bad flag or env value: which one, what was given, what is accepted.
 #[derive(Debug, PartialEq)]
-pub struct FlagError(pub String);
+pub(crate) struct FlagError(pub String);
 
 impl std::fmt::Display for FlagError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -438,61 +438,61 @@ impl std::fmt::Display for FlagError {
 
 /// The typed settings of a `start` run.
 #[derive(Debug, Clone)]
-pub struct Config {
-    pub program: Program,
+pub(crate) struct Config {
+    pub(crate) program: Program,
     /// shell-operator's hooks dir, or addon-operator's global hooks dir.
-    pub hooks_dir: PathBuf,
-    pub tmp_dir: PathBuf,
-    pub listen_address: String,
-    pub listen_port: u16,
-    pub metrics_prefix: String,
-    pub namespace: String,
-    pub hook_run_timeout: Option<Duration>,
-    pub shutdown_grace: Duration,
-    pub kube: KubeFlags,
-    pub jq_library_path: Option<PathBuf>,
-    pub log: LogFlags,
-    pub validating: WebhookFlags,
-    pub conversion: WebhookFlags,
-    pub debug: DebugFlags,
+    pub(crate) hooks_dir: PathBuf,
+    pub(crate) tmp_dir: PathBuf,
+    pub(crate) listen_address: String,
+    pub(crate) listen_port: u16,
+    pub(crate) metrics_prefix: String,
+    pub(crate) namespace: String,
+    pub(crate) hook_run_timeout: Option<Duration>,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) kube: KubeFlags,
+    pub(crate) jq_library_path: Option<PathBuf>,
+    pub(crate) log: LogFlags,
+    pub(crate) validating: WebhookFlags,
+    pub(crate) conversion: WebhookFlags,
+    pub(crate) debug: DebugFlags,
     /// Leader election (`--ha*`).
-    pub ha: HaFlags,
+    pub(crate) ha: HaFlags,
     /// addon-operator's own settings; `None` for shell-operator.
-    pub addon: Option<addon::AddonFlags>,
+    pub(crate) addon: Option<addon::AddonFlags>,
 }
 
 /// Kubernetes client settings (main client and object patcher).
 #[derive(Debug, Clone)]
-pub struct KubeFlags {
-    pub context: String,
-    pub config: String,
-    pub server: String,
-    pub qps: f32,
-    pub burst: u32,
-    pub patcher_qps: f32,
-    pub patcher_burst: u32,
-    pub patcher_timeout: Duration,
+pub(crate) struct KubeFlags {
+    pub(crate) context: String,
+    pub(crate) config: String,
+    pub(crate) server: String,
+    pub(crate) qps: f32,
+    pub(crate) burst: u32,
+    pub(crate) patcher_qps: f32,
+    pub(crate) patcher_burst: u32,
+    pub(crate) patcher_timeout: Duration,
 }
 
 /// The `--ha*` flags of either program.
 #[derive(Debug, Clone)]
-pub struct HaFlags {
-    pub enabled: bool,
-    pub lease_name: String,
-    pub timings: Timings,
+pub(crate) struct HaFlags {
+    pub(crate) enabled: bool,
+    pub(crate) lease_name: String,
+    pub(crate) timings: Timings,
 }
 
 /// Lease duration, renew deadline and retry period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timings {
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
+pub(crate) struct Timings {
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_deadline: Duration,
+    pub(crate) retry_period: Duration,
 }
 
 impl Timings {
     /// client-go's rule: lease duration > renew deadline > retry period > 0.
-    pub fn check(&self, program: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, program: &str) -> Result<(), String> {
         let Timings {
             lease_duration: l,
             renew_deadline: r,
@@ -509,50 +509,50 @@ impl Timings {
 
 /// Logging settings.
 #[derive(Debug, Clone)]
-pub struct LogFlags {
-    pub level: String,
-    pub log_type: String,
-    pub no_time: bool,
-    pub proxy_hook_json: bool,
+pub(crate) struct LogFlags {
+    pub(crate) level: String,
+    pub(crate) log_type: String,
+    pub(crate) no_time: bool,
+    pub(crate) proxy_hook_json: bool,
 }
 
 /// One webhook server's settings (admission or conversion).
 #[derive(Debug, Clone)]
-pub struct WebhookFlags {
+pub(crate) struct WebhookFlags {
     /// Only admission has a configuration name.
-    pub configuration_name: String,
-    pub service_name: String,
-    pub server_cert: PathBuf,
-    pub server_key: PathBuf,
-    pub ca: PathBuf,
-    pub client_ca: Vec<PathBuf>,
+    pub(crate) configuration_name: String,
+    pub(crate) service_name: String,
+    pub(crate) server_cert: PathBuf,
+    pub(crate) server_key: PathBuf,
+    pub(crate) ca: PathBuf,
+    pub(crate) client_ca: Vec<PathBuf>,
     /// Only admission has a failure policy.
-    pub failure_policy: String,
-    pub listen_port: u16,
-    pub listen_address: String,
+    pub(crate) failure_policy: String,
+    pub(crate) listen_port: u16,
+    pub(crate) listen_address: String,
 }
 
 /// The hidden `--debug-*` settings.
 #[derive(Debug, Clone)]
-pub struct DebugFlags {
-    pub unix_socket: PathBuf,
-    pub http_addr: String,
-    pub keep_tmp_files: bool,
-    pub kubernetes_api: bool,
+pub(crate) struct DebugFlags {
+    pub(crate) unix_socket: PathBuf,
+    pub(crate) http_addr: String,
+    pub(crate) keep_tmp_files: bool,
 }
 
+#[cfg(test)]
 /// Looks a shell-operator flag up by name.
-pub fn spec(name: &str) -> Option<&'static FlagSpec> {
+pub(crate) fn spec(name: &str) -> Option<&'static FlagSpec> {
     Program::Shell.spec(name)
 }
 
 /// Raw values after precedence, keyed by flag name.
 #[derive(Debug, Default)]
-pub struct Values(HashMap<&'static str, Vec<String>>);
+pub(crate) struct Values(HashMap<&'static str, Vec<String>>);
 
 impl Values {
     /// Applies env vars (from `env`) over defaults, then `flags` (name, value) over both.
-    pub fn resolve(
+    pub(crate) fn resolve(
         program: Program,
         env: &dyn Fn(&str) -> Option<String>,
         flags: &[(&'static FlagSpec, String)],
@@ -623,14 +623,15 @@ impl Values {
         go_duration(&self.str(name)).unwrap_or_default()
     }
 
+    #[cfg(test)]
     /// Builds the typed config; every value was checked by `resolve`.
-    pub fn into_config(self) -> Config {
+    pub(crate) fn into_config(self) -> Config {
         self.into_config_for(Program::Shell)
     }
 
     /// Builds the typed config of `program`; addon-operator's global hooks dir takes
     /// the place of the hooks dir and `--prometheus-listen-*` of `--listen-*`.
-    pub fn into_config_for(self, program: Program) -> Config {
+    pub(crate) fn into_config_for(self, program: Program) -> Config {
         let v = &self;
         let timeout = v.duration("hook-run-timeout");
         let addon = (program == Program::Addon).then(|| addon::addon_flags(v));
@@ -673,7 +674,6 @@ impl Values {
                 unix_socket: PathBuf::from(v.str("debug-unix-socket")),
                 http_addr: v.str("debug-http-addr"),
                 keep_tmp_files: v.bool("debug-keep-tmp-files"),
-                kubernetes_api: v.bool("debug-kubernetes-api"),
             },
             ha: HaFlags {
                 enabled: v.bool("ha"),
@@ -705,7 +705,7 @@ fn webhook(v: &Values, kind: &str) -> WebhookFlags {
 }
 
 /// Go's `strconv.ParseBool`.
-pub fn parse_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Routes served before the built-in ones: path and query → status and text body,
 /// `None` for a path it does not serve.
-pub type ExtraRoutes = Arc<dyn Fn(&str, &str) -> Option<(u16, String)> + Send + Sync>;
+pub(crate) type ExtraRoutes = Arc<dyn Fn(&str, &str) -> Option<(u16, String)> + Send + Sync>;
 
 /// Binds the metrics server on `address:port`; an error names the address.
-pub fn bind(
+pub(crate) fn bind(
     address: &str,
     port: u16,
     metrics: Arc<Metrics>,

@@ -13,7 +13,7 @@ use std::fmt;
 
 /// Why a stream could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InflateError {
+pub(crate) enum InflateError {
     /// The input ended inside the stream.
     Truncated,
     /// The output would exceed the cap given by the caller.
@@ -41,7 +41,7 @@ impl fmt::Display for InflateError {
 type Result<T> = std::result::Result<T, InflateError>;
 
 /// Decodes a gzip file (one or more members) into at most `cap` bytes.
-pub fn gunzip(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+pub(crate) fn gunzip(data: &[u8], cap: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {
@@ -69,7 +69,7 @@ pub fn gunzip(data: &[u8], cap: usize) -> Result<Vec<u8>> {
 
 /// Decodes a raw DEFLATE stream into at most `cap` bytes; bytes after its last
 /// block are ignored.
-pub fn inflate(data: &[u8], cap: usize) -> Result<Vec<u8>> {
+pub(crate) fn inflate(data: &[u8], cap: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     inflate_into(&mut Bits::new(data, 0), &mut out, cap)?;
     Ok(out)
@@ -400,7 +400,7 @@ const CRC_TABLE: [u32; 256] = {
 };
 
 /// The CRC-32 of gzip (RFC 1952 §8).
-pub fn crc32(data: &[u8]) -> u32 {
+pub(crate) fn crc32(data: &[u8]) -> u32 {
     let mut c = !0u32;
     for &b in data {
         c = CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);

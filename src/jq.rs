@@ -107,7 +107,7 @@ impl JqFilter {
     }
 
     /// Runs the filter on `input` with the global variables' values; returns every output.
-    pub fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, String> {
+    pub(crate) fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, String> {
         let out = self.run_val(to_val(input)?, vars)?;
         out.iter().map(from_val).collect()
     }
@@ -139,10 +139,11 @@ impl JqFilter {
         Ok(out)
     }
 
+    #[cfg(test)]
     /// [`apply`](Self::apply) from the input's JSON text to the result's canonical
     /// JSON text (keys sorted, as serde_json writes a value), with no serde_json
     /// value tree on the way: the monitor's per-object path.
-    pub fn apply_text(&self, input: &str) -> Result<String, String> {
+    pub(crate) fn apply_text(&self, input: &str) -> Result<String, String> {
         self.apply_input(read_input(input)?)
     }
 
@@ -163,7 +164,7 @@ impl JqFilter {
 
     /// flant's filter result: one output is that value, several are an array of them,
     /// none is `null`.
-    pub fn apply(&self, input: &Value) -> Result<Value, String> {
+    pub(crate) fn apply(&self, input: &Value) -> Result<Value, String> {
         let mut out = self.run(input, &[])?;
         Ok(match out.len() {
             0 => Value::Null,

@@ -32,7 +32,7 @@ struct Opts {
 }
 
 /// Runs jq with `args` (without the program name); returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+pub(crate) fn main(args: &[String]) -> i32 {
     let opts = match parse(args) {
         Ok(o) => o,
         Err(e) => {

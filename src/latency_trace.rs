@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The stages of an event on its way to a hook, in order.
 #[derive(Clone, Copy)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// The reflector has a whole watch line from the socket.
     LineRead = 0,
     /// The line is decoded and cached; the event goes to the monitor.
@@ -65,7 +65,7 @@ fn now_ns() -> u64 {
 
 /// Stamps `stage` (when tracing is on).
 #[inline]
-pub fn mark(stage: Stage) {
+pub(crate) fn mark(stage: Stage) {
     if trace_file().is_some() {
         STAMPS[stage as usize].store(now_ns(), Ordering::Relaxed);
     }
@@ -73,7 +73,7 @@ pub fn mark(stage: Stage) {
 
 /// After a spawn: stamps [`Stage::Spawned`], appends the line of stamps to the
 /// trace file and clears the slots for the next event.
-pub fn spawned() {
+pub(crate) fn spawned() {
     let Some(path) = trace_file() else { return };
     mark(Stage::Spawned);
     let line: Vec<String> = NAMES

@@ -6,6 +6,16 @@
 //! thread and creates the channels between them (`docs/threads.md` lists the
 //! threads and channels made elsewhere, each where its one use is).
 
+//!
+//! Everything is `pub(crate)` unless something outside the crate uses it, and the
+//! compiler holds us to it (`unreachable_pub` below; dead code then shows as a
+//! warning). What is `pub` is what the binary (`cli::main`), the fuzz targets
+//! (`fuzzing`), the integration tests and the benches reach: the Kubernetes client,
+//! the hook config parser, the object patcher, the queue worker and runner the
+//! dispatch benches drive, and the types those name.
+
+#![warn(unreachable_pub)]
+
 pub mod addon;
 #[cfg(test)]
 mod alloc_count;
@@ -23,13 +33,13 @@ pub mod fuzzing;
 pub mod hook;
 pub mod hook_metrics;
 pub(crate) mod http;
-pub mod inflate;
+pub(crate) mod inflate;
 pub mod jq;
 pub(crate) mod jq_cli;
 pub(crate) mod json_kind;
 pub mod kube;
 pub(crate) mod latency_trace;
-pub mod leader;
+pub(crate) mod leader;
 pub(crate) mod listen;
 pub mod log;
 pub(crate) mod md5;

@@ -23,7 +23,7 @@ pub enum Level {
 
 impl Level {
     /// Parses flant's level names (trace counts as debug, fatal as error).
-    pub fn parse(name: &str) -> Option<Level> {
+    pub(crate) fn parse(name: &str) -> Option<Level> {
         match name.to_ascii_lowercase().as_str() {
             "trace" | "debug" => Some(Level::Debug),
             "info" => Some(Level::Info),
@@ -59,7 +59,7 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 
 /// Sets the format and level once at startup; later calls change only the level.
-pub fn init(flags: &LogFlags) {
+pub(crate) fn init(flags: &LogFlags) {
     let format = match flags.log_type.as_str() {
         "json" => Format::Json,
         "color" => Format::Color,
@@ -78,16 +78,6 @@ pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);
 }
 
-/// The current level's name.
-pub fn level_name() -> &'static str {
-    match LEVEL.load(Ordering::Relaxed) {
-        1 => "debug",
-        3 => "warn",
-        4 => "error",
-        _ => "info",
-    }
-}
-
 fn enabled(level: Level) -> bool {
     level as u8 >= LEVEL.load(Ordering::Relaxed)
 }
@@ -101,7 +91,7 @@ fn settings() -> &'static Settings {
 }
 
 /// Logs `msg` with string fields.
-pub fn log(level: Level, msg: &str, fields: &[(&str, &str)]) {
+pub(crate) fn log(level: Level, msg: &str, fields: &[(&str, &str)]) {
     if !enabled(level) {
         return;
     }
@@ -112,16 +102,16 @@ pub fn log(level: Level, msg: &str, fields: &[(&str, &str)]) {
     write_line(&format_record(level, msg, &map));
 }
 
-pub fn debug(msg: &str, fields: &[(&str, &str)]) {
+pub(crate) fn debug(msg: &str, fields: &[(&str, &str)]) {
     log(Level::Debug, msg, fields)
 }
-pub fn info(msg: &str, fields: &[(&str, &str)]) {
+pub(crate) fn info(msg: &str, fields: &[(&str, &str)]) {
     log(Level::Info, msg, fields)
 }
-pub fn warn(msg: &str, fields: &[(&str, &str)]) {
+pub(crate) fn warn(msg: &str, fields: &[(&str, &str)]) {
     log(Level::Warn, msg, fields)
 }
-pub fn error(msg: &str, fields: &[(&str, &str)]) {
+pub(crate) fn error(msg: &str, fields: &[(&str, &str)]) {
     log(Level::Error, msg, fields)
 }
 
@@ -194,14 +184,14 @@ const MAX_JSON_BUFFER: usize = 64 * 1024;
 
 /// Turns one hook output stream into log records carrying the run's labels
 /// (hook, binding, queue, task, event) and `output=stdout|stderr`.
-pub struct HookOutput {
+pub(crate) struct HookOutput {
     labels: Map<String, Value>,
     pending_json: String,
 }
 
 impl HookOutput {
     /// `labels` are added to every record; `stream` is "stdout" or "stderr".
-    pub fn new(labels: &[(&str, &str)], stream: &str) -> HookOutput {
+    pub(crate) fn new(labels: &[(&str, &str)], stream: &str) -> HookOutput {
         let mut map: Map<String, Value> = labels
             .iter()
             .map(|(k, v)| (k.to_string(), Value::from(*v)))
@@ -215,7 +205,7 @@ impl HookOutput {
 
     /// Handles one line (without its newline). A line starting with `{` may begin a
     /// JSON record spanning several lines; it is buffered until it parses.
-    pub fn line(&mut self, raw: &str) {
+    pub(crate) fn line(&mut self, raw: &str) {
         let line = raw.trim();
         if line.is_empty() && self.pending_json.is_empty() {
             return;
@@ -238,7 +228,7 @@ impl HookOutput {
     }
 
     /// Logs whatever is still buffered as plain lines (end of stream or bad JSON).
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let pending = std::mem::take(&mut self.pending_json);
         for l in pending.lines() {
             self.plain(l);

@@ -28,7 +28,7 @@ const RUN_BUCKETS: &[f64] = &[
 ];
 /// Buckets of the kube event and jq histograms and of addon-operator's own
 /// histograms (flant's 0, 0.001 … 10).
-pub const KUBE_BUCKETS: &[f64] = &[
+pub(crate) const KUBE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 const HOOK_LABELS: &[&str] = &["hook", "binding", "queue"];
@@ -45,31 +45,38 @@ pub struct Metrics {
     registry: Registry,
     /// `--prometheus-metrics-prefix`; hook metrics may not use it.
     prefix: String,
-    pub live_ticks: IntCounter,
-    pub tasks_queue_length: GaugeVec,
+    pub(crate) live_ticks: IntCounter,
+    pub(crate) tasks_queue_length: GaugeVec,
     /// shell-operator's `hook_run_*` and `task_wait_in_queue_seconds_total`.
-    pub hook_run: HookRunMetrics,
-    pub tasks_queue_compaction_operations_total: CounterVec,
-    /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`.
-    pub tasks_queue_compaction_tasks_by_hook: GaugeVec,
+    pub(crate) hook_run: HookRunMetrics,
+    pub(crate) tasks_queue_compaction_operations_total: CounterVec,
+    /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`:
+    /// registered so flant's name exists, never set (flant sets it only in code paths
+    /// we do not have).
+    #[allow(dead_code)]
+    pub(crate) tasks_queue_compaction_tasks_by_hook: GaugeVec,
     /// `{queue_name,queue_action}`; `None` when `QUEUE_ACTIONS_METRICS=no`.
-    pub tasks_queue_action_duration_seconds: Option<HistogramVec>,
+    pub(crate) tasks_queue_action_duration_seconds: Option<HistogramVec>,
     /// `{hook}`: seconds the last enabling of a hook's kubernetes bindings took.
-    pub hook_enable_kubernetes_bindings_seconds: GaugeVec,
-    pub hook_enable_kubernetes_bindings_errors_total: CounterVec,
+    pub(crate) hook_enable_kubernetes_bindings_seconds: GaugeVec,
+    pub(crate) hook_enable_kubernetes_bindings_errors_total: CounterVec,
     /// `{hook}`: 1 once the bindings are enabled (flant adds 1 per success).
-    pub hook_enable_kubernetes_bindings_success: GaugeVec,
+    pub(crate) hook_enable_kubernetes_bindings_success: GaugeVec,
     /// `{hook,binding,queue}`: objects in a binding's snapshot.
-    pub kube_snapshot_objects: GaugeVec,
-    pub kube_snapshot_bytes: GaugeVec,
-    pub kube_jq_filter_duration_seconds: HistogramVec,
-    pub kube_event_duration_seconds: HistogramVec,
+    pub(crate) kube_snapshot_objects: GaugeVec,
+    pub(crate) kube_snapshot_bytes: GaugeVec,
+    pub(crate) kube_jq_filter_duration_seconds: HistogramVec,
+    pub(crate) kube_event_duration_seconds: HistogramVec,
     /// `{error_type}`.
-    pub kubernetes_client_watch_errors_total: CounterVec,
-    /// `{binding}`: a snapshot was asked for a binding with no monitor.
-    pub binding_monitor_missing_total: CounterVec,
-    /// `{gvr,namespace}`.
-    pub factory_informer_dead_total: CounterVec,
+    pub(crate) kubernetes_client_watch_errors_total: CounterVec,
+    /// `{binding}`: a snapshot was asked for a binding with no monitor. Registered
+    /// so flant's name exists; our snapshots never lack their monitor.
+    #[allow(dead_code)]
+    pub(crate) binding_monitor_missing_total: CounterVec,
+    /// `{gvr,namespace}`: registered so flant's name exists; a watch of ours that
+    /// ends is restarted by its reflector, never left dead.
+    #[allow(dead_code)]
+    pub(crate) factory_informer_dead_total: CounterVec,
     /// addon-operator: each hook's module ("" for global hooks), by hook index; when
     /// set, the kube_* metrics carry it as their `module` label.
     hook_modules: std::sync::OnceLock<Vec<String>>,
@@ -90,7 +97,7 @@ impl std::fmt::Display for MetricsError {
 impl Metrics {
     /// Registers every metric under `prefix`; the queue action histogram only if
     /// `queue_actions` (flant's `QUEUE_ACTIONS_METRICS` is not `no`).
-    pub fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+    pub(crate) fn with_options(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
         Metrics::switch_queue_actions(Metrics::new(prefix)?, queue_actions)
     }
 
@@ -99,7 +106,7 @@ impl Metrics {
     /// can register flant's `global_hook_*`/`module_hook_*` families and its own
     /// `task_wait_in_queue_seconds_total{module,…}` (a registry refuses a name
     /// once seen with other labels, even after unregistering it).
-    pub fn for_addon(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
+    pub(crate) fn for_addon(prefix: &str, queue_actions: bool) -> Result<Metrics, MetricsError> {
         Metrics::switch_queue_actions(Metrics::build(prefix, false)?, queue_actions)
     }
 
@@ -252,12 +259,15 @@ impl Metrics {
     }
 
     /// The registry, for collectors defined elsewhere (the kube client's).
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// Registers a collector owned by another module (the webhook metrics).
-    pub fn register(&self, c: Box<dyn prometheus::core::Collector>) -> Result<(), MetricsError> {
+    pub(crate) fn register(
+        &self,
+        c: Box<dyn prometheus::core::Collector>,
+    ) -> Result<(), MetricsError> {
         self.registry
             .register(c)
             .map_err(|e| MetricsError(e.to_string()))
@@ -275,7 +285,7 @@ impl Metrics {
     /// Applies a hook's metric operations (see [`HookMetrics::apply`]). Names under
     /// the operator's own prefix are refused: they could clash with a self metric
     /// and break the whole `/metrics` scrape.
-    pub fn apply_hook_metrics(
+    pub(crate) fn apply_hook_metrics(
         &self,
         hook: &str,
         ops: &[crate::hook_metrics::Op],
@@ -291,18 +301,18 @@ impl Metrics {
     }
 
     /// Only the hooks' metrics (flant's `/metrics/hooks`).
-    pub fn render_hooks(&self) -> Vec<u8> {
+    pub(crate) fn render_hooks(&self) -> Vec<u8> {
         self.hooks.render().into_bytes()
     }
 
     /// Sets the module of each hook (addon-operator, once, before any watch starts).
-    pub fn set_hook_modules(&self, modules: Vec<String>) {
+    pub(crate) fn set_hook_modules(&self, modules: Vec<String>) {
         let _ = self.hook_modules.set(modules);
     }
 
     /// The label values of a kubernetes binding's kube_* series: `[hook, binding,
     /// queue]`; for addon-operator `[module, hook, binding, queue, kind]`.
-    pub fn kube_labels(
+    pub(crate) fn kube_labels(
         &self,
         hook: usize,
         hook_name: &str,
@@ -327,7 +337,7 @@ impl Metrics {
     }
 
     /// Records one queue operation's duration, unless switched off.
-    pub fn queue_action(&self, queue: &str, action: &str, seconds: f64) {
+    pub(crate) fn queue_action(&self, queue: &str, action: &str, seconds: f64) {
         if let Some(h) = &self.tasks_queue_action_duration_seconds {
             h.with_label_values(&[queue, action]).observe(seconds);
         }
@@ -377,7 +387,7 @@ impl Reg<'_> {
 
 /// Registers `<prefix>task_wait_in_queue_seconds_total` with `labels`, for
 /// [`HookRunMetrics::register`] (addon-operator's two families share one).
-pub fn task_wait_counter(
+pub(crate) fn task_wait_counter(
     registry: &Registry,
     prefix: &str,
     labels: &'static [&'static str],
@@ -393,14 +403,14 @@ pub fn task_wait_counter(
 
 /// The queue wait counter and the label names it was registered with.
 #[derive(Clone)]
-pub struct TaskWait {
-    pub counter: CounterVec,
+pub(crate) struct TaskWait {
+    pub(crate) counter: CounterVec,
     labels: &'static [&'static str],
 }
 
 /// Which hook run family: its metric names, labels and buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookRunKind {
+pub(crate) enum HookRunKind {
     /// shell-operator's `hook_run_*{hook,binding,queue}`.
     Shell,
     /// addon-operator's `global_hook_*{hook,binding,queue,activation}`.
@@ -438,12 +448,12 @@ impl HookRunKind {
 
 /// The label values of one hook run; each family takes the ones it has.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HookRunLabels<'a> {
-    pub module: &'a str,
-    pub hook: &'a str,
-    pub binding: &'a str,
-    pub queue: &'a str,
-    pub activation: &'a str,
+pub(crate) struct HookRunLabels<'a> {
+    pub(crate) module: &'a str,
+    pub(crate) hook: &'a str,
+    pub(crate) binding: &'a str,
+    pub(crate) queue: &'a str,
+    pub(crate) activation: &'a str,
 }
 
 impl<'a> HookRunLabels<'a> {
@@ -465,7 +475,7 @@ impl<'a> HookRunLabels<'a> {
 
 /// How a hook run ended, for the three counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunOutcome {
+pub(crate) enum RunOutcome {
     Success,
     /// Failed; the task is retried.
     Error,
@@ -474,25 +484,25 @@ pub enum RunOutcome {
 }
 
 /// One family of hook run metrics: durations, CPU, memory, outcomes, queue wait.
-pub struct HookRunMetrics {
+pub(crate) struct HookRunMetrics {
     kind: HookRunKind,
-    pub run_seconds: HistogramVec,
-    pub user_cpu_seconds: HistogramVec,
-    pub sys_cpu_seconds: HistogramVec,
-    pub max_rss_bytes: GaugeVec,
-    pub success_total: CounterVec,
-    pub errors_total: CounterVec,
-    pub allowed_errors_total: CounterVec,
+    pub(crate) run_seconds: HistogramVec,
+    pub(crate) user_cpu_seconds: HistogramVec,
+    pub(crate) sys_cpu_seconds: HistogramVec,
+    pub(crate) max_rss_bytes: GaugeVec,
+    pub(crate) success_total: CounterVec,
+    pub(crate) errors_total: CounterVec,
+    pub(crate) allowed_errors_total: CounterVec,
     /// The same three counters under the seeds' names (`<run stem>_{success,errors,
     /// allowed_errors}_total`) where flant's binary names them differently (global
     /// and module hooks): alerts written from either keep working.
-    pub seed_names: Option<[CounterVec; 3]>,
-    pub task_wait: TaskWait,
+    pub(crate) seed_names: Option<[CounterVec; 3]>,
+    pub(crate) task_wait: TaskWait,
 }
 
 impl HookRunMetrics {
     /// Registers family `kind` under `prefix`; `task_wait` is registered already.
-    pub fn register(
+    pub(crate) fn register(
         registry: &Registry,
         prefix: &str,
         kind: HookRunKind,
@@ -545,13 +555,8 @@ impl HookRunMetrics {
         })
     }
 
-    /// Which family this is.
-    pub fn kind(&self) -> HookRunKind {
-        self.kind
-    }
-
     /// Adds the seconds a task waited in its queue.
-    pub fn waited(&self, l: &HookRunLabels, seconds: f64) {
+    pub(crate) fn waited(&self, l: &HookRunLabels, seconds: f64) {
         let values = l.values(self.task_wait.labels);
         self.task_wait
             .counter
@@ -560,7 +565,7 @@ impl HookRunMetrics {
     }
 
     /// Records a finished run's duration and resource usage.
-    pub fn observe(&self, l: &HookRunLabels, took: std::time::Duration, usage: &Usage) {
+    pub(crate) fn observe(&self, l: &HookRunLabels, took: std::time::Duration, usage: &Usage) {
         let values = l.values(self.kind.labels());
         self.run_seconds
             .with_label_values(&values)
@@ -577,7 +582,7 @@ impl HookRunMetrics {
     }
 
     /// Counts a run's outcome; the other two counters get their series too (at 0).
-    pub fn count(&self, l: &HookRunLabels, outcome: RunOutcome) {
+    pub(crate) fn count(&self, l: &HookRunLabels, outcome: RunOutcome) {
         let values = l.values(self.kind.labels());
         let add = |c: &CounterVec, o: RunOutcome| {
             c.with_label_values(&values)

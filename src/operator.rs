@@ -92,7 +92,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Runs the operator until SIGTERM/SIGINT; returns the exit code.
-pub fn run(config: Config) -> i32 {
+pub(crate) fn run(config: Config) -> i32 {
     log::init(&config.log);
     let started = Bound::bind(config).and_then(Bound::spawn);
     match started {

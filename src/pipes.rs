@@ -7,19 +7,19 @@ use crate::log::HookOutput;
 use crate::process::{Sink, Stream, Tail};
 
 /// Longest line passed on whole; longer ones are split.
-pub const MAX_LINE: usize = 64 * 1024;
+pub(crate) const MAX_LINE: usize = 64 * 1024;
 /// The part of stderr kept for the failure message (its end).
 const STDERR_KEPT: usize = 64 * 1024;
 
 /// Splits a byte stream into lines (lossy UTF-8, without the newline).
 #[derive(Default)]
-pub struct LineSplitter {
+pub(crate) struct LineSplitter {
     line: Vec<u8>,
 }
 
 impl LineSplitter {
     /// Feeds bytes; calls `f` for every completed line.
-    pub fn push(&mut self, bytes: &[u8], f: &mut impl FnMut(&str)) {
+    pub(crate) fn push(&mut self, bytes: &[u8], f: &mut impl FnMut(&str)) {
         for &b in bytes {
             if b == b'\n' {
                 f(&String::from_utf8_lossy(&self.line));
@@ -35,7 +35,7 @@ impl LineSplitter {
     }
 
     /// Passes on the last line if it had no newline.
-    pub fn finish(&mut self, f: &mut impl FnMut(&str)) {
+    pub(crate) fn finish(&mut self, f: &mut impl FnMut(&str)) {
         if !self.line.is_empty() {
             f(&String::from_utf8_lossy(&self.line));
             self.line.clear();

@@ -18,17 +18,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The router's inputs and outputs.
-pub struct Router {
-    pub hooks: Arc<Vec<Hook>>,
-    pub fires: Receiver<Fire>,
-    pub kube_events: Receiver<KubeEvent>,
-    pub stop: Receiver<()>,
+pub(crate) struct Router {
+    pub(crate) hooks: Arc<Vec<Hook>>,
+    pub(crate) fires: Receiver<Fire>,
+    pub(crate) kube_events: Receiver<KubeEvent>,
+    pub(crate) stop: Receiver<()>,
     /// Every queue's sender, by queue name.
-    pub queues: BTreeMap<String, Sender<Task>>,
+    pub(crate) queues: BTreeMap<String, Sender<Task>>,
     /// Tasks for a named queue (Synchronization of bindings that do not wait).
-    pub forward: Receiver<(String, Task)>,
+    pub(crate) forward: Receiver<(String, Task)>,
     /// addon-operator's lifecycle inputs; `None` for shell-operator.
-    pub addon: Option<crate::addon::Inputs>,
+    pub(crate) addon: Option<crate::addon::Inputs>,
 }
 
 /// The longest the router sleeps with no input and no retry due.
@@ -36,7 +36,7 @@ const IDLE: Duration = Duration::from_secs(3600);
 
 impl Router {
     /// The thread body: routes until `stop` closes or an input disconnects.
-    pub fn run(self) {
+    pub(crate) fn run(self) {
         let never = crossbeam_channel::never();
         let inputs = self.addon.as_ref().map_or(&never, |a| a.receiver());
         loop {

@@ -58,11 +58,11 @@ pub trait HookValues: Send + Sync {
 
 /// The family a hook run is recorded in and the labels the runner cannot know.
 pub struct RunMetrics<'a> {
-    pub family: &'a HookRunMetrics,
+    pub(crate) family: &'a HookRunMetrics,
     /// The module's name; "" for global hooks.
-    pub module: &'a str,
+    pub(crate) module: &'a str,
     /// The event that led to the run (`OperatorStartup`, ...); "" when unknown.
-    pub activation: String,
+    pub(crate) activation: String,
 }
 
 impl Runner {

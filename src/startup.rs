@@ -8,11 +8,11 @@ use crate::queue::{Task, TaskKind};
 use crate::schedule::{Entry, cron::CronSchedule};
 
 /// The queue every onStartup and Enable task runs on.
-pub const MAIN_QUEUE: &str = "main";
+pub(crate) const MAIN_QUEUE: &str = "main";
 
 /// The main queue's first tasks: onStartup runs by (ORDER, name), then each hook's
 /// Enable tasks in name order.
-pub fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
+pub(crate) fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
     let on_startup = by_order(hooks.iter().map(|h| h.config.on_startup).enumerate());
     let mut tasks: Vec<Task> = on_startup
         .into_iter()
@@ -45,7 +45,7 @@ pub(crate) fn by_order(hooks: impl IntoIterator<Item = (usize, Option<f64>)>) ->
 }
 
 /// "main" plus every queue named by a binding, sorted.
-pub fn queue_names(hooks: &[Hook]) -> Vec<String> {
+pub(crate) fn queue_names(hooks: &[Hook]) -> Vec<String> {
     let mut names: Vec<String> = vec![MAIN_QUEUE.to_string()];
     for h in hooks {
         names.extend(h.config.schedule.iter().map(|b| b.queue.clone()));
@@ -57,7 +57,7 @@ pub fn queue_names(hooks: &[Hook]) -> Vec<String> {
 }
 
 /// Every schedule binding's parsed crontab; an error names hook, binding and field.
-pub fn schedule_entries(hooks: &[Hook]) -> Result<Vec<Entry>, String> {
+pub(crate) fn schedule_entries(hooks: &[Hook]) -> Result<Vec<Entry>, String> {
     let mut entries = Vec::new();
     for (hi, h) in hooks.iter().enumerate() {
         for (bi, b) in h.config.schedule.iter().enumerate() {

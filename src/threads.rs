@@ -11,7 +11,7 @@
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 
 /// Starts a named thread running `body`; the error names the thread.
-pub fn spawn<T: Send + 'static>(
+pub(crate) fn spawn<T: Send + 'static>(
     name: &str,
     body: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>, String> {
@@ -23,7 +23,7 @@ pub fn spawn<T: Send + 'static>(
 
 /// Starts a named thread in `scope` (joined when the scope ends); the error names
 /// the thread.
-pub fn spawn_scoped<'scope, T: Send + 'scope>(
+pub(crate) fn spawn_scoped<'scope, T: Send + 'scope>(
     scope: &'scope Scope<'scope, '_>,
     name: &str,
     body: impl FnOnce() -> T + Send + 'scope,

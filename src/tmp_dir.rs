@@ -23,7 +23,7 @@ use std::path::Path;
 
 /// Creates or checks `dir` as described above. The error says what is wrong
 /// (the caller adds the path).
-pub fn prepare(dir: &Path) -> Result<(), String> {
+pub(crate) fn prepare(dir: &Path) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     prepare_as(dir, unsafe { libc::geteuid() })
 }

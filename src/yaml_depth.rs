@@ -13,18 +13,18 @@
 //! patch files, addon-operator's ConfigMap.
 
 /// Nesting levels accepted, as serde_json and the YAML parser accept.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// The block-nesting bound above which a text is refused without parsing.
 const MAX_BLOCK_ESTIMATE: usize = 1024;
 
 /// The error for a text nested too deeply.
-pub fn too_deep() -> String {
+pub(crate) fn too_deep() -> String {
     format!("nested deeper than {MAX_DEPTH} levels")
 }
 
 /// Refuses `text` if it certainly or possibly nests past the limits above.
-pub fn check(text: &str) -> Result<(), String> {
+pub(crate) fn check(text: &str) -> Result<(), String> {
     let mut flow = 0usize;
     for line in text.lines() {
         let block = block_levels(line);

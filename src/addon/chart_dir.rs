@@ -17,7 +17,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// The generated `Chart.yaml` of module `name` (flant's content).
-pub fn generated_chart_yaml(name: &str) -> String {
+pub(crate) fn generated_chart_yaml(name: &str) -> String {
     format!("name: {name}\nversion: 0.2.0\n")
 }
 
@@ -28,7 +28,7 @@ const LEFT_OUT: &[&str] = &["crds", "docs", "hooks", "images", "lib", "Chart.yam
 /// For each module with `templates/` and no `Chart.yaml`, makes its chart under
 /// `<tmp_dir>/charts/` and points `module.chart` at it. An error names the module
 /// and the path.
-pub fn generate_charts(modules: &mut [Module], tmp_dir: &Path) -> Result<(), String> {
+pub(crate) fn generate_charts(modules: &mut [Module], tmp_dir: &Path) -> Result<(), String> {
     for module in modules.iter_mut() {
         if !module.has_chart || module.path.join("Chart.yaml").is_file() {
             continue;
@@ -78,7 +78,7 @@ const MAX_RELEASE_NAME: usize = 53;
 /// Refuses a module whose name cannot be a Helm release name: at most 53
 /// characters, and a DNS-1123 label (lower-case letters, digits and `-`, starting and
 /// ending with a letter or digit). The error names the module directory and the rule.
-pub fn check_release_name(module_dir: &Path, name: &str) -> Result<(), String> {
+pub(crate) fn check_release_name(module_dir: &Path, name: &str) -> Result<(), String> {
     let fail = |rule: String| {
         Err(format!(
             "module dir '{}': module name '{name}' cannot be a Helm release name: {rule}",

@@ -48,9 +48,10 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
+    #[cfg(test)]
     /// True when the ConfigMap's text could not be read at all (as opposed to
     /// keys of unknown modules or a schema violation).
-    pub fn is_unreadable(&self) -> bool {
+    pub(crate) fn is_unreadable(&self) -> bool {
         match self {
             ConfigError::TooLarge { .. } | ConfigError::Unreadable(_) => true,
             ConfigError::Several(all) => all.iter().any(ConfigError::is_unreadable),
@@ -58,8 +59,9 @@ impl ConfigError {
         }
     }
 
+    #[cfg(test)]
     /// True when a section breaks its config schema.
-    pub fn is_schema_violation(&self) -> bool {
+    pub(crate) fn is_schema_violation(&self) -> bool {
         match self {
             ConfigError::Invalid(_) => true,
             ConfigError::Several(all) => all.iter().any(ConfigError::is_schema_violation),
@@ -130,18 +132,18 @@ impl From<ConfigError> for String {
 
 /// The configuration a ConfigMap holds.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct KubeConfig {
+pub(crate) struct KubeConfig {
     /// The `global` section; an empty map when absent.
-    pub global: Value,
+    pub(crate) global: Value,
     /// Module sections by values key.
-    pub modules: BTreeMap<String, Value>,
+    pub(crate) modules: BTreeMap<String, Value>,
     /// `<key>Enabled` flags by values key.
-    pub enabled: BTreeMap<String, bool>,
+    pub(crate) enabled: BTreeMap<String, bool>,
     /// Keys whose flag was written in the seeds' form (`<key>: "false"`).
-    pub section_flags: std::collections::BTreeSet<String>,
+    pub(crate) section_flags: std::collections::BTreeSet<String>,
     /// `<key>Maintenance` by values key (flant's newer key): `true` for
     /// `NoResourceReconciliation` (helm leaves the release alone), `false` for `""`.
-    pub maintenance: BTreeMap<String, bool>,
+    pub(crate) maintenance: BTreeMap<String, bool>,
 }
 
 /// Most a ConfigMap's data may hold (the API server's own limit is 1 MiB).
@@ -149,7 +151,7 @@ const MAX_DATA: usize = 4 << 20;
 
 impl KubeConfig {
     /// Parses a ConfigMap object (its `data`); `None` is a deleted or absent ConfigMap.
-    pub fn from_object(object: Option<&Value>) -> Result<KubeConfig, ConfigError> {
+    pub(crate) fn from_object(object: Option<&Value>) -> Result<KubeConfig, ConfigError> {
         let mut config = KubeConfig {
             global: json!({}),
             ..KubeConfig::default()
@@ -201,7 +203,7 @@ impl KubeConfig {
 
     /// Refuses every section or flag of a module that does not exist, naming the
     /// key (`known`: the values keys of the discovered modules); all at once.
-    pub fn check_module_keys(&self, known: &[&str]) -> Result<(), ConfigError> {
+    pub(crate) fn check_module_keys(&self, known: &[&str]) -> Result<(), ConfigError> {
         let unknown = |key: &str, shown: String| {
             (!known.contains(&key)).then(|| {
                 format!(
@@ -294,12 +296,12 @@ impl KubeConfig {
 
     /// Whether module `key` is in maintenance (`<key>Maintenance: NoResourceReconciliation`):
     /// its release is neither upgraded nor healed.
-    pub fn no_resource_reconciliation(&self, key: &str) -> bool {
+    pub(crate) fn no_resource_reconciliation(&self, key: &str) -> bool {
         self.maintenance.get(key).copied().unwrap_or(false)
     }
 
     /// The section of `key` ("global" or a module key), an empty map when unset.
-    pub fn section(&self, key: &str) -> Value {
+    pub(crate) fn section(&self, key: &str) -> Value {
         if key == "global" {
             return self.global.clone();
         }
@@ -349,7 +351,11 @@ fn section(key: &str, text: &str) -> Result<Value, String> {
 }
 
 /// Reads the ConfigMap once (at startup); absent is `None`.
-pub fn read(client: &Client, namespace: &str, name: &str) -> Result<Option<Value>, ConfigError> {
+pub(crate) fn read(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Value>, ConfigError> {
     let api = client.api(&configmaps(), Some(namespace));
     match api.get(name) {
         Ok(v) => Ok(Some(v)),
@@ -365,7 +371,7 @@ pub fn read(client: &Client, namespace: &str, name: &str) -> Result<Option<Value
 /// Writes one section (`key` is "global" or a module key) into the ConfigMap,
 /// keeping every other key: get, change, update; a conflict (someone else wrote in
 /// between) retries from the get; a missing ConfigMap is created.
-pub fn write_section(
+pub(crate) fn write_section(
     client: &Client,
     namespace: &str,
     name: &str,

@@ -36,9 +36,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The default of `ADDON_OPERATOR_CRD_EXTRA_LABELS`.
-pub const DEFAULT_EXTRA_LABELS: &str = "heritage=addon-operator";
+pub(crate) const DEFAULT_EXTRA_LABELS: &str = "heritage=addon-operator";
 /// The default of `ADDON_OPERATOR_CRD_FILTER_PREFIXES`.
-pub const DEFAULT_FILTERS: &str = "doc-,_";
+pub(crate) const DEFAULT_FILTERS: &str = "doc-,_";
 /// How long the operator waits for its CRDs to be `Established`.
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest CRD file read.
@@ -48,9 +48,9 @@ const MAX_DEPTH: usize = 16;
 
 /// The CRD settings: labels written on every CRD and the file-name prefixes skipped.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CrdSettings {
-    pub extra_labels: BTreeMap<String, String>,
-    pub filters: Vec<String>,
+pub(crate) struct CrdSettings {
+    pub(crate) extra_labels: BTreeMap<String, String>,
+    pub(crate) filters: Vec<String>,
 }
 
 impl Default for CrdSettings {
@@ -65,7 +65,7 @@ impl Default for CrdSettings {
 /// `k=v,k2=v2` (or `k==v`) → labels, plus `heritage=addon-operator` when no
 /// `heritage` is given. Other selector forms (`k!=v`, `k in (..)`, `k`) are not
 /// labels and are refused.
-pub fn parse_extra_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_extra_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
     let bad = |why: String| {
         format!("ADDON_OPERATOR_CRD_EXTRA_LABELS (--crd-extra-labels) {text:?}: {why}")
     };
@@ -87,7 +87,7 @@ pub fn parse_extra_labels(text: &str) -> Result<BTreeMap<String, String>, String
 /// `doc-,_` → the prefixes, trimmed; empty entries are dropped (in flant an empty
 /// entry matches every file, so `ADDON_OPERATOR_CRD_FILTER_PREFIXES=""` would skip
 /// every CRD there).
-pub fn parse_filters(text: &str) -> Vec<String> {
+pub(crate) fn parse_filters(text: &str) -> Vec<String> {
     text.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -96,7 +96,7 @@ pub fn parse_filters(text: &str) -> Vec<String> {
 }
 
 /// Whether a CRD file is read: its name ends in `.yaml` and starts with no filter prefix.
-pub fn is_crd_file(file_name: &str, filters: &[String]) -> bool {
+pub(crate) fn is_crd_file(file_name: &str, filters: &[String]) -> bool {
     file_name.ends_with(".yaml")
         && file_name.len() > ".yaml".len()
         && !filters.iter().any(|p| file_name.starts_with(p.as_str()))
@@ -104,7 +104,7 @@ pub fn is_crd_file(file_name: &str, filters: &[String]) -> bool {
 
 /// The CRD files of a module: `<module>/crds/**/*.yaml` minus the filtered ones,
 /// sorted by path; none when there is no `crds/` directory.
-pub fn crd_files(module_dir: &Path, filters: &[String]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn crd_files(module_dir: &Path, filters: &[String]) -> Result<Vec<PathBuf>, String> {
     let root = module_dir.join("crds");
     if !root.is_dir() {
         return Ok(Vec::new());
@@ -144,7 +144,7 @@ fn walk(
 
 /// The CRD documents of one file (empty and comment-only documents skipped); an
 /// error names the file and the document.
-pub fn read_crds(path: &Path) -> Result<Vec<Value>, String> {
+pub(crate) fn read_crds(path: &Path) -> Result<Vec<Value>, String> {
     let at = path.display();
     let size = std::fs::metadata(path)
         .map_err(|e| format!("{at}: {e}"))?
@@ -188,7 +188,7 @@ fn overlay(base: &Value, over: &BTreeMap<String, String>) -> Value {
 }
 
 /// The document as it is to be sent: the extra labels written over its own.
-pub fn with_labels(mut doc: Value, extra: &BTreeMap<String, String>) -> Value {
+pub(crate) fn with_labels(mut doc: Value, extra: &BTreeMap<String, String>) -> Value {
     if extra.is_empty() {
         return doc;
     }
@@ -201,14 +201,14 @@ pub fn with_labels(mut doc: Value, extra: &BTreeMap<String, String>) -> Value {
 
 /// What [`apply`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
+pub(crate) enum Applied {
     Created,
     Updated,
     Unchanged,
 }
 
 /// The CRD resource.
-pub fn crd_resource() -> Resource {
+pub(crate) fn crd_resource() -> Resource {
     Resource {
         group: "apiextensions.k8s.io".into(),
         version: "v1".into(),
@@ -242,7 +242,7 @@ fn server_defaults(spec: &mut Value) {
 
 /// Creates the CRD `desired` (labels already applied) or updates the existing one
 /// (module doc above); a conflict retries from the read (5 tries).
-pub fn apply(client: &Client, desired: &Value) -> Result<Applied, String> {
+pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, String> {
     let name = desired["metadata"]["name"].as_str().unwrap_or_default();
     let crds = crd_resource();
     let api = client.api(&crds, None);
@@ -365,7 +365,7 @@ fn condition<'a>(crd: &'a Value, kind: &str) -> Option<(&'a str, &'a str)> {
 
 /// Waits until every CRD of `names` is `Established`; `NamesAccepted: False` fails
 /// at once with the server's message.
-pub fn wait_established(
+pub(crate) fn wait_established(
     client: &Client,
     names: &[String],
     timeout: Duration,
@@ -406,15 +406,15 @@ pub fn wait_established(
 
 /// Every module's CRD files and the labels written on them.
 #[derive(Debug, Default)]
-pub struct ModuleCrds {
-    pub extra_labels: BTreeMap<String, String>,
+pub(crate) struct ModuleCrds {
+    pub(crate) extra_labels: BTreeMap<String, String>,
     /// Same index as `Layout::modules`.
-    pub files: Vec<Vec<PathBuf>>,
+    pub(crate) files: Vec<Vec<PathBuf>>,
 }
 
 impl ModuleCrds {
     /// Finds each module's CRD files (startup).
-    pub fn discover(
+    pub(crate) fn discover(
         modules: &[super::modules::Module],
         settings: &CrdSettings,
     ) -> Result<ModuleCrds, String> {
@@ -438,7 +438,7 @@ impl ModuleCrds {
 
     /// Installs the CRDs of `files` (every document tried; all errors joined), then
     /// waits until they are Established. Returns (created, updated, unchanged).
-    pub fn install(&self, client: &Client, files: &[PathBuf]) -> Result<[usize; 3], String> {
+    pub(crate) fn install(&self, client: &Client, files: &[PathBuf]) -> Result<[usize; 3], String> {
         let mut errors = Vec::new();
         let mut counts = [0; 3];
         let mut names = Vec::new();

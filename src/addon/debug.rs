@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
 
 /// The engine's state, once spawned.
-pub type Slot = Arc<OnceLock<Arc<Shared>>>;
+pub(crate) type Slot = Arc<OnceLock<Arc<Shared>>>;
 
 /// The routes, reading `slot` (and `watched`, the resource monitor's view).
-pub fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
+pub(crate) fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
     Arc::new(move |stem: &str, query: &str, format: &str| {
         let shared = slot.get();
         let global = query.split('&').any(|kv| kv == "global=true");

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The enabled modules, in module order.
-pub fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
+pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
     let mut enabled: Vec<usize> = Vec::new();
     for (mi, module) in shared.layout.modules.iter().enumerate() {
         let key = &module.key;

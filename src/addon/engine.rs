@@ -38,9 +38,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The handler every queue thread of addon-operator uses.
-pub struct AddonHandler {
-    pub shared: Arc<Shared>,
-    pub runner: Arc<Runner>,
+pub(crate) struct AddonHandler {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) runner: Arc<Runner>,
 }
 
 impl Handler for AddonHandler {

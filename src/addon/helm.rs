@@ -29,7 +29,7 @@ const MAX_STDERR: usize = 64 * 1024;
 /// Extra time the helm process gets beyond its own `--timeout`.
 const PROCESS_GRACE: Duration = Duration::from_secs(60);
 /// The release value that carries the checksum of the last upgrade.
-pub const CHECKSUM_VALUE: &str = "_addonOperatorModuleChecksum";
+pub(crate) const CHECKSUM_VALUE: &str = "_addonOperatorModuleChecksum";
 /// Most bytes of chart files hashed by [`checksum`].
 const MAX_CHART_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -37,17 +37,17 @@ const MAX_CHART_BYTES: u64 = 256 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Helm {
     /// `HELM_BIN_PATH` (default `helm`).
-    pub bin: PathBuf,
+    pub(crate) bin: PathBuf,
     /// `ADDON_OPERATOR_NAMESPACE`: every release command gets `--namespace`.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// `HELM_HISTORY_MAX` (default 10).
-    pub history_max: u32,
+    pub(crate) history_max: u32,
     /// `HELM_TIMEOUT` (default 5m): helm's `--timeout`; the process gets 60 s more.
     pub timeout: Duration,
     /// Passed as `--kubeconfig` when set.
     pub kubeconfig: Option<PathBuf>,
     /// Passed as `--kube-context` when set.
-    pub kube_context: Option<String>,
+    pub(crate) kube_context: Option<String>,
     /// Where helm's cache/config/data dirs go (`<work_dir>/helm/{cache,config,data}`)
     /// when the environment names none; also `HOME` when that is unset.
     pub work_dir: Option<PathBuf>,
@@ -55,7 +55,7 @@ pub struct Helm {
     major: OnceLock<u32>,
     /// Our own binary as helm's post-renderer (the `heritage` label), and the dir
     /// holding its helm 4 plugin; `None` runs helm without one.
-    pub post_renderer: Option<(PathBuf, PathBuf)>,
+    pub(crate) post_renderer: Option<(PathBuf, PathBuf)>,
 }
 
 /// The latest revision of a release.
@@ -190,7 +190,7 @@ impl Helm {
     /// `helm template <release> <chart> --namespace ns --values <file>` without our
     /// post-renderer: the text flant's addon-operator v1.5.0 hashes (MD5) into
     /// `_addonOperatorModuleChecksum`.
-    pub fn render_plain(
+    pub(crate) fn render_plain(
         &self,
         release: &str,
         chart: &Path,
@@ -461,7 +461,7 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
 /// prints but a release's manifest does not hold, are left out of both, and so is
 /// our post-renderer's `heritage: addon-operator` label (a release installed by
 /// flant's v1.5.0 lacks it; that alone is no reason for a new revision).
-pub fn same_objects(a: &str, b: &str) -> Result<bool, String> {
+pub(crate) fn same_objects(a: &str, b: &str) -> Result<bool, String> {
     Ok(object_docs(a)? == object_docs(b)?)
 }
 
@@ -598,7 +598,7 @@ pub fn upgrade_reason(
 /// Moves the checksum label of a release's latest storage Secret to `checksum`, once
 /// a render showed the new values make the release's objects: later converges then
 /// find the module unchanged without rendering it again.
-pub fn record_checksum(
+pub(crate) fn record_checksum(
     client: &crate::kube::Client,
     namespace: &str,
     secret: &str,
@@ -617,10 +617,10 @@ pub fn record_checksum(
 }
 
 /// The release label that carries the checksum (flant's newer name).
-pub const CHECKSUM_LABEL: &str = "moduleChecksum";
+pub(crate) const CHECKSUM_LABEL: &str = "moduleChecksum";
 
 /// Secrets, where helm stores releases (`sh.helm.release.v1.<name>.v<N>`).
-pub fn secrets_resource() -> crate::kube::Resource {
+pub(crate) fn secrets_resource() -> crate::kube::Resource {
     crate::kube::Resource {
         group: String::new(),
         version: "v1".into(),
@@ -633,7 +633,7 @@ pub fn secrets_resource() -> crate::kube::Resource {
 /// The latest revision of `release` read from helm's storage Secrets
 /// (`owner=helm,name=<release>` labels: `version`, `status`, `moduleChecksum`) with
 /// our kube client: no helm process. `None` when there is no revision.
-pub fn release_from_secrets(
+pub(crate) fn release_from_secrets(
     client: &crate::kube::Client,
     namespace: &str,
     release: &str,
@@ -645,7 +645,7 @@ pub fn release_from_secrets(
 
 /// Every release in `namespace` with its latest revision, from one list of helm's
 /// storage Secrets; `selector` narrows the `owner=helm` label selector (`,name=x`).
-pub fn releases_from_secrets(
+pub(crate) fn releases_from_secrets(
     client: &crate::kube::Client,
     namespace: &str,
     selector: &str,
@@ -743,12 +743,6 @@ fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), St
     Ok(())
 }
 
-/// Whether `obj` exists in the cluster; a namespaced object without a rendered
-/// namespace is looked up in the client's default namespace. 404 → `false`.
-pub fn object_exists(client: &crate::kube::Client, obj: &ObjectRef) -> Result<bool, String> {
-    object_exists_in(client, obj, client.default_namespace())
-}
-
 /// Like [`object_exists`], with the namespace for objects that render none (the
 /// release namespace).
 pub fn object_exists_in(
@@ -769,11 +763,11 @@ pub fn object_exists_in(
 }
 
 /// Where objects are listed: apiVersion, kind and namespace.
-pub type ListKey = (String, String, Option<String>);
+pub(crate) type ListKey = (String, String, Option<String>);
 
 /// The names of the objects of one kind in `ns` (cluster-wide when the kind is
 /// cluster-scoped): one list, whatever the number of objects asked about.
-pub fn object_names(
+pub(crate) fn object_names(
     client: &crate::kube::Client,
     api_version: &str,
     kind: &str,

@@ -25,8 +25,8 @@ use std::sync::Arc;
 const PATCH_FILES: [&str; 2] = ["CONFIG_VALUES_JSON_PATCH_PATH", "VALUES_JSON_PATCH_PATH"];
 
 /// The runner's values hook.
-pub struct ValuesHook {
-    pub shared: Arc<Shared>,
+pub(crate) struct ValuesHook {
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl HookValues for ValuesHook {

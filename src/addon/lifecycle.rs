@@ -161,7 +161,7 @@ struct Converge {
 /// Every module's lifecycle state and the converges'. Fields are private: they
 /// change only through [`Lifecycle::step`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Lifecycle {
+pub(super) struct Lifecycle {
     modules: Vec<Module>,
     /// Enabled modules, in module order.
     enabled: Vec<usize>,
@@ -173,8 +173,8 @@ pub(crate) struct Lifecycle {
 /// What the debug CLI shows of a module.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ModuleView {
-    pub state: &'static str,
-    pub last_error: Option<String>,
+    pub(crate) state: &'static str,
+    pub(crate) last_error: Option<String>,
 }
 
 impl Lifecycle {

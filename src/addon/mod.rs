@@ -16,7 +16,7 @@
 
 mod chart_dir;
 mod config_changes;
-pub mod configmap;
+pub(crate) mod configmap;
 mod converge;
 mod crds;
 mod debug;
@@ -26,14 +26,14 @@ pub mod helm;
 mod hook_values;
 mod lifecycle;
 mod module_run;
-pub mod modules;
+pub(crate) mod modules;
 mod parallel;
-pub mod post_render;
-pub mod release_record;
+pub(crate) mod post_render;
+pub(crate) mod release_record;
 mod resources;
 mod state;
 mod status;
-pub mod values;
+pub(crate) mod values;
 mod yaml11;
 
 use crate::flags::Config;
@@ -64,7 +64,7 @@ use values::{Schemas, Scope};
 const CONFIGMAP_HOOK: &str = "addon-operator/configmap";
 
 /// Everything addon-operator bound, before any thread runs.
-pub struct Bound {
+pub(crate) struct Bound {
     layout: Layout,
     owners: Vec<Owner>,
     cm_hook: usize,
@@ -89,7 +89,7 @@ pub struct Bound {
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
 /// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
-pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
+pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
     let mut flags = config
         .addon
         .clone()
@@ -219,8 +219,8 @@ pub fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), St
 }
 
 /// What the operator wires in at spawn.
-pub struct Started {
-    pub values: Arc<dyn HookValues>,
+pub(crate) struct Started {
+    pub(crate) values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
     monitor: Option<resources::ResourceMonitor>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
@@ -228,7 +228,7 @@ pub struct Started {
 
 /// The router's side of the module lifecycle: the inputs sent to it, stepped on the
 /// router thread; their tasks go to the main queue.
-pub struct Inputs {
+pub(crate) struct Inputs {
     rx: crossbeam_channel::Receiver<Input>,
     shared: Arc<Shared>,
 }
@@ -264,7 +264,7 @@ fn on_main(tasks: Vec<Task>) -> Vec<(String, Task)> {
 impl Bound {
     /// The main queue's first tasks: global onStartup runs, Enable tasks of global
     /// hooks and of the ConfigMap watch, then the startup converge.
-    pub fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
+    pub(crate) fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
         let mut tasks = crate::startup::startup_tasks(&hooks[..=self.cm_hook.min(hooks.len() - 1)]);
         tasks.push(Task::addon(Step::Converge {
             phase: ConvergePhase::BeforeAll,
@@ -275,17 +275,20 @@ impl Bound {
 
     /// `/ready`, `/readyz` and `/status/converge` on the metrics port; `main` is the
     /// main queue's view.
-    pub fn http_routes(&self, main: crate::queue::worker::SharedView) -> crate::http::ExtraRoutes {
+    pub(crate) fn http_routes(
+        &self,
+        main: crate::queue::worker::SharedView,
+    ) -> crate::http::ExtraRoutes {
         status::routes(Arc::clone(&self.debug), main)
     }
 
     /// The debug socket's `/global/...` and `/module/...` routes.
-    pub fn debug_routes(&self) -> crate::debug::ExtraRoutes {
+    pub(crate) fn debug_routes(&self) -> crate::debug::ExtraRoutes {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
     /// Step 2: the shared state the engine, the values hook and the routes use.
-    pub fn start(
+    pub(crate) fn start(
         self,
         hooks: Arc<Vec<Hook>>,
         scheduler: Sender<Control>,
@@ -338,7 +341,7 @@ impl Bound {
 
 impl Started {
     /// The resource monitor's thread body (once): checks until `stop` closes.
-    pub fn resource_monitor(
+    pub(crate) fn resource_monitor(
         &mut self,
         stop: crossbeam_channel::Receiver<()>,
     ) -> Option<impl FnOnce() + Send + 'static> {
@@ -347,7 +350,7 @@ impl Started {
     }
 
     /// The router's side of the lifecycle (once).
-    pub fn inputs(&mut self) -> Option<Inputs> {
+    pub(crate) fn inputs(&mut self) -> Option<Inputs> {
         Some(Inputs {
             rx: self.inputs.take()?,
             shared: Arc::clone(&self.shared),
@@ -355,7 +358,7 @@ impl Started {
     }
 
     /// The handler every queue thread uses.
-    pub fn handler(&self, runner: Arc<Runner>) -> Arc<dyn Handler> {
+    pub(crate) fn handler(&self, runner: Arc<Runner>) -> Arc<dyn Handler> {
         Arc::new(engine::AddonHandler {
             shared: Arc::clone(&self.shared),
             runner,

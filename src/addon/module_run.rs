@@ -441,9 +441,9 @@ pub(super) fn secrets_driver() -> bool {
 
 /// What a module run gives helm: the values file, its values, and their text.
 pub(super) struct Given<'a> {
-    pub file: &'a Path,
-    pub values: &'a serde_json::Value,
-    pub text: &'a [u8],
+    pub(crate) file: &'a Path,
+    pub(crate) values: &'a serde_json::Value,
+    pub(crate) text: &'a [u8],
 }
 
 /// Whether the module's own values are those stored with the release's latest

@@ -24,42 +24,42 @@ use std::time::Duration;
 
 /// One module, as found on disk.
 #[derive(Debug)]
-pub struct Module {
+pub(crate) struct Module {
     /// kebab-case name: the release name and the name in logs.
-    pub name: String,
+    pub(crate) name: String,
     /// lowerCamelCase values key.
-    pub key: String,
-    pub order: u32,
+    pub(crate) key: String,
+    pub(crate) order: u32,
     /// The module directory (a symlink stays as given).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// A Helm chart: `Chart.yaml` or `templates/`.
-    pub has_chart: bool,
+    pub(crate) has_chart: bool,
     /// The chart directory helm gets: `path`, or the one made in the tmp dir for a
     /// module without `Chart.yaml` (`chart_dir.rs`).
-    pub chart: PathBuf,
+    pub(crate) chart: PathBuf,
     /// The executable `enabled` script, if any.
-    pub enabled_script: Option<PathBuf>,
+    pub(crate) enabled_script: Option<PathBuf>,
     /// `<key>:` of the modules dir's `values.yaml`, then of the module's own.
-    pub static_values: Value,
+    pub(crate) static_values: Value,
     /// `<key>Enabled` of the same two files (the later one wins).
-    pub static_enabled: Option<bool>,
-    pub schemas: Schemas,
+    pub(crate) static_enabled: Option<bool>,
+    pub(crate) schemas: Schemas,
 }
 
 /// Everything discovery found.
 #[derive(Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Sorted by (order, name).
-    pub modules: Vec<Module>,
+    pub(crate) modules: Vec<Module>,
     /// `global:` sections of every modules dir's `values.yaml`, merged in dir order.
-    pub global_static: Value,
-    pub global_schemas: Schemas,
+    pub(crate) global_static: Value,
+    pub(crate) global_schemas: Schemas,
     /// Where global hooks are searched (`<dir>/hooks` when it exists).
-    pub global_hooks_root: PathBuf,
+    pub(crate) global_hooks_root: PathBuf,
 }
 
 /// Reads the modules directories and the global hooks directory.
-pub fn discover(flags: &AddonFlags) -> Result<Layout, String> {
+pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, String> {
     let global_dir = &flags.global_hooks_dir;
     if !global_dir.is_dir() {
         return Err(format!(
@@ -221,7 +221,7 @@ fn read_values_file(path: &Path, strict: bool) -> Result<Map<String, Value>, Str
 
 /// Who a hook in the operator's hook list belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
+pub(crate) enum Owner {
     Global,
     Module(usize),
     /// The operator's own watch on its ConfigMap (not an executable).
@@ -235,7 +235,7 @@ const MODULE_HOOKS_SKIPPED: &[&str] = &["venv"];
 /// Loads global hooks, then every module's hooks; `owners[i]` tells whose hook `i` is.
 /// Global hook names are relative to the global hooks root; module hook names to
 /// the modules directory (`001-foo/hooks/bar.sh`), as in flant v1.0.
-pub fn load_hooks(
+pub(crate) fn load_hooks(
     layout: &Layout,
     timeout: Option<Duration>,
     jq_library: Option<&Path>,

@@ -17,17 +17,17 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The label every released object gets.
-pub const HERITAGE: (&str, &str) = ("heritage", "addon-operator");
+pub(crate) const HERITAGE: (&str, &str) = ("heritage", "addon-operator");
 
 /// The most a manifest stream may hold.
 const MAX_MANIFEST: u64 = 64 << 20;
 
 /// The helm 4 plugin's name.
-pub const PLUGIN_NAME: &str = "addon-operator-post-renderer";
+pub(crate) const PLUGIN_NAME: &str = "addon-operator-post-renderer";
 
 /// Labels every document of `manifest`: each non-empty document becomes a JSON
 /// document after `---`; an error names the document.
-pub fn label(manifest: &str) -> Result<String, String> {
+pub(crate) fn label(manifest: &str) -> Result<String, String> {
     let mut out = String::new();
     for mut value in yaml11::documents(manifest)? {
         label_object(&mut value);
@@ -69,7 +69,7 @@ fn label_object(value: &mut Value) {
 }
 
 /// The `post-renderer` command: stdin → labelled stdout; returns the exit code.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let mut input = String::new();
     let read = std::io::stdin()
         .take(MAX_MANIFEST + 1)
@@ -99,7 +99,7 @@ pub fn main() -> i32 {
 
 /// Writes the helm 4 post-renderer plugin into `<dir>/<PLUGIN_NAME>/plugin.yaml`,
 /// running `binary post-renderer`; returns the plugins dir for `HELM_PLUGINS`.
-pub fn write_plugin(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
+pub(crate) fn write_plugin(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
     let plugin = dir.join(PLUGIN_NAME);
     std::fs::create_dir_all(&plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
     let binary = binary.to_str().ok_or("the operator's path is not UTF-8")?;

@@ -16,31 +16,31 @@ const MAX_RECORD: usize = 64 << 20;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredRecord {
     /// `sh.helm.release.v1.<name>.v<N>`.
-    pub secret: String,
+    pub(crate) secret: String,
     /// The field as the API returns it (base64).
-    pub data: String,
+    pub(crate) data: String,
 }
 
 /// The fields of a release record the engine uses.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The manifest of the revision (post-rendered; helm hooks are not in it).
     #[serde(default)]
-    pub manifest: String,
+    pub(crate) manifest: String,
     /// The values given to the revision (`--values` and `--set-string`).
     #[serde(default)]
-    pub config: serde_json::Value,
+    pub(crate) config: serde_json::Value,
 }
 
 impl StoredRecord {
     /// The record, decoded; errors name the Secret.
-    pub fn decode(&self) -> Result<Record, String> {
+    pub(crate) fn decode(&self) -> Result<Record, String> {
         decode(&self.data).map_err(|e| format!("release Secret {}: {e}", self.secret))
     }
 }
 
 /// Decodes a `data.release` field.
-pub fn decode(field: &str) -> Result<Record, String> {
+pub(crate) fn decode(field: &str) -> Result<Record, String> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let helm_text = b64
         .decode(field.trim())

@@ -33,25 +33,25 @@ use std::time::Duration;
 /// What the monitor knows of one module's release: the revision whose manifest
 /// it read and the namespaced objects that manifest holds.
 #[derive(Debug, Clone, Default)]
-pub struct Watched {
-    pub revision: u64,
-    pub objects: Vec<ObjectRef>,
+pub(crate) struct Watched {
+    pub(crate) revision: u64,
+    pub(crate) objects: Vec<ObjectRef>,
 }
 
 /// Per module name, what the monitor watches (the debug CLI shows it).
-pub type WatchedModules = Arc<Mutex<BTreeMap<String, Watched>>>;
+pub(crate) type WatchedModules = Arc<Mutex<BTreeMap<String, Watched>>>;
 
 /// The monitor thread's state.
-pub struct ResourceMonitor {
-    pub shared: Arc<Shared>,
-    pub client: Client,
-    pub period: Duration,
-    pub watched: WatchedModules,
+pub(crate) struct ResourceMonitor {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) client: Client,
+    pub(crate) period: Duration,
+    pub(crate) watched: WatchedModules,
 }
 
 impl ResourceMonitor {
     /// The thread body: a check every period until `stop` closes.
-    pub fn run(self, stop: Receiver<()>) {
+    pub(crate) fn run(self, stop: Receiver<()>) {
         loop {
             let wait = self.period + jitter(self.period);
             if !matches!(
@@ -67,7 +67,7 @@ impl ResourceMonitor {
     }
 
     /// One check of every module that is up and idle.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let modules = self.idle_modules();
         if modules.is_empty() {
             return Ok(());

@@ -35,78 +35,79 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// What the engine reads and writes, shared by the queue threads.
-pub struct Shared {
-    pub layout: Layout,
-    pub hooks: Arc<Vec<Hook>>,
+pub(crate) struct Shared {
+    pub(crate) layout: Layout,
+    pub(crate) hooks: Arc<Vec<Hook>>,
     /// Whose hook each hook index is.
-    pub owners: Vec<Owner>,
+    pub(crate) owners: Vec<Owner>,
     /// The index of the operator's own ConfigMap watch in `hooks`.
-    pub cm_hook: usize,
-    pub state: Mutex<State>,
-    pub helm: Helm,
-    pub client: Client,
+    pub(crate) cm_hook: usize,
+    pub(crate) state: Mutex<State>,
+    pub(crate) helm: Helm,
+    pub(crate) client: Client,
     /// The client of the operator's own reads (the drift check's lists, the release
     /// list): the resource monitor's (`HELM_MONITOR_KUBE_CLIENT_QPS/_BURST`), so
     /// they never wait behind hooks for the main client's rate limit.
-    pub bookkeeping: Client,
-    pub namespace: String,
-    pub config_map: String,
-    pub ignore_release: String,
-    pub tmp_dir: PathBuf,
-    pub script_timeout: Option<Duration>,
-    pub metrics: AddonMetrics,
+    pub(crate) bookkeeping: Client,
+    pub(crate) namespace: String,
+    pub(crate) config_map: String,
+    pub(crate) ignore_release: String,
+    pub(crate) tmp_dir: PathBuf,
+    pub(crate) script_timeout: Option<Duration>,
+    pub(crate) metrics: AddonMetrics,
     /// Set once the first converge finished (`/ready`).
-    pub ready: Arc<AtomicBool>,
+    pub(crate) ready: Arc<AtomicBool>,
     /// Lifecycle inputs from outside the main queue, to the router (which steps
     /// them and queues their tasks).
-    pub inputs: Sender<Input>,
-    pub scheduler: Sender<Control>,
+    pub(crate) inputs: Sender<Input>,
+    pub(crate) scheduler: Sender<Control>,
     /// The kubernetes bindings' snapshots (the debug socket shows them).
-    pub store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+    pub(crate) store: Option<Arc<crate::monitor::store::SnapshotStore>>,
     /// The ConfigMap `data` refused last (logged and counted once, not again when
     /// only its metadata changes); `None` after a good one.
-    pub refused_config: Mutex<Option<serde_json::Value>>,
+    pub(crate) refused_config: Mutex<Option<serde_json::Value>>,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
-    pub crds: super::crds::ModuleCrds,
+    pub(crate) crds: super::crds::ModuleCrds,
 }
 
 /// The mutable part.
 #[derive(Clone)]
-pub struct State {
-    pub global: Scope,
+pub(crate) struct State {
+    pub(crate) global: Scope,
     /// Same index as `Layout::modules`.
-    pub modules: Vec<ModuleState>,
+    pub(crate) modules: Vec<ModuleState>,
     /// The ConfigMap content last applied.
-    pub config: KubeConfig,
+    pub(crate) config: KubeConfig,
     /// `<key>Enabled` set by global hooks' patches.
-    pub dynamic: BTreeMap<String, bool>,
+    pub(crate) dynamic: BTreeMap<String, bool>,
     /// Every module's lifecycle and the converges'.
-    pub lifecycle: Lifecycle,
+    pub(crate) lifecycle: Lifecycle,
     /// Releases read in one list when a converge computed the enabled modules: each
     /// module run of that converge takes its entry (`None`: no release) instead of
     /// asking the API server again; a retry asks again.
-    pub releases: std::collections::HashMap<String, Option<super::helm::Release>>,
+    pub(crate) releases: std::collections::HashMap<String, Option<super::helm::Release>>,
     /// The drift check's lists during a converge: the names per apiVersion, kind and
     /// namespace, listed once when the first module run asks and shared by the
     /// converge's later runs; emptied by every helm upgrade or uninstall (objects
     /// change) and when the converge starts and ends.
-    pub listed: std::collections::HashMap<super::helm::ListKey, std::collections::BTreeSet<String>>,
+    pub(crate) listed:
+        std::collections::HashMap<super::helm::ListKey, std::collections::BTreeSet<String>>,
 }
 
 /// One module's values.
 #[derive(Clone)]
-pub struct ModuleState {
-    pub scope: Scope,
+pub(crate) struct ModuleState {
+    pub(crate) scope: Scope,
 }
 
 impl Shared {
     /// The state; a poisoned lock (a panicked thread) still yields it.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The hooks of `owner` with their index, in name order.
-    pub fn hooks_of(&self, owner: Owner) -> impl Iterator<Item = (usize, &Hook)> {
+    pub(crate) fn hooks_of(&self, owner: Owner) -> impl Iterator<Item = (usize, &Hook)> {
         self.hooks
             .iter()
             .enumerate()
@@ -116,7 +117,7 @@ impl Shared {
     /// Steps the lifecycle with an input that arose in the current main-queue task;
     /// the tasks it returns run next.
     /// A retry it schedules wakes the router, which keeps the retry timer.
-    pub fn step(&self, input: Input) -> Vec<Task> {
+    pub(crate) fn step(&self, input: Input) -> Vec<Task> {
         let mut st = self.lock();
         let before = st.lifecycle.next_due();
         let tasks = st.lifecycle.step(input);
@@ -130,14 +131,14 @@ impl Shared {
     }
 
     /// Sends an input that arose outside the main queue to the router.
-    pub fn send(&self, input: Input) {
+    pub(crate) fn send(&self, input: Input) {
         let _ = self.inputs.send(input);
     }
 }
 
 impl State {
     /// Names of the enabled modules, in order (`global.enabledModules`).
-    pub fn enabled_names(&self, layout: &Layout, upto: Option<usize>) -> Vec<String> {
+    pub(crate) fn enabled_names(&self, layout: &Layout, upto: Option<usize>) -> Vec<String> {
         let enabled = self.lifecycle.enabled_modules();
         let list = match upto {
             Some(n) => &enabled[..n.min(enabled.len())],
@@ -149,7 +150,7 @@ impl State {
     }
 
     /// `(CONFIG_VALUES, VALUES)` of a global hook.
-    pub fn global_files(&self) -> Result<(Value, Value), String> {
+    pub(crate) fn global_files(&self) -> Result<(Value, Value), String> {
         Ok((
             json!({"global": self.global.config_values()}),
             json!({"global": self.global.values()?}),
@@ -158,7 +159,7 @@ impl State {
 
     /// `(CONFIG_VALUES, VALUES)` of module `m`'s hooks, enabled script and chart;
     /// `enabled_modules` goes into `global.enabledModules` of VALUES.
-    pub fn module_files(
+    pub(crate) fn module_files(
         &self,
         m: usize,
         enabled_modules: Vec<String>,
@@ -179,7 +180,7 @@ impl State {
     }
 
     /// Checksum of the global values (changes trigger converges).
-    pub fn global_checksum(&self) -> String {
+    pub(crate) fn global_checksum(&self) -> String {
         self.global
             .values()
             .map(|v| checksum(&v))
@@ -187,7 +188,7 @@ impl State {
     }
 
     /// Checksum of module `m`'s values.
-    pub fn module_checksum(&self, m: usize) -> String {
+    pub(crate) fn module_checksum(&self, m: usize) -> String {
         self.modules
             .get(m)
             .and_then(|s| s.scope.values().ok())
@@ -197,36 +198,36 @@ impl State {
 }
 
 /// addon-operator's own metrics (flant's names, with the operator's prefix).
-pub struct AddonMetrics {
-    pub config_values_errors_total: IntCounter,
-    pub modules_discover_errors_total: IntCounter,
+pub(crate) struct AddonMetrics {
+    pub(crate) config_values_errors_total: IntCounter,
+    pub(crate) modules_discover_errors_total: IntCounter,
     /// The seeds' name of the same counter (flant's binary exports the one above).
-    pub module_discover_errors_total: IntCounter,
-    pub module_run_errors_total: IntCounterVec,
-    pub module_delete_errors_total: IntCounterVec,
-    pub convergence_total: IntCounterVec,
+    pub(crate) module_discover_errors_total: IntCounter,
+    pub(crate) module_run_errors_total: IntCounterVec,
+    pub(crate) module_delete_errors_total: IntCounterVec,
+    pub(crate) convergence_total: IntCounterVec,
     /// `{activation}`: seconds from a converge's start to its end.
-    pub convergence_seconds: CounterVec,
+    pub(crate) convergence_seconds: CounterVec,
     /// `global_hook_*{hook,binding,queue,activation}`.
-    pub global_hooks: HookRunMetrics,
+    pub(crate) global_hooks: HookRunMetrics,
     /// `module_hook_*{module,hook,binding,queue,activation}`.
-    pub module_hooks: HookRunMetrics,
+    pub(crate) module_hooks: HookRunMetrics,
     /// `{module,hook}`: bindings of each hook (module "" for global hooks).
-    pub binding_count: GaugeVec,
+    pub(crate) binding_count: GaugeVec,
     /// `{module,activation}`: a ModuleRun task's duration.
-    pub module_run_seconds: HistogramVec,
+    pub(crate) module_run_seconds: HistogramVec,
     /// `{module,activation}`: a module run's helm phase (render, check, upgrade).
-    pub module_helm_seconds: HistogramVec,
+    pub(crate) module_helm_seconds: HistogramVec,
     /// `{module,activation,operation}`: one helm operation (`template`,
     /// `check-upgrade`, `upgrade`, `uninstall`).
-    pub helm_operation_seconds: HistogramVec,
+    pub(crate) helm_operation_seconds: HistogramVec,
     /// `{module}`: releases found not `deployed` by the resource monitor.
-    pub modules_helm_release_redeployed_total: IntCounterVec,
+    pub(crate) modules_helm_release_redeployed_total: IntCounterVec,
     /// `{module,resource}`: rendered objects found missing by the resource monitor.
-    pub modules_absent_resources_total: IntCounterVec,
+    pub(crate) modules_absent_resources_total: IntCounterVec,
     /// `{module,kind}`: resource monitor checks that could not list a module's
     /// objects of a kind (its resource type gone, no permission).
-    pub modules_resource_check_errors_total: IntCounterVec,
+    pub(crate) modules_resource_check_errors_total: IntCounterVec,
 }
 
 /// Registers collectors under one prefix, naming the metric in its errors.
@@ -284,7 +285,7 @@ impl AddonMetrics {
     /// Registers them under `prefix` in `registry` (one from
     /// `Metrics::for_addon`, without shell-operator's hook run family: the queue
     /// wait counter's name is shared).
-    pub fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
+    pub(crate) fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
         let r = Reg { prefix, registry };
         let (global_hooks, module_hooks) = r.hook_runs()?;
         let module_activation = ["module", "activation"];
@@ -375,13 +376,13 @@ impl AddonMetrics {
     }
 
     /// Counts a failed computation of the enabled modules under both names.
-    pub fn discover_error(&self) {
+    pub(crate) fn discover_error(&self) {
         self.modules_discover_errors_total.inc();
         self.module_discover_errors_total.inc();
     }
 
     /// Runs `f` (one helm operation) and records its duration.
-    pub fn helm_op<T>(
+    pub(crate) fn helm_op<T>(
         &self,
         module: &str,
         activation: &str,
@@ -397,7 +398,7 @@ impl AddonMetrics {
     }
 
     /// Sets `binding_count` of every global and module hook.
-    pub fn count_bindings(&self, hooks: &[Hook], owners: &[Owner], layout: &Layout) {
+    pub(crate) fn count_bindings(&self, hooks: &[Hook], owners: &[Owner], layout: &Layout) {
         for (hook, owner) in hooks.iter().zip(owners) {
             let module = match owner {
                 Owner::Global => "",
@@ -416,7 +417,7 @@ impl AddonMetrics {
 
 /// A hook's bindings as flant counts them: onStartup and each lifecycle binding
 /// once, every schedule and kubernetes binding.
-pub fn bindings_of(c: &HookConfig) -> usize {
+pub(crate) fn bindings_of(c: &HookConfig) -> usize {
     let lifecycle = &c.lifecycle;
     let flags = [
         c.on_startup,

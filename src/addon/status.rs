@@ -23,7 +23,7 @@ const CONVERGE_TASKS: &[&str] = &[
 ];
 
 /// The routes; `main` is the main queue's view, `slot` the engine's state.
-pub fn routes(slot: Slot, main: SharedView) -> ExtraRoutes {
+pub(crate) fn routes(slot: Slot, main: SharedView) -> ExtraRoutes {
     Arc::new(move |path: &str, query: &str| {
         let (started, done, active) = match slot.get() {
             Some(shared) => shared.lock().lifecycle.converge_status(),

@@ -31,7 +31,7 @@ struct Args {
 
 /// Runs a debug command (`args` starts at the command word); returns the exit code.
 /// `addon`: run as addon-operator (its commands and socket in `--help`).
-pub fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>, addon: bool) -> i32 {
+pub(crate) fn main(args: &[String], env: &dyn Fn(&str) -> Option<String>, addon: bool) -> i32 {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         print!("{}", help(addon));
         return 0;
@@ -96,7 +96,7 @@ fn watch(a: &Args) -> i32 {
 }
 
 /// addon-operator's debug socket when neither the flag nor the env var names one.
-pub const ADDON_DEFAULT_SOCKET: &str = "/var/run/addon-operator/debug.socket";
+pub(crate) const ADDON_DEFAULT_SOCKET: &str = "/var/run/addon-operator/debug.socket";
 
 /// `--help` of the debug commands: shell-operator's, or addon-operator's (its own
 /// `global`/`module` commands and its default socket).

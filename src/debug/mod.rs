@@ -11,38 +11,38 @@
 //! names, a snapshot callback (filled by the Kubernetes monitors) and the runtime
 //! parameters.
 
-pub mod client;
-pub mod queues;
-pub mod runtime;
-pub mod server;
+pub(crate) mod client;
+pub(crate) mod queues;
+pub(crate) mod runtime;
+pub(crate) mod server;
 
 use crate::queue::worker::{QueueView, SharedView};
 use std::sync::Arc;
 
 /// Hook name → `{binding: {...}}` snapshot view; `None` for an unknown hook.
-pub type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Send + Sync>;
+pub(crate) type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Send + Sync>;
 
 /// More routes (addon-operator's `/global/...` and `/module/...`): path stem (the
 /// path without its `.format`), query and format (`text`, `json`, `yaml`) → `None`
 /// for a path it does not serve, else the value (a string is printed as it is in
 /// the text format) or an error text.
-pub type ExtraRoutes =
+pub(crate) type ExtraRoutes =
     Arc<dyn Fn(&str, &str, &str) -> Option<Result<serde_json::Value, String>> + Send + Sync>;
 
 /// What the debug endpoints show.
-pub struct DebugState {
+pub(crate) struct DebugState {
     /// Every queue's view, as the queue threads publish it.
-    pub queues: Vec<SharedView>,
+    pub(crate) queues: Vec<SharedView>,
     /// Hook names in load order.
-    pub hooks: Vec<String>,
-    pub snapshots: SnapshotFn,
-    pub config: runtime::RuntimeConfig,
-    pub extra: Option<ExtraRoutes>,
+    pub(crate) hooks: Vec<String>,
+    pub(crate) snapshots: SnapshotFn,
+    pub(crate) config: runtime::RuntimeConfig,
+    pub(crate) extra: Option<ExtraRoutes>,
 }
 
 impl DebugState {
     /// A consistent copy of every queue's view.
-    pub fn queue_views(&self) -> Vec<QueueView> {
+    pub(crate) fn queue_views(&self) -> Vec<QueueView> {
         self.queues
             .iter()
             .map(|v| v.lock().unwrap_or_else(|p| p.into_inner()).clone())

@@ -6,7 +6,7 @@ use crate::queue::worker::QueueView;
 use serde_json::{Value, json};
 
 /// One queue: `{name, tasksCount, status?, tasks?: [{index, description}]}`.
-pub fn queue_json(q: &QueueView) -> Value {
+pub(crate) fn queue_json(q: &QueueView) -> Value {
     let mut v = json!({"name": q.name, "tasksCount": q.tasks.len()});
     if let Some(obj) = v.as_object_mut() {
         if !q.status.is_empty() {
@@ -26,7 +26,7 @@ pub fn queue_json(q: &QueueView) -> Value {
 }
 
 /// One queue as text: a header line, a blank line, then ` 1. <task>` lines.
-pub fn queue_text(q: &QueueView) -> String {
+pub(crate) fn queue_text(q: &QueueView) -> String {
     let mut out = format!(
         "Queue '{}': length {}, status: '{}'\n\n",
         q.name,
@@ -88,7 +88,7 @@ fn split(queues: &[QueueView]) -> Split<'_> {
 }
 
 /// `queue list` as JSON: `{active, empty (if show_empty), summary}`.
-pub fn list_json(queues: &[QueueView], show_empty: bool) -> Value {
+pub(crate) fn list_json(queues: &[QueueView], show_empty: bool) -> Value {
     let s = split(queues);
     let mut v = json!({
         "active": s.active.iter().map(|q| queue_json(q)).collect::<Vec<_>>(),
@@ -106,7 +106,7 @@ pub fn list_json(queues: &[QueueView], show_empty: bool) -> Value {
 }
 
 /// `queue list` as text: active queues, the empty ones (if asked), a summary.
-pub fn list_text(queues: &[QueueView], show_empty: bool) -> String {
+pub(crate) fn list_text(queues: &[QueueView], show_empty: bool) -> String {
     if queues.is_empty() {
         return "Summary:\n  No queues.\n".into();
     }

@@ -21,17 +21,17 @@ struct Param {
 
 /// The runtime parameters, shared by the debug server threads.
 #[derive(Debug)]
-pub struct RuntimeConfig {
+pub(crate) struct RuntimeConfig {
     log_level: Mutex<Param>,
 }
 
 /// A rejected `config set`: the message is sent back with status 400.
 #[derive(Debug, PartialEq)]
-pub struct BadRequest(pub String);
+pub(crate) struct BadRequest(pub String);
 
 impl RuntimeConfig {
     /// The parameters with `--log-level` as the level's default.
-    pub fn new(log_level: &str) -> RuntimeConfig {
+    pub(crate) fn new(log_level: &str) -> RuntimeConfig {
         RuntimeConfig {
             log_level: Mutex::new(Param {
                 default: log_level.to_lowercase(),
@@ -42,7 +42,7 @@ impl RuntimeConfig {
     }
 
     /// Sets `name` to `value`, for `duration` if given.
-    pub fn set(
+    pub(crate) fn set(
         &self,
         name: &str,
         value: &str,
@@ -76,7 +76,7 @@ impl RuntimeConfig {
     }
 
     /// Puts expired temporary values back to their defaults.
-    pub fn expire(&self, now: SystemTime) {
+    pub(crate) fn expire(&self, now: SystemTime) {
         let mut p = self.log_level.lock().unwrap_or_else(|e| e.into_inner());
         if p.expire_at.is_some_and(|at| at <= now) {
             p.expire_at = None;
@@ -90,7 +90,7 @@ impl RuntimeConfig {
     }
 
     /// `config list` as JSON: `[{name, description, default, value, expireAt?}]`.
-    pub fn list(&self) -> Value {
+    pub(crate) fn list(&self) -> Value {
         let p = self.log_level.lock().unwrap_or_else(|e| e.into_inner());
         let mut item = json!({
             "name": LOG_LEVEL,
@@ -106,7 +106,7 @@ impl RuntimeConfig {
 }
 
 /// `config list` as flant's text table.
-pub fn list_text(list: &Value) -> String {
+pub(crate) fn list_text(list: &Value) -> String {
     let row = |a: &str, b: &str, c: &str, d: &str| format!("{a:<30} {b:<20} {c:<20} {d:<40}\n");
     let mut out = row("NAME", "VALUE", "EXPIRE AT", "DESCRIPTION");
     for p in list.as_array().into_iter().flatten() {

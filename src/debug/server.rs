@@ -20,21 +20,21 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 /// The bound listeners, ready to be served on their threads.
-pub struct DebugServer {
+pub(crate) struct DebugServer {
     servers: Vec<Server>,
     socket: PathBuf,
     state: Arc<DebugState>,
 }
 
 /// A handle that stops every listener and removes the socket file.
-pub struct Stopper {
+pub(crate) struct Stopper {
     stoppers: Vec<listen::Stopper>,
     socket: PathBuf,
 }
 
 impl Stopper {
     /// Stops the listeners and unlinks the socket.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stoppers.iter().for_each(listen::Stopper::stop);
         let _ = std::fs::remove_file(&self.socket);
     }
@@ -52,7 +52,7 @@ struct Fail(u16, String);
 impl DebugServer {
     /// Binds the unix socket (parent dir created 0700, a stale socket removed, the
     /// socket made 0600) and, if `http_addr` is not empty, a TCP listener.
-    pub fn bind(
+    pub(crate) fn bind(
         socket: &Path,
         http_addr: &str,
         state: Arc<DebugState>,
@@ -89,7 +89,7 @@ impl DebugServer {
     }
 
     /// The handle that stops the threads started from [`into_threads`](Self::into_threads).
-    pub fn stopper(&self) -> Stopper {
+    pub(crate) fn stopper(&self) -> Stopper {
         Stopper {
             stoppers: self.servers.iter().filter_map(Server::stopper).collect(),
             socket: self.socket.clone(),
@@ -98,13 +98,13 @@ impl DebugServer {
 
     /// Expires temporary runtime parameters (`config set ... duration`); the main
     /// thread calls it every second.
-    pub fn expirer(&self) -> impl Fn() + Send + 'static {
+    pub(crate) fn expirer(&self) -> impl Fn() + Send + 'static {
         let state = Arc::clone(&self.state);
         move || state.config.expire(SystemTime::now())
     }
 
     /// The accept threads' (name, body): one per listener.
-    pub fn into_threads(self) -> Vec<(String, Box<dyn FnOnce() + Send + 'static>)> {
+    pub(crate) fn into_threads(self) -> Vec<(String, Box<dyn FnOnce() + Send + 'static>)> {
         self.servers
             .into_iter()
             .map(|server| {
@@ -312,7 +312,7 @@ fn parse_form(text: &str) -> Vec<(String, String)> {
 }
 
 /// Decodes `%XX` escapes; invalid escapes are kept as they are.
-pub fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

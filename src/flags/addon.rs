@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// shell-operator flags addon-operator does not have (it has its own names for them).
-pub const SHELL_ONLY: &[&str] = &["hooks-dir", "listen-address", "listen-port"];
+pub(crate) const SHELL_ONLY: &[&str] = &["hooks-dir", "listen-address", "listen-port"];
 
 /// addon-operator's own flags, listed first by `--help`.
-pub const ADDON_FLAGS: &[FlagSpec] = &[
+pub(crate) const ADDON_FLAGS: &[FlagSpec] = &[
     flag!(aliased "modules-dir", "ADDON_OPERATOR_MODULES_DIR", ["MODULES_DIR"], "modules", Kind::Str,
         "Directories of modules, separated by ':'."),
     flag!(aliased "global-hooks-dir", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR", ["GLOBAL_HOOKS_DIR"], "global-hooks", Kind::Str,
@@ -197,7 +197,7 @@ pub const ADDON_FLAGS: &[FlagSpec] = &[
 ];
 
 /// Flags accepted for compatibility that do nothing here.
-pub const NO_EFFECT: &[&str] = &[
+pub(crate) const NO_EFFECT: &[&str] = &[
     "hook-metrics-listen-port",
     "shell-chroot-dir",
     "applied-module-extenders",
@@ -208,32 +208,32 @@ pub const NO_EFFECT: &[&str] = &[
 
 /// addon-operator's typed settings.
 #[derive(Debug, Clone)]
-pub struct AddonFlags {
+pub(crate) struct AddonFlags {
     /// Every modules directory, in the order given (empty entries dropped).
-    pub modules_dirs: Vec<PathBuf>,
+    pub(crate) modules_dirs: Vec<PathBuf>,
     /// As given; hooks are searched in its `hooks` subdirectory when it exists.
-    pub global_hooks_dir: PathBuf,
-    pub unnumbered_order: u32,
-    pub config_map: String,
-    pub strict_values: bool,
-    pub helm_bin: PathBuf,
-    pub helm_history_max: u32,
-    pub helm_timeout: Duration,
-    pub helm_ignore_release: String,
-    pub resources_check_period: Duration,
-    pub monitor_qps: f32,
-    pub monitor_burst: u32,
+    pub(crate) global_hooks_dir: PathBuf,
+    pub(crate) unnumbered_order: u32,
+    pub(crate) config_map: String,
+    pub(crate) strict_values: bool,
+    pub(crate) helm_bin: PathBuf,
+    pub(crate) helm_history_max: u32,
+    pub(crate) helm_timeout: Duration,
+    pub(crate) helm_ignore_release: String,
+    pub(crate) resources_check_period: Duration,
+    pub(crate) monitor_qps: f32,
+    pub(crate) monitor_burst: u32,
     /// How many modules of one order run at once (`0` resolved: CPUs, at least 2).
-    pub module_run_parallelism: usize,
+    pub(crate) module_run_parallelism: usize,
     /// `--crd-extra-labels` and `--crd-filters` as given (parsed by `crds.rs` at bind).
-    pub crd_extra_labels: String,
-    pub crd_filters: String,
+    pub(crate) crd_extra_labels: String,
+    pub(crate) crd_filters: String,
     /// Compatibility flags set to something other than their default (logged at start).
-    pub ignored: Vec<String>,
+    pub(crate) ignored: Vec<String>,
 }
 
 /// Builds the typed settings; every value was checked by `Values::resolve`.
-pub fn addon_flags(v: &Values) -> AddonFlags {
+pub(crate) fn addon_flags(v: &Values) -> AddonFlags {
     AddonFlags {
         modules_dirs: v
             .str("modules-dir")
@@ -281,7 +281,7 @@ fn parallelism(given: usize) -> usize {
 }
 
 /// flant refuses to start when any Helm 2 setting is present; so do we.
-pub fn check_no_helm2(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+pub(crate) fn check_no_helm2(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
     const HELM2: &[&str] = &[
         "HELM2",
         "TILLER_MAX_HISTORY",

@@ -31,7 +31,7 @@ impl TokenBucket {
     }
 
     /// Takes a token (possibly in advance) and returns how long to wait before using it.
-    pub fn reserve(&mut self, now: Instant) -> Duration {
+    pub(crate) fn reserve(&mut self, now: Instant) -> Duration {
         let Some(interval) = self.interval else {
             return Duration::ZERO;
         };
@@ -49,7 +49,7 @@ impl TokenBucket {
 impl TokenBucket {
     /// Gives back a token reserved but not used (a webhook request refused
     /// because the wait was too long), so refusals do not push later runs back.
-    pub fn refund(&mut self) {
+    pub(crate) fn refund(&mut self) {
         if self.interval.is_some() {
             self.tokens = (self.tokens + 1.0).min(self.burst);
         }

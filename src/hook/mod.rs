@@ -33,30 +33,24 @@ pub struct Hook {
 impl Hook {
     /// True for a hook the operator made itself (addon-operator's ConfigMap watch):
     /// it has no executable, and is kept out of hook metrics and `hook list`.
-    pub fn is_internal(&self) -> bool {
+    pub(crate) fn is_internal(&self) -> bool {
         self.path.as_os_str().is_empty()
     }
 
     /// True for config v0 hooks (their contexts have the v0 shape and never combine).
-    pub fn is_v0(&self) -> bool {
+    pub(crate) fn is_v0(&self) -> bool {
         self.config.version == ConfigVersion::V0
     }
 
     /// True if the hook has `kubernetes` bindings (it needs watches).
-    pub fn has_kube_bindings(&self) -> bool {
+    pub(crate) fn has_kube_bindings(&self) -> bool {
         !self.config.kubernetes.is_empty()
-    }
-
-    /// True if the hook answers admission or conversion webhooks.
-    pub fn has_webhook_bindings(&self) -> bool {
-        let c = &self.config;
-        !(c.validating.is_empty() && c.mutating.is_empty() && c.conversion.is_empty())
     }
 }
 
 /// A hook that could not be found or loaded.
 #[derive(Debug)]
-pub struct LoadError(pub String);
+pub(crate) struct LoadError(pub String);
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -66,13 +60,13 @@ impl std::fmt::Display for LoadError {
 
 /// Finds every hook under `root`: executable regular files, recursively, skipping
 /// dot-entries, `lib` directories and docs/data files, sorted by path.
-pub fn discover(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
+pub(crate) fn discover(root: &Path) -> Result<Vec<PathBuf>, LoadError> {
     discover_skipping(root, &[])
 }
 
 /// [`discover`], also skipping directories named in `skip` at any depth
 /// (addon-operator's module hooks skip `venv`, a Python virtualenv, as flant does).
-pub fn discover_skipping(root: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, LoadError> {
+pub(crate) fn discover_skipping(root: &Path, skip: &[&str]) -> Result<Vec<PathBuf>, LoadError> {
     let mut found = Vec::new();
     walk(root, skip, &mut found)
         .map_err(|e| LoadError(format!("hooks dir '{}': {e}", root.display())))?;
@@ -130,7 +124,7 @@ fn is_hook_file(path: &Path, name: &str) -> bool {
 
 /// Runs `<hook> --config` in the hook's directory, parses what it prints and
 /// compiles its jq filters (with modules from `jq_library`).
-pub fn load(
+pub(crate) fn load(
     root: &Path,
     path: &Path,
     timeout: Option<Duration>,
@@ -141,7 +135,7 @@ pub fn load(
 
 /// [`load`] for a hook of `kind` (addon-operator's global and module hooks); its name
 /// is its path relative to `root`.
-pub fn load_as(
+pub(crate) fn load_as(
     root: &Path,
     path: &Path,
     timeout: Option<Duration>,
@@ -182,7 +176,7 @@ pub fn load_as(
 }
 
 /// Most a hook's `--config` may print (16 MiB; configs are a few KiB).
-pub const MAX_CONFIG_OUTPUT: usize = 16 << 20;
+pub(crate) const MAX_CONFIG_OUTPUT: usize = 16 << 20;
 
 /// How much of a bad `--config` output an error quotes.
 const CONFIG_QUOTED: usize = 4096;
@@ -238,7 +232,7 @@ fn quote_config(output: &str) -> String {
 }
 
 /// Discovers and loads every hook, stopping at the first that fails.
-pub fn load_all(
+pub(crate) fn load_all(
     root: &Path,
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
@@ -250,7 +244,7 @@ pub fn load_all(
 }
 
 /// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.
-pub fn safe_name(name: &str) -> String {
+pub(crate) fn safe_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         let c = match c {

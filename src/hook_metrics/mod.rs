@@ -17,7 +17,7 @@
 
 pub mod parse;
 
-pub use parse::{Action, Op};
+pub(crate) use parse::{Action, Op};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::Mutex;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// What one operation does.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Counter add (never negative).
     Add(f64),
     /// Gauge set.
@@ -26,11 +26,11 @@ pub enum Action {
 /// One validated operation; `line` is where its object starts in the file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
-    pub line: usize,
+    pub(crate) line: usize,
     /// Empty only for `Expire`.
-    pub name: String,
-    pub action: Action,
-    pub labels: BTreeMap<String, String>,
+    pub(crate) name: String,
+    pub(crate) action: Action,
+    pub(crate) labels: BTreeMap<String, String>,
     pub group: Option<String>,
 }
 

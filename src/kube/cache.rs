@@ -76,8 +76,8 @@ impl Entry {
 #[derive(Debug)]
 pub(crate) struct Item {
     /// `namespace/name`.
-    pub key: String,
-    pub object: Object,
+    pub(crate) key: String,
+    pub(crate) object: Object,
 }
 
 /// What a relist changed: the listed object, or for deletions the JSON the
@@ -114,7 +114,7 @@ impl Default for Store {
 
 impl Store {
     /// An empty cache keeping what `mode` says.
-    pub fn new(mode: Cache) -> Store {
+    pub(crate) fn new(mode: Cache) -> Store {
         Store {
             map: HashMap::new(),
             mode,
@@ -131,8 +131,9 @@ impl Store {
         self.map.is_empty()
     }
 
+    #[cfg(test)]
     /// Total JSON bytes held.
-    pub fn json_bytes(&self) -> usize {
+    pub(crate) fn json_bytes(&self) -> usize {
         self.map
             .values()
             .map(|e| {
@@ -160,8 +161,9 @@ impl Store {
         strings + self.map.capacity() * slot
     }
 
+    #[cfg(test)]
     /// Every cached object's JSON, shared (empty in keys-only mode).
-    pub fn objects_json(&self) -> Vec<Arc<str>> {
+    pub(crate) fn objects_json(&self) -> Vec<Arc<str>> {
         self.map
             .values()
             .filter_map(|e| match &e.body {

@@ -39,7 +39,7 @@ pub struct KubeSettings {
 impl KubeSettings {
     /// The main client's settings from the `--kube-*` flags (30 s timeout);
     /// `component` names the client in metrics and logs.
-    pub fn from_flags(flags: &crate::flags::KubeFlags, component: &str) -> KubeSettings {
+    pub(crate) fn from_flags(flags: &crate::flags::KubeFlags, component: &str) -> KubeSettings {
         KubeSettings {
             server: flags.server.clone(),
             kubeconfig: flags.config.clone(),
@@ -82,11 +82,11 @@ pub struct ClusterConfig {
 /// TLS material as PEM bytes (files already read, `-data` fields already decoded).
 #[derive(Clone, Default)]
 pub struct TlsSettings {
-    pub ca_pem: Option<Vec<u8>>,
-    pub insecure_skip_verify: bool,
-    pub server_name: Option<String>,
-    pub client_cert_pem: Option<Vec<u8>>,
-    pub client_key_pem: Option<Vec<u8>>,
+    pub(crate) ca_pem: Option<Vec<u8>>,
+    pub(crate) insecure_skip_verify: bool,
+    pub(crate) server_name: Option<String>,
+    pub(crate) client_cert_pem: Option<Vec<u8>>,
+    pub(crate) client_key_pem: Option<Vec<u8>>,
 }
 
 /// How requests authenticate.
@@ -129,16 +129,16 @@ impl std::fmt::Debug for ClusterConfig {
 }
 
 /// Reads environment variables; tests pass a map instead of the process env.
-pub type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The process environment, skipping empty values.
-pub fn process_env(name: &str) -> Option<String> {
+pub(crate) fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 /// Resolves settings + environment into a [`ClusterConfig`], following the
 /// precedence in the module doc.
-pub fn resolve(settings: &KubeSettings, env: EnvFn<'_>) -> Result<ClusterConfig, KubeError> {
+pub(crate) fn resolve(settings: &KubeSettings, env: EnvFn<'_>) -> Result<ClusterConfig, KubeError> {
     let mut cfg = match kubeconfig_paths(settings, env)? {
         Some(paths) => kubeconfig::load(&paths, &settings.context)?,
         None => match in_cluster(env)? {

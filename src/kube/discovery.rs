@@ -28,7 +28,7 @@ pub struct Resource {
 
 impl Resource {
     /// `v1` or `apps/v1`.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {

@@ -57,7 +57,7 @@ pub enum KubeError {
 
 impl KubeError {
     /// How long the server asked us to wait before trying again, if it did.
-    pub fn retry_after(&self) -> Option<std::time::Duration> {
+    pub(crate) fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             KubeError::Api { retry_after, .. } => *retry_after,
             _ => None,
@@ -83,7 +83,7 @@ impl KubeError {
     }
 
     /// 410 Gone / Expired: the resourceVersion or continue token is too old.
-    pub fn is_gone(&self) -> bool {
+    pub(crate) fn is_gone(&self) -> bool {
         self.status_code() == Some(410)
     }
 

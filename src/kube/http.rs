@@ -43,16 +43,16 @@ impl Default for RetryPolicy {
 /// One request: verb label, method, path with query, optional body and content type.
 pub(crate) struct Request<'a> {
     /// The metrics/error verb: GET, LIST, WATCH, POST, PUT, PATCH, DELETE.
-    pub verb: &'static str,
-    pub method: http::Method,
-    pub path: &'a str,
-    pub body: Option<(&'static str, Vec<u8>)>,
+    pub(crate) verb: &'static str,
+    pub(crate) method: http::Method,
+    pub(crate) path: &'a str,
+    pub(crate) body: Option<(&'static str, Vec<u8>)>,
 }
 
 /// A complete answer.
 pub(crate) struct Response {
-    pub status: u16,
-    pub body: Vec<u8>,
+    pub(crate) status: u16,
+    pub(crate) body: Vec<u8>,
 }
 
 /// An open watch stream, read line by line.

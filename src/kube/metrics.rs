@@ -11,14 +11,14 @@ pub struct ClientMetrics {
     /// `kubernetes_client_request_result_total{component,verb,code}`.
     pub requests: IntCounterVec,
     /// `kubernetes_client_request_latency_seconds{component,verb,code}`.
-    pub latency: HistogramVec,
+    pub(crate) latency: HistogramVec,
     /// `kubernetes_client_rate_limiter_latency_seconds{component}`.
     pub rate_limiter: Histogram,
 }
 
 impl ClientMetrics {
     /// New series named `<prefix>kubernetes_client_*` with the given component label.
-    pub fn new(prefix: &str, component: &str) -> ClientMetrics {
+    pub(crate) fn new(prefix: &str, component: &str) -> ClientMetrics {
         let requests = IntCounterVec::new(
             Opts::new(
                 format!("{prefix}kubernetes_client_request_result_total"),
@@ -56,7 +56,7 @@ impl ClientMetrics {
     }
 
     /// Registers every series on `registry`.
-    pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+    pub(crate) fn register(&self, registry: &Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.requests.clone()))?;
         registry.register(Box::new(self.latency.clone()))?;
         registry.register(Box::new(self.rate_limiter.clone()))

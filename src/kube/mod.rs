@@ -35,7 +35,7 @@ pub use config::{AuthSettings, ClusterConfig, KubeSettings, SERVICE_ACCOUNT_DIR,
 pub use discovery::Resource;
 pub use error::KubeError;
 pub use http::RetryPolicy;
-pub use metrics::ClientMetrics;
+pub(crate) use metrics::ClientMetrics;
 pub use reflector::{Event, Object, ReflectorHandle, WatchErrorKind, WatchParams};
 pub use write::{Api, ListParams, Patch, PatchParams, Propagation};
 
@@ -64,7 +64,7 @@ impl Client {
     }
 
     /// Like [`Client::from_config`] with metrics the caller created (e.g. with its prefix).
-    pub fn from_config_with_metrics(
+    pub(crate) fn from_config_with_metrics(
         settings: &KubeSettings,
         metrics: ClientMetrics,
     ) -> Result<Client, KubeError> {
@@ -80,7 +80,7 @@ impl Client {
     }
 
     /// Like [`Client::new`] with metrics the caller created (e.g. with its prefix).
-    pub fn with_metrics(
+    pub(crate) fn with_metrics(
         cfg: &ClusterConfig,
         settings: &KubeSettings,
         metrics: ClientMetrics,
@@ -137,11 +137,6 @@ impl Client {
             .resolve(&self.inner.transport, api_version, kind, context)
     }
 
-    /// Drops the discovery cache.
-    pub fn invalidate_discovery(&self) {
-        self.inner.discovery.invalidate()
-    }
-
     /// Calls on `resource` in `namespace` (ignored for cluster-scoped resources).
     pub fn api(&self, resource: &Resource, namespace: Option<&str>) -> Api<'_> {
         Api::new(self, resource.clone(), namespace)
@@ -169,16 +164,5 @@ impl Client {
         sink: impl FnMut(Event) -> bool + Send + 'static,
     ) -> ReflectorHandle {
         reflector::spawn_with_sink(self.clone(), resource.clone(), params, Box::new(sink))
-    }
-
-    /// GET an arbitrary path (e.g. `/version`), decoded as JSON.
-    pub fn get_path(&self, path: &str) -> Result<serde_json::Value, KubeError> {
-        let req = http::Request {
-            verb: "GET",
-            method: ureq::http::Method::GET,
-            path,
-            body: None,
-        };
-        self.inner.transport.send(&req)?.json("GET", path)
     }
 }

@@ -68,7 +68,7 @@ pub struct Object {
 impl Object {
     /// Decodes an object's JSON text; `type_meta` (apiVersion, kind) fills in
     /// what list items come without.
-    pub fn decode(text: &str, type_meta: Option<(&str, &str)>) -> Result<Object, String> {
+    pub(crate) fn decode(text: &str, type_meta: Option<(&str, &str)>) -> Result<Object, String> {
         let (json, meta) = canonical_arc(text, type_meta)?;
         Ok(Object { json, meta })
     }
@@ -98,7 +98,7 @@ pub enum WatchErrorKind {
 
 impl WatchErrorKind {
     /// `expired`, `eof`, `unexpected-eof` or `fail`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             WatchErrorKind::Expired => "expired",
             WatchErrorKind::Eof => "eof",
@@ -242,10 +242,10 @@ struct Reflector {
 
 /// Where a reflector delivers events, called on the reflector's thread; returning
 /// false stops the reflector (a channel's receiver is gone).
-pub type Sink = Box<dyn FnMut(Event) -> bool + Send>;
+pub(crate) type Sink = Box<dyn FnMut(Event) -> bool + Send>;
 
 /// Starts a reflector thread for `resource`; events go to `tx`.
-pub fn spawn(
+pub(crate) fn spawn(
     client: Client,
     resource: Resource,
     params: WatchParams,
@@ -261,7 +261,7 @@ pub fn spawn(
 
 /// Starts a reflector thread that hands each event to `sink` on its own thread (no
 /// channel hop: for consumers that process events where they are decoded).
-pub fn spawn_with_sink(
+pub(crate) fn spawn_with_sink(
     client: Client,
     resource: Resource,
     params: WatchParams,

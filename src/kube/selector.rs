@@ -67,16 +67,16 @@ fn check_key(k: &str) -> Result<(), KubeError> {
 
 /// One field selector requirement as hooks write it: `{field, operator, value}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-pub struct FieldRequirement {
-    pub field: String,
-    pub operator: String,
+pub(crate) struct FieldRequirement {
+    pub(crate) field: String,
+    pub(crate) operator: String,
     #[serde(default)]
-    pub value: String,
+    pub(crate) value: String,
 }
 
 /// Encodes field requirements, ANDed: `=`, `==`, `Equals` → `f=v`; `!=`, `NotEquals`
 /// → `f!=v`. Values are escaped (`\`, `,` and `=`) as the API server expects.
-pub fn encode_field_selector(reqs: &[FieldRequirement]) -> Result<String, KubeError> {
+pub(crate) fn encode_field_selector(reqs: &[FieldRequirement]) -> Result<String, KubeError> {
     let mut out = Vec::with_capacity(reqs.len());
     for r in reqs {
         let op = match r.operator.as_str() {
@@ -179,7 +179,7 @@ fn split_terms(s: &str) -> Vec<&str> {
 }
 
 /// Whether `labels` satisfy `sel` (the server's semantics, for local checks).
-pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+pub(crate) fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
     sel.match_labels
         .iter()
         .all(|(k, v)| labels.get(k) == Some(v))
@@ -196,7 +196,7 @@ pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
 }
 
 /// Percent-encodes a query-string value (RFC 3986 unreserved characters pass).
-pub fn query_escape(s: &str) -> String {
+pub(crate) fn query_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {

@@ -204,7 +204,7 @@ impl<'c> Api<'c> {
 
     /// Every page of a LIST, each object decoded once as a reflector decodes its
     /// list (canonical text, metadata, `apiVersion`/`kind` filled in).
-    pub fn list_objects(&self, p: &ListParams) -> Result<Vec<Object>, KubeError> {
+    pub(crate) fn list_objects(&self, p: &ListParams) -> Result<Vec<Object>, KubeError> {
         let mut p = ListParams {
             continue_token: String::new(),
             ..p.clone()

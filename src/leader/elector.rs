@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 /// What the election thread tells the operator, in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Note {
+pub(crate) enum Note {
     Acquired,
     /// Renewing failed for the whole renew deadline (or the lease was taken).
     Lost(String),
@@ -36,7 +36,7 @@ pub enum Note {
 
 /// State the thread shares with the operator (readiness, metrics, the watchdog).
 #[derive(Default)]
-pub struct Status {
+pub(crate) struct Status {
     /// Start of the last successful acquire or renew; `None` while not leading.
     renewed: Mutex<Option<Instant>>,
     /// The holder of the lease as last read ("" when free or unknown).
@@ -49,45 +49,45 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Status {
     /// The lease's holder as last read.
-    pub fn holder(&self) -> String {
+    pub(crate) fn holder(&self) -> String {
         locked(&self.holder).clone()
     }
 
     /// True from acquiring the lease until it is lost or released.
-    pub fn leading(&self) -> bool {
+    pub(crate) fn leading(&self) -> bool {
         locked(&self.renewed).is_some()
     }
 
     /// True when leading and no renew has succeeded for `deadline`: the
     /// operator's own check, which holds even while a request hangs.
-    pub fn overdue(&self, deadline: Duration) -> bool {
+    pub(crate) fn overdue(&self, deadline: Duration) -> bool {
         locked(&self.renewed).is_some_and(|t| t.elapsed() >= deadline)
     }
 }
 
 /// The operator's side of the election: notes, shared status, and the stop that
 /// makes the thread release the lease and end.
-pub struct Handle {
-    pub notes: Receiver<Note>,
-    pub status: Arc<Status>,
-    pub timings: Timings,
+pub(crate) struct Handle {
+    pub(crate) notes: Receiver<Note>,
+    pub(crate) status: Arc<Status>,
+    pub(crate) timings: Timings,
     stop: Sender<()>,
 }
 
 impl Handle {
     /// Asks the thread to release the lease (if held) and end; join it afterwards.
-    pub fn release(self) {
+    pub(crate) fn release(self) {
         drop(self.stop);
     }
 }
 
 /// The lease client, this replica's identity and the timings.
-pub struct Elector {
-    pub lease: LeaseClient,
-    pub identity: String,
-    pub timings: Timings,
+pub(crate) struct Elector {
+    pub(crate) lease: LeaseClient,
+    pub(crate) identity: String,
+    pub(crate) timings: Timings,
     /// 1 while this replica holds the lease, else 0.
-    pub gauge: prometheus::IntGauge,
+    pub(crate) gauge: prometheus::IntGauge,
 }
 
 /// The record as last seen and when (local clock) it last changed.
@@ -108,7 +108,7 @@ struct Machine {
 
 impl Elector {
     /// The operator's handle and the thread body to spawn.
-    pub fn start(self) -> (Handle, impl FnOnce() + Send + 'static) {
+    pub(crate) fn start(self) -> (Handle, impl FnOnce() + Send + 'static) {
         let (note_tx, notes) = unbounded();
         let (stop, stop_rx) = bounded::<()>(0);
         let status = Arc::new(Status::default());

@@ -10,18 +10,18 @@ use serde_json::{Value, json};
 
 /// The leadership fields of a Lease's spec.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Record {
+pub(crate) struct Record {
     /// Empty when nobody holds the lease (released).
-    pub holder: String,
-    pub lease_duration_secs: i64,
-    pub acquire_time: String,
-    pub renew_time: String,
-    pub transitions: i64,
+    pub(crate) holder: String,
+    pub(crate) lease_duration_secs: i64,
+    pub(crate) acquire_time: String,
+    pub(crate) renew_time: String,
+    pub(crate) transitions: i64,
 }
 
 impl Record {
     /// The record in a Lease object (missing fields read as empty or 0).
-    pub fn from_lease(lease: &Value) -> Record {
+    pub(crate) fn from_lease(lease: &Value) -> Record {
         let spec = &lease["spec"];
         let text = |k: &str| spec[k].as_str().unwrap_or_default().to_string();
         Record {
@@ -46,22 +46,22 @@ impl Record {
 }
 
 /// The current time as a Kubernetes MicroTime (`2006-01-02T15:04:05.000000Z`).
-pub fn micro_time_now() -> String {
+pub(crate) fn micro_time_now() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string()
 }
 
 /// One Lease, read and written through the operator's kube client.
-pub struct LeaseClient {
+pub(crate) struct LeaseClient {
     client: Client,
     resource: Resource,
     namespace: String,
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl LeaseClient {
-    pub fn new(client: Client, namespace: &str, name: &str) -> LeaseClient {
+    pub(crate) fn new(client: Client, namespace: &str, name: &str) -> LeaseClient {
         let resource = Resource {
             group: "coordination.k8s.io".into(),
             version: "v1".into(),
@@ -78,12 +78,12 @@ impl LeaseClient {
     }
 
     /// `namespace/name`, for logs and errors.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("Lease {}/{}", self.namespace, self.name)
     }
 
     /// The Lease, or `None` when it does not exist.
-    pub fn get(&self) -> Result<Option<Value>, KubeError> {
+    pub(crate) fn get(&self) -> Result<Option<Value>, KubeError> {
         let api = self.client.api(&self.resource, Some(&self.namespace));
         match api.get(&self.name) {
             Ok(v) => Ok(Some(v)),
@@ -93,7 +93,7 @@ impl LeaseClient {
     }
 
     /// Creates the Lease with `record` (409 when another replica created it first).
-    pub fn create(&self, record: &Record) -> Result<Value, KubeError> {
+    pub(crate) fn create(&self, record: &Record) -> Result<Value, KubeError> {
         let obj = json!({
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -107,7 +107,7 @@ impl LeaseClient {
 
     /// Replaces `current` (as last read or written, with its resourceVersion) with
     /// `record`; 409 Conflict when someone wrote it since.
-    pub fn update(&self, current: &Value, record: &Record) -> Result<Value, KubeError> {
+    pub(crate) fn update(&self, current: &Value, record: &Record) -> Result<Value, KubeError> {
         let mut obj = current.clone();
         obj["spec"] = record.spec();
         self.client

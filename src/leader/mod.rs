@@ -15,11 +15,11 @@
 
 mod elector;
 mod lease;
-pub mod readiness;
+pub(crate) mod readiness;
 
-pub use crate::flags::{HaFlags, Timings};
-pub use elector::{Elector, Handle, Note, Status};
-pub use lease::{LeaseClient, Record};
+pub(crate) use crate::flags::Timings;
+pub(crate) use elector::{Elector, Handle, Note, Status};
+pub(crate) use lease::LeaseClient;
 
 use crate::flags::{Config, Program};
 use crate::kube::{Client, KubeSettings, RetryPolicy};
@@ -27,19 +27,19 @@ use std::time::Duration;
 
 /// Where the lease is and who this replica is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    pub lease_name: String,
+pub(crate) struct Settings {
+    pub(crate) lease_name: String,
     /// Empty: the kube client's namespace (context or in-cluster file).
-    pub namespace: String,
-    pub identity: String,
-    pub timings: Timings,
+    pub(crate) namespace: String,
+    pub(crate) identity: String,
+    pub(crate) timings: Timings,
 }
 
 /// HA settings of `config` (`None` with HA off); `env` reads the environment.
 /// shell-operator: identity from `SHELL_OPERATOR_POD`, else the hostname;
 /// addon-operator: flant's `<pod>.<ip with - for .>.<namespace>.pod`, which needs
 /// `ADDON_OPERATOR_POD`, the listen address (pod IP) and the namespace.
-pub fn settings(
+pub(crate) fn settings(
     config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Settings>, String> {
@@ -94,7 +94,7 @@ fn hostname() -> Option<String> {
 }
 
 /// The `<prefix>ha_is_leader` gauge (1 leading, 0 waiting), registered in `metrics`.
-pub fn gauge(
+pub(crate) fn gauge(
     prefix: &str,
     metrics: &crate::metrics::Metrics,
 ) -> Result<prometheus::IntGauge, String> {
@@ -111,7 +111,7 @@ pub fn gauge(
 
 /// The elector for `settings`: its own kube client (no retries, a timeout of one
 /// renew deadline), the namespace resolved, ready to start.
-pub fn elector(
+pub(crate) fn elector(
     config: &Config,
     settings: &Settings,
     metrics: &crate::metrics::Metrics,

@@ -18,7 +18,7 @@ use std::time::Duration;
 const PROXY_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// `inner` (the program's own routes) wrapped with the standby answers.
-pub fn routes(
+pub(crate) fn routes(
     program: Program,
     status: Arc<Status>,
     port: u16,
@@ -38,7 +38,7 @@ pub fn routes(
 }
 
 /// The pod IP in a flant identity `<pod>.<a-b-c-d>.<namespace>.pod`.
-pub fn identity_ip(identity: &str) -> Option<Ipv4Addr> {
+pub(crate) fn identity_ip(identity: &str) -> Option<Ipv4Addr> {
     let dashed = identity.split('.').nth(1)?;
     dashed.replace('-', ".").parse().ok()
 }

@@ -32,15 +32,15 @@ const BUFFER_BUDGET: usize = 64 << 20;
 
 /// A connection between requests, or in the middle of receiving one.
 pub(super) struct Pending {
-    pub conn: Conn,
-    pub tls: Option<ServerConnection>,
+    pub(crate) conn: Conn,
+    pub(crate) tls: Option<ServerConnection>,
     /// Plaintext received and not yet handled.
-    pub buf: Vec<u8>,
-    pub deadline: Instant,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) deadline: Instant,
     /// Some bytes of the current request have arrived.
     started: bool,
     /// TLS bytes wait for the socket to accept them.
-    pub want_write: bool,
+    pub(crate) want_write: bool,
 }
 
 /// What happened when a connection was read.
@@ -54,7 +54,12 @@ pub(super) enum Progress {
 
 impl Pending {
     /// A new or returned connection; `buf` holds bytes already received.
-    pub fn new(conn: Conn, tls: Option<ServerConnection>, buf: Vec<u8>, io: Duration) -> Pending {
+    pub(crate) fn new(
+        conn: Conn,
+        tls: Option<ServerConnection>,
+        buf: Vec<u8>,
+        io: Duration,
+    ) -> Pending {
         Pending {
             conn,
             tls,
@@ -68,7 +73,7 @@ impl Pending {
     /// Reads what the socket has (without blocking), drives a TLS handshake, and
     /// says whether the request is complete. `held` is what all waiting
     /// connections hold in all.
-    pub fn pull(
+    pub(crate) fn pull(
         &mut self,
         tls_config: Option<&Arc<ServerConfig>>,
         io: Duration,

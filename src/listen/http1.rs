@@ -12,23 +12,23 @@ const MAX_HEADERS: usize = 100;
 
 /// The parts of a request the servers use.
 #[derive(Debug, Default)]
-pub struct Head {
-    pub method: String,
+pub(crate) struct Head {
+    pub(crate) method: String,
     /// Path without the query string.
-    pub path: String,
+    pub(crate) path: String,
     /// The query string (after `?`), empty without one.
-    pub query: String,
-    pub content_type: String,
-    pub content_length: Option<usize>,
-    pub chunked: bool,
-    pub expect_continue: bool,
+    pub(crate) query: String,
+    pub(crate) content_type: String,
+    pub(crate) content_length: Option<usize>,
+    pub(crate) chunked: bool,
+    pub(crate) expect_continue: bool,
     /// False for `Connection: close` and for HTTP/1.0 without keep-alive.
-    pub keep_alive: bool,
+    pub(crate) keep_alive: bool,
 }
 
 /// Why a request could not be read.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The client closed the connection between requests.
     Closed,
     /// The connection failed or timed out (nothing more can be sent on it).
@@ -62,7 +62,7 @@ fn read_line(r: &mut impl BufRead) -> Result<Option<String>, ReadError> {
 }
 
 /// Reads the request line and the headers.
-pub fn read_head(r: &mut impl BufRead) -> Result<Head, ReadError> {
+pub(crate) fn read_head(r: &mut impl BufRead) -> Result<Head, ReadError> {
     let line = read_line(r)?.ok_or(ReadError::Closed)?;
     let mut parts = line.split(' ');
     let (Some(method), Some(target), Some(version), None) =
@@ -116,7 +116,11 @@ fn header(head: &mut Head, name: &str, value: &str) -> Result<(), ReadError> {
 }
 
 /// Reads the body announced by `head`, refusing more than `max` bytes.
-pub fn read_body(r: &mut impl BufRead, head: &Head, max: usize) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_body(
+    r: &mut impl BufRead,
+    head: &Head,
+    max: usize,
+) -> Result<Vec<u8>, ReadError> {
     const TOO_LARGE: ReadError = ReadError::Reject(413, "request body too large");
     if head.chunked {
         return read_chunked(r, max);
@@ -174,7 +178,7 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// Writes one response with a `Content-Length` body.
-pub fn write_response(
+pub(crate) fn write_response(
     w: &mut impl Write,
     status: u16,
     content_type: &str,

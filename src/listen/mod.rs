@@ -16,7 +16,7 @@
 //! `<server>-N` handle requests (spawned by the accept thread when it starts).
 
 mod gather;
-pub mod http1;
+pub(crate) mod http1;
 
 use crate::threads;
 use crossbeam_channel::{Receiver, bounded, unbounded};
@@ -34,21 +34,21 @@ use std::time::{Duration, Instant};
 
 /// One request, read whole.
 #[derive(Debug, Default)]
-pub struct Request {
-    pub method: String,
+pub(crate) struct Request {
+    pub(crate) method: String,
     /// Without the query string.
-    pub path: String,
-    pub query: String,
-    pub content_type: String,
-    pub body: Vec<u8>,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
 }
 
 /// What a service answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
+    pub(crate) status: u16,
+    pub(crate) content_type: &'static str,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Reply {
@@ -62,7 +62,7 @@ impl Reply {
     }
 
     /// A plain-text reply.
-    pub fn text(status: u16, body: &str) -> Reply {
+    pub(crate) fn text(status: u16, body: &str) -> Reply {
         Reply {
             status,
             content_type: "text/plain; charset=utf-8",
@@ -72,7 +72,7 @@ impl Reply {
 }
 
 /// Answers requests; called on handler threads.
-pub trait Service: Send + Sync + 'static {
+pub(crate) trait Service: Send + Sync + 'static {
     fn serve(&self, request: &Request) -> Reply;
 }
 
@@ -108,7 +108,7 @@ impl Limits {
     /// The metrics and debug ports' bounds: scrapers, probes and a person; small
     /// bodies; one request per connection (Prometheus and kubelet probes are fine
     /// with `Connection: close`), so no idle connection holds a handler.
-    pub fn small() -> Limits {
+    pub(crate) fn small() -> Limits {
         Limits {
             workers: 8,
             backlog: 32,
@@ -126,7 +126,7 @@ enum Socket {
 }
 
 /// A bound server, ready to run on its own thread.
-pub struct Server {
+pub(crate) struct Server {
     name: String,
     socket: Socket,
     tls: Option<Arc<ServerConfig>>,
@@ -137,7 +137,7 @@ pub struct Server {
 
 /// Stops a running [`Server`] from another thread.
 #[derive(Clone)]
-pub struct Stopper {
+pub(crate) struct Stopper {
     flag: Arc<AtomicBool>,
     wake: Wake,
 }
@@ -151,7 +151,7 @@ enum Wake {
 impl Stopper {
     /// Stops accepting (a connection of our own wakes the accept call); handler
     /// threads finish their current request.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
         match &self.wake {
             Wake::Tcp(addr) => {
@@ -172,7 +172,7 @@ impl Stopper {
 impl Server {
     /// Binds `address:port` (TLS when `tls` is given); `name` names threads and
     /// logs, and the error.
-    pub fn bind_tcp(
+    pub(crate) fn bind_tcp(
         name: &str,
         address: &str,
         port: u16,
@@ -194,7 +194,7 @@ impl Server {
 
     /// Serves on a unix socket the caller bound at `path` (it owns the path's
     /// preparation and permissions).
-    pub fn on_unix(
+    pub(crate) fn on_unix(
         name: &str,
         listener: UnixListener,
         path: PathBuf,
@@ -222,18 +222,18 @@ impl Server {
     }
 
     /// The server's name (threads are named after it).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// The same server under another thread name (errors keep the bind-time one).
-    pub fn renamed(mut self, name: &str) -> Server {
+    pub(crate) fn renamed(mut self, name: &str) -> Server {
         self.name = name.to_string();
         self
     }
 
     /// The bound TCP address (the real port when 0 was asked for).
-    pub fn local_addr(&self) -> Option<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
         match &self.socket {
             Socket::Tcp(l) => l.local_addr().ok(),
             Socket::Unix(..) => None,
@@ -241,7 +241,7 @@ impl Server {
     }
 
     /// A handle that stops [`Server::serve`].
-    pub fn stopper(&self) -> Option<Stopper> {
+    pub(crate) fn stopper(&self) -> Option<Stopper> {
         let wake = match &self.socket {
             Socket::Tcp(_) => Wake::Tcp(self.local_addr()?),
             Socket::Unix(_, path) => Wake::Unix(path.clone()),
@@ -256,7 +256,7 @@ impl Server {
     /// loop (`gather.rs`) until stopped: connections wait there, costing a file
     /// descriptor, until a whole request has arrived; only then does a handler
     /// take one. Handlers give keep-alive connections back between requests.
-    pub fn serve(self) {
+    pub(crate) fn serve(self) {
         let (tx, rx) = bounded::<Pending>(self.limits.backlog);
         let (back_tx, back_rx) = unbounded::<Pending>();
         let (mut wake_rx, wake_tx) = match UnixStream::pair() {

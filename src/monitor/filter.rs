@@ -10,20 +10,20 @@ use std::sync::Arc;
 
 /// What a binding does with each object.
 #[derive(Debug, Clone)]
-pub struct ItemFilter {
-    pub jq: Option<Arc<JqFilter>>,
-    pub keep_full_object: bool,
+pub(crate) struct ItemFilter {
+    pub(crate) jq: Option<Arc<JqFilter>>,
+    pub(crate) keep_full_object: bool,
 }
 
 /// A filter failure: logged with hook, binding and object; the object is skipped.
 #[derive(Debug)]
-pub struct FilterError(pub String);
+pub(crate) struct FilterError(pub String);
 
 impl ItemFilter {
     /// Builds the item for `object`: the jq filter runs on its text, the checksum
     /// hashes the filter result (or the whole canonical text without a filter),
     /// and the text itself is shared, not copied, when the binding keeps it.
-    pub fn item(&self, object: &Object) -> Result<Item, FilterError> {
+    pub(crate) fn item(&self, object: &Object) -> Result<Item, FilterError> {
         self.item_with(object, &mut JqInput::default())
     }
 

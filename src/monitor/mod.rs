@@ -92,10 +92,10 @@ struct WatchKey {
 }
 
 /// Which watch an event comes from.
-pub type WatchId = u64;
+pub(crate) type WatchId = u64;
 
 /// An event of one watch, on the channel every reflector shares.
-pub type WatchEvent = (WatchId, kube::Event);
+pub(crate) type WatchEvent = (WatchId, kube::Event);
 
 /// What waiting for a new watch's initial list brought.
 enum Waited {

@@ -17,20 +17,20 @@ use std::sync::Arc;
 
 /// Shared handles for kubernetes bindings.
 pub struct KubeRuntime {
-    pub hooks: Arc<Vec<Hook>>,
-    pub store: Arc<SnapshotStore>,
-    pub monitor: Sender<Control>,
+    pub(crate) hooks: Arc<Vec<Hook>>,
+    pub(crate) store: Arc<SnapshotStore>,
+    pub(crate) monitor: Sender<Control>,
     /// The router's channel (replayed events go there too).
-    pub events: Sender<KubeEvent>,
+    pub(crate) events: Sender<KubeEvent>,
     /// The router's channel for tasks bound to a named queue.
-    pub forward: Sender<(String, Task)>,
+    pub(crate) forward: Sender<(String, Task)>,
 }
 
 impl KubeRuntime {
     /// Runs an `EnableKubernetesBindings` task: starts the hook's watches and returns
     /// its Synchronization tasks, in binding order, to run next; those of bindings on
     /// another queue that do not wait for Synchronization go to their queue instead.
-    pub fn enable(&self, task: &Task) -> Result<Vec<Task>, String> {
+    pub(crate) fn enable(&self, task: &Task) -> Result<Vec<Task>, String> {
         let index = task.hook().ok_or("not a hook's task")?;
         let (reply_tx, reply_rx) = bounded(1);
         self.monitor
@@ -72,7 +72,7 @@ impl KubeRuntime {
 
     /// Stops the hook's kubernetes bindings and empties their snapshots; a later
     /// Enable starts them over with a fresh Synchronization.
-    pub fn disable(&self, hook: usize) -> Result<(), String> {
+    pub(crate) fn disable(&self, hook: usize) -> Result<(), String> {
         let (reply_tx, reply_rx) = bounded(1);
         self.monitor
             .send(Control::Disable {
@@ -85,7 +85,7 @@ impl KubeRuntime {
 
     /// What the hook's contexts read when it starts: Synchronization objects and
     /// every included snapshot, read at this moment (each binding once per run).
-    pub fn prepare(&self, hook_index: usize, contexts: &[BindingContext]) -> Snapshots {
+    pub(crate) fn prepare(&self, hook_index: usize, contexts: &[BindingContext]) -> Snapshots {
         let mut snapshots = Snapshots::default();
         for ctx in contexts {
             if let (Payload::Synchronization, Some(bi)) = (&ctx.payload, ctx.kube_binding) {
@@ -108,7 +108,7 @@ impl KubeRuntime {
 
     /// After a successful run: releases the bindings whose Synchronization it
     /// carried and sends their buffered events on.
-    pub fn unlock(&self, task: &Task) {
+    pub(crate) fn unlock(&self, task: &Task) {
         let Some(hook) = task.hook() else { return };
         for &bi in &task.sync_bindings {
             for e in self.store.step(hook, bi, Input::Release).events {

@@ -17,11 +17,11 @@ use std::sync::Mutex;
 /// A kubernetes event for a hook, on its way to a queue.
 #[derive(Debug, Clone)]
 pub struct KubeEvent {
-    pub hook: usize,
-    pub binding: usize,
-    pub watch_event: WatchEventType,
+    pub(crate) hook: usize,
+    pub(crate) binding: usize,
+    pub(crate) watch_event: WatchEventType,
     /// The object at the time of the event.
-    pub item: Item,
+    pub(crate) item: Item,
 }
 
 /// Every kubernetes binding's state, keyed by (hook index, binding index).
@@ -56,7 +56,7 @@ impl SnapshotStore {
 
     /// One step of a binding's protocol; deliveries come back as events for the
     /// router, a snapshot read as items. An unknown binding does nothing.
-    pub fn step(&self, hook: usize, binding: usize, input: Input) -> Steps {
+    pub(crate) fn step(&self, hook: usize, binding: usize, input: Input) -> Steps {
         let outputs = self
             .with(hook, binding, |s| s.step(input))
             .unwrap_or_default();
@@ -76,13 +76,13 @@ impl SnapshotStore {
     }
 
     /// The binding's items, sorted by namespace then name.
-    pub fn snapshot(&self, hook: usize, binding: usize) -> Vec<Item> {
+    pub(crate) fn snapshot(&self, hook: usize, binding: usize) -> Vec<Item> {
         self.with(hook, binding, |s| s.snapshot())
             .unwrap_or_default()
     }
 
     /// Keys of the binding's objects that `pick` selects.
-    pub fn keys_where(
+    pub(crate) fn keys_where(
         &self,
         hook: usize,
         binding: usize,
@@ -100,11 +100,11 @@ impl SnapshotStore {
 
 /// What one protocol step produced.
 #[derive(Debug, Default)]
-pub struct Steps {
+pub(crate) struct Steps {
     /// Events to send to the router now.
-    pub events: Vec<KubeEvent>,
+    pub(crate) events: Vec<KubeEvent>,
     /// The snapshot a Synchronization run reads.
-    pub objects: Vec<Item>,
+    pub(crate) objects: Vec<Item>,
 }
 
 #[cfg(test)]

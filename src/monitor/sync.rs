@@ -28,14 +28,14 @@ use std::collections::BTreeSet;
 
 /// A hook event for a binding: what happened and the object as the binding saw it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    pub kind: WatchEventType,
-    pub item: Item,
+pub(crate) struct Change {
+    pub(crate) kind: WatchEventType,
+    pub(crate) item: Item,
 }
 
 /// What happens to a binding.
 #[derive(Debug)]
-pub enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// Enabling: the initial list, whether to hold events for a Synchronization
     /// run, and the kinds that run the hook.
     Begin {
@@ -63,7 +63,7 @@ pub enum Input<'a> {
 
 /// What the caller must do.
 #[derive(Debug, PartialEq)]
-pub enum Output {
+pub(crate) enum Output {
     /// Send this event to the hook's queue now.
     Deliver(Change),
     /// The snapshot a Synchronization run reads.
@@ -73,7 +73,7 @@ pub enum Output {
 /// One binding's snapshot and Synchronization state. Fields are private: the
 /// rules above are only changed through [`BindingSync::step`].
 #[derive(Debug)]
-pub struct BindingSync {
+pub(crate) struct BindingSync {
     items: Items,
     held: bool,
     buffer: Vec<Change>,
@@ -94,7 +94,7 @@ impl Default for BindingSync {
 
 impl BindingSync {
     /// Applies one input; returns what to do.
-    pub fn step(&mut self, input: Input) -> Vec<Output> {
+    pub(crate) fn step(&mut self, input: Input) -> Vec<Output> {
         match input {
             Input::Begin {
                 items,
@@ -165,12 +165,12 @@ impl BindingSync {
 
     /// The current objects, sorted by namespace then name (cheap copies: the
     /// object texts are shared).
-    pub fn snapshot(&self) -> Vec<Item> {
+    pub(crate) fn snapshot(&self) -> Vec<Item> {
         self.items.iter().cloned().collect()
     }
 
     /// The keys of the objects `pick` selects (for deletions by namespace or relist).
-    pub fn keys_where(&self, pick: impl Fn(&Item) -> bool) -> Vec<String> {
+    pub(crate) fn keys_where(&self, pick: impl Fn(&Item) -> bool) -> Vec<String> {
         self.items
             .iter()
             .filter(|i| pick(i))
@@ -179,7 +179,7 @@ impl BindingSync {
     }
 
     /// Number of objects and their text bytes (the snapshot size metrics).
-    pub fn size(&self) -> (usize, usize) {
+    pub(crate) fn size(&self) -> (usize, usize) {
         (self.items.len(), self.items.bytes())
     }
 }

@@ -24,7 +24,6 @@ mod parse;
 mod validate;
 
 pub use apply::apply;
-pub use error::{ApplyError, PatchError};
 pub use parse::parse;
 
 use crate::jq::JqFilter;
@@ -33,7 +32,7 @@ use serde_json::Value;
 
 /// The nine operation names (case-sensitive in the file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OperationKind {
+pub(crate) enum OperationKind {
     Create,
     CreateOrUpdate,
     CreateIfNotExists,
@@ -47,7 +46,7 @@ pub enum OperationKind {
 
 impl OperationKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [OperationKind; 9] = [
+    pub(crate) const ALL: [OperationKind; 9] = [
         OperationKind::Create,
         OperationKind::CreateOrUpdate,
         OperationKind::CreateIfNotExists,
@@ -60,7 +59,7 @@ impl OperationKind {
     ];
 
     /// The name as written in patch files.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OperationKind::Create => "Create",
             OperationKind::CreateOrUpdate => "CreateOrUpdate",
@@ -75,12 +74,12 @@ impl OperationKind {
     }
 
     /// Parses an exact (case-sensitive) name.
-    pub fn from_name(s: &str) -> Option<OperationKind> {
+    pub(crate) fn from_name(s: &str) -> Option<OperationKind> {
         OperationKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
     /// Create, CreateOrUpdate, CreateIfNotExists.
-    pub fn is_create(self) -> bool {
+    pub(crate) fn is_create(self) -> bool {
         matches!(
             self,
             OperationKind::Create
@@ -90,7 +89,7 @@ impl OperationKind {
     }
 
     /// Delete, DeleteInBackground, DeleteNonCascading.
-    pub fn is_delete(self) -> bool {
+    pub(crate) fn is_delete(self) -> bool {
         matches!(
             self,
             OperationKind::Delete
@@ -120,19 +119,19 @@ pub(crate) enum Payload {
 /// One validated operation from a patch file.
 #[derive(Debug)]
 pub struct Operation {
-    pub kind: OperationKind,
+    pub(crate) kind: OperationKind,
     /// May be empty (the kind's preferred version); for creates, the object's.
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// The object's kind; for creates, the object's.
-    pub object_kind: String,
+    pub(crate) object_kind: String,
     /// For creates, the object's namespace or else the top-level `namespace`.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// For creates, the object's name (empty with `metadata.generateName`).
-    pub name: String,
+    pub(crate) name: String,
     /// `status`, `scale`, ...: used by the patch operations only.
-    pub subresource: Option<String>,
-    pub ignore_missing_object: bool,
-    pub ignore_hook_error: bool,
+    pub(crate) subresource: Option<String>,
+    pub(crate) ignore_missing_object: bool,
+    pub(crate) ignore_hook_error: bool,
     pub(crate) payload: Payload,
 }
 
@@ -153,22 +152,6 @@ impl Operation {
             "{verb} object {}/{}/{}/{}",
             self.api_version, self.object_kind, self.namespace, self.name
         )
-    }
-
-    /// The object of a create operation.
-    pub fn object(&self) -> Option<&Value> {
-        match &self.payload {
-            Payload::Object(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// The jq program of a JQPatch.
-    pub fn jq_filter(&self) -> Option<&str> {
-        match &self.payload {
-            Payload::Jq { code, .. } => Some(code),
-            _ => None,
-        }
     }
 
     /// The patch of a MergePatch or JSONPatch.

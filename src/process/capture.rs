@@ -18,11 +18,11 @@ use std::time::Duration;
 const STDERR_KEPT: usize = 64 * 1024;
 
 /// Output and end of a child run with captured stdout and stderr.
-pub struct Captured {
-    pub stdout: Vec<u8>,
+pub(crate) struct Captured {
+    pub(crate) stdout: Vec<u8>,
     /// The last 64 KiB of stderr.
-    pub stderr: Vec<u8>,
-    pub status: ExitStatus,
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) status: ExitStatus,
 }
 
 /// Runs `cmd` to completion with stdin closed and both outputs captured. After
@@ -30,7 +30,7 @@ pub struct Captured {
 /// given up on after a short drain. Errors: the child could not start; it printed
 /// more than `max_stdout` bytes (`InvalidData`; it was killed); the operator is
 /// shutting down (`Interrupted`; it was stopped).
-pub fn run_captured(
+pub(crate) fn run_captured(
     cmd: &mut Command,
     timeout: Option<Duration>,
     max_stdout: usize,

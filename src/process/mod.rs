@@ -23,7 +23,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
-pub use capture::{Captured, run_captured};
+pub(crate) use capture::{Captured, run_captured};
 pub(crate) use run::{Rules, Sink, Stream, Tail, run};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded};
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
+pub(crate) enum ExitStatus {
     Code(i32),
     Signal(i32),
     /// Killed by us after the run timeout.
@@ -57,17 +57,17 @@ impl std::fmt::Display for ExitStatus {
 
 /// CPU time and peak memory of a finished child, from `wait4`'s rusage.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Usage {
-    pub user_cpu: Duration,
-    pub sys_cpu: Duration,
-    pub max_rss_bytes: u64,
+pub(crate) struct Usage {
+    pub(crate) user_cpu: Duration,
+    pub(crate) sys_cpu: Duration,
+    pub(crate) max_rss_bytes: u64,
 }
 
 /// The end of a child: status and usage.
 #[derive(Debug, Clone, Copy)]
-pub struct Exit {
-    pub status: ExitStatus,
-    pub usage: Usage,
+pub(crate) struct Exit {
+    pub(crate) status: ExitStatus,
+    pub(crate) usage: Usage,
 }
 
 /// The exit of a child whose status was taken by someone else.
@@ -110,7 +110,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// on, children's exits come from the reaper, so the caller must start the body
 /// on a thread at once (`operator.rs` does, in its spawn step). `None` when not
 /// PID 1: each child is waited for by pid.
-pub fn reaper() -> Option<impl FnOnce() + Send + 'static> {
+pub(crate) fn reaper() -> Option<impl FnOnce() + Send + 'static> {
     if !is_pid1() {
         return None;
     }
@@ -121,8 +121,8 @@ pub fn reaper() -> Option<impl FnOnce() + Send + 'static> {
 }
 
 /// A spawned child in its own process group.
-pub struct Running {
-    pub pid: i32,
+pub(crate) struct Running {
+    pub(crate) pid: i32,
     exit: ExitSource,
 }
 
@@ -135,7 +135,7 @@ enum ExitSource {
 }
 
 /// Spawns `cmd` in a new process group and registers it.
-pub fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child)> {
+pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child)> {
     cmd.process_group(0);
     let mut reg = registry();
     let child = cmd.spawn()?;
@@ -158,7 +158,7 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<(Running, std::process::Child
 impl Running {
     /// The exit, if the child has already ended. A child whose status can no
     /// longer be had (reaped by someone else) counts as killed.
-    pub fn try_exit(&self) -> Option<Exit> {
+    pub(crate) fn try_exit(&self) -> Option<Exit> {
         match &self.exit {
             ExitSource::Reaper(rx) => match rx.try_recv() {
                 Ok(exit) => Some(exit),
@@ -205,7 +205,7 @@ impl Running {
 }
 
 /// Sends `signal` to the process group `pgid`.
-pub fn kill_group(pgid: i32, signal: i32) {
+pub(crate) fn kill_group(pgid: i32, signal: i32) {
     if pgid > 0 {
         // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
         unsafe {
@@ -221,18 +221,18 @@ static GRACE_MS: AtomicU64 = AtomicU64::new(30_000);
 /// signals at the very start, so a child run before the signal thread exists (a
 /// hook's `--config` at startup) is stopped too: the runner (`run.rs`) watches it
 /// for every child.
-pub fn shutdown_flag() -> Arc<AtomicBool> {
+pub(crate) fn shutdown_flag() -> Arc<AtomicBool> {
     Arc::clone(SHUTDOWN.get_or_init(|| Arc::new(AtomicBool::new(false))))
 }
 
 /// True once a stop signal arrived.
-pub fn shutdown_requested() -> bool {
+pub(crate) fn shutdown_requested() -> bool {
     SHUTDOWN.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 /// How long a child gets between SIGTERM and SIGKILL at shutdown
 /// (`--shutdown-grace-period`; 30 s until set).
-pub fn set_shutdown_grace(grace: Duration) {
+pub(crate) fn set_shutdown_grace(grace: Duration) {
     let ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
     GRACE_MS.store(ms, Ordering::SeqCst);
 }
@@ -248,7 +248,7 @@ fn shutdown_grace() -> Duration {
 /// itself, so a child gets one SIGTERM, and one that starts later is stopped too:
 /// then this only waits for them, with a second's margin, and kills what is left.
 /// Without the flag (leadership lost) the signals are sent from here.
-pub fn terminate_all(grace: Duration) {
+pub(crate) fn terminate_all(grace: Duration) {
     let pids: Vec<i32> = registry().running.keys().copied().collect();
     if pids.is_empty() {
         return;

@@ -8,19 +8,18 @@
 //! builds on the queue and the queue imports nothing above it; what a step does is
 //! the addon engine's (`addon/engine.rs`).
 
-pub mod outcome;
+pub(crate) mod outcome;
 pub mod worker;
 
 pub use outcome::{Outcome, TaskError};
 
 use crate::hook::context::{BindingContext, BindingType, Payload};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What a task does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskKind {
+pub(crate) enum TaskKind {
     HookRun,
     EnableScheduleBindings,
     EnableKubernetesBindings,
@@ -50,7 +49,7 @@ impl TaskKind {
 
 /// addon-operator's work that is not one hook run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// "Reload all modules", one phase per task.
     Converge { phase: ConvergePhase, event: String },
     /// A module's run: onStartup and Synchronization when `do_startup`, then
@@ -72,16 +71,16 @@ pub enum Step {
 
 /// One member of a `ParallelModuleRun`: what its `ModuleRun` would carry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GroupRun {
-    pub module: usize,
-    pub name: String,
-    pub do_startup: bool,
+pub(crate) struct GroupRun {
+    pub(crate) module: usize,
+    pub(crate) name: String,
+    pub(crate) do_startup: bool,
 }
 
 /// The phases of a converge: global beforeAll hooks, then the enabled state and the
 /// module runs and deletes, then global afterAll hooks, then the checks after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConvergePhase {
+pub(crate) enum ConvergePhase {
     BeforeAll,
     Modules,
     AfterAll,
@@ -91,7 +90,7 @@ pub enum ConvergePhase {
 
 /// Whose work a task is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// A hook's (HookRun and Enable tasks), by its index in the operator's hook list.
     Hook(usize),
     /// addon-operator's own work: a converge phase, a module's run or delete, a purge.
@@ -101,26 +100,23 @@ pub enum Target {
 /// One unit of work in a queue.
 #[derive(Debug, Clone)]
 pub struct Task {
-    pub id: u64,
-    pub kind: TaskKind,
-    pub target: Target,
-    pub hook_name: String,
+    pub(crate) kind: TaskKind,
+    pub(crate) target: Target,
+    pub(crate) hook_name: String,
     /// v1 hooks' HookRun tasks may be combined; v0 hooks' never are.
-    pub combinable: bool,
-    pub binding: String,
-    pub binding_type: BindingType,
-    pub group: Option<String>,
-    pub allow_failure: bool,
-    pub contexts: Vec<BindingContext>,
-    pub queued_at: Instant,
-    pub failures: u32,
-    pub last_error: Option<String>,
+    pub(crate) combinable: bool,
+    pub(crate) binding: String,
+    pub(crate) binding_type: BindingType,
+    pub(crate) group: Option<String>,
+    pub(crate) allow_failure: bool,
+    pub(crate) contexts: Vec<BindingContext>,
+    pub(crate) queued_at: Instant,
+    pub(crate) failures: u32,
+    pub(crate) last_error: Option<String>,
     /// Kubernetes bindings whose Synchronization this task carries, also those of
     /// absorbed tasks whose context collapsed away; unlocked when it succeeds.
-    pub sync_bindings: Vec<usize>,
+    pub(crate) sync_bindings: Vec<usize>,
 }
-
-static TASK_IDS: AtomicU64 = AtomicU64::new(1);
 
 impl Task {
     /// A HookRun task with one binding context.
@@ -132,7 +128,6 @@ impl Task {
         ctx: BindingContext,
     ) -> Task {
         Task {
-            id: TASK_IDS.fetch_add(1, Ordering::Relaxed),
             kind: TaskKind::HookRun,
             target: Target::Hook(hook),
             hook_name: hook_name.to_string(),
@@ -150,7 +145,7 @@ impl Task {
     }
 
     /// An addon-operator task (converge, module run, delete or purge).
-    pub fn addon(step: Step) -> Task {
+    pub(crate) fn addon(step: Step) -> Task {
         let (kind, name) = match &step {
             Step::Converge { .. } => (TaskKind::ConvergeModules, String::new()),
             Step::ModuleRun { name, .. } => (TaskKind::ModuleRun, name.clone()),
@@ -168,15 +163,16 @@ impl Task {
     }
 
     /// The hook whose work this is; `None` for addon-operator's own tasks.
-    pub fn hook(&self) -> Option<usize> {
+    pub(crate) fn hook(&self) -> Option<usize> {
         match self.target {
             Target::Hook(hook) => Some(hook),
             Target::Addon(_) => None,
         }
     }
 
+    #[cfg(test)]
     /// addon-operator's step; `None` for a hook's task.
-    pub fn step(&self) -> Option<&Step> {
+    pub(crate) fn step(&self) -> Option<&Step> {
         match &self.target {
             Target::Addon(step) => Some(step),
             Target::Hook(_) => None,
@@ -184,7 +180,7 @@ impl Task {
     }
 
     /// A task that enables a hook's schedule or kubernetes bindings.
-    pub fn enable(kind: TaskKind, hook: usize, hook_name: &str) -> Task {
+    pub(crate) fn enable(kind: TaskKind, hook: usize, hook_name: &str) -> Task {
         let mut t = Task::hook_run(hook, hook_name, false, false, BindingContext::on_startup());
         t.kind = kind;
         t.binding_type = if kind == TaskKind::EnableScheduleBindings {
@@ -199,7 +195,7 @@ impl Task {
 
     /// flant's task description: `Type:queue:bindingType:hook[:group=g][:binding][:failures N[:msg]]`;
     /// addon-operator's tasks: `ModuleRun:main:<module>[:doStartup]:<event>` and the like.
-    pub fn describe(&self, queue: &str) -> String {
+    pub(crate) fn describe(&self, queue: &str) -> String {
         if let Target::Addon(step) = &self.target {
             return self.describe_step(queue, step);
         }
@@ -275,7 +271,7 @@ impl Task {
 /// Run-time combining (spec §4): folds the contiguous run of the same hook's
 /// HookRun tasks behind the head into the head, then collapses adjacent contexts of
 /// the same group to the last one. Returns how many tasks were absorbed.
-pub fn combine_head(queue: &mut VecDeque<Task>) -> usize {
+pub(crate) fn combine_head(queue: &mut VecDeque<Task>) -> usize {
     let Some(head) = queue.front() else { return 0 };
     if !head.can_combine() {
         return 0;
@@ -301,7 +297,7 @@ pub fn combine_head(queue: &mut VecDeque<Task>) -> usize {
 }
 
 /// Drops a context when the next one has the same (non-empty) group.
-pub fn collapse_adjacent_groups(contexts: Vec<BindingContext>) -> Vec<BindingContext> {
+pub(crate) fn collapse_adjacent_groups(contexts: Vec<BindingContext>) -> Vec<BindingContext> {
     let mut out: Vec<BindingContext> = Vec::with_capacity(contexts.len());
     for ctx in contexts {
         if let Some(prev) = out.last()
@@ -316,7 +312,7 @@ pub fn collapse_adjacent_groups(contexts: Vec<BindingContext>) -> Vec<BindingCon
 }
 
 /// Queued HookRun tasks of one hook that trigger queue-level compaction.
-pub const COMPACTION_THRESHOLD: usize = 100;
+pub(crate) const COMPACTION_THRESHOLD: usize = 100;
 
 /// The hook of a HookRun task that may be combined with others of its hook.
 fn combinable_run_of(task: &Task) -> Option<usize> {
@@ -331,7 +327,7 @@ fn combinable_run_of(task: &Task) -> Option<usize> {
 /// ungrouped ones in queue order, then the last context of each group, groups in
 /// order of first appearance (flant's group order is random). Returns the hooks
 /// that were compacted, for the metric.
-pub fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
+pub(crate) fn compact(queue: &mut VecDeque<Task>) -> Vec<String> {
     let mut counts: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     for hook in queue.iter().filter_map(combinable_run_of) {
         *counts.entry(hook).or_default() += 1;

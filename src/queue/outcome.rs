@@ -36,12 +36,12 @@ pub enum Outcome {
 
 impl Outcome {
     /// Done, with nothing to run next.
-    pub fn done() -> Outcome {
+    pub(crate) fn done() -> Outcome {
         Outcome::Done(Vec::new())
     }
 
     /// A failed hook run: dropped when its binding allows failure, else retried.
-    pub fn hook_failed(allow_failure: bool, error: impl Into<TaskError>) -> Outcome {
+    pub(crate) fn hook_failed(allow_failure: bool, error: impl Into<TaskError>) -> Outcome {
         match allow_failure {
             true => Outcome::Fail(error.into()),
             false => Outcome::Retry(error.into()),
@@ -49,18 +49,10 @@ impl Outcome {
     }
 
     /// A step that either succeeded with tasks to run next or failed and is retried.
-    pub fn from_result<E: Into<TaskError>>(result: Result<Vec<Task>, E>) -> Outcome {
+    pub(crate) fn from_result<E: Into<TaskError>>(result: Result<Vec<Task>, E>) -> Outcome {
         match result {
             Ok(tasks) => Outcome::Done(tasks),
             Err(e) => Outcome::Retry(e.into()),
-        }
-    }
-
-    /// The failure, if the task failed.
-    pub fn error(&self) -> Option<&TaskError> {
-        match self {
-            Outcome::Done(_) => None,
-            Outcome::Retry(e) | Outcome::Fail(e) | Outcome::Stop(e) => Some(e),
         }
     }
 }
@@ -72,7 +64,7 @@ pub struct TaskError(String);
 
 impl TaskError {
     /// The message.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -102,7 +94,7 @@ static STOPPED_BY: OnceLock<String> = OnceLock::new();
 /// What a queue thread does on [`Outcome::Stop`] (unless a test replaced it): keeps
 /// the reason for [`stopped_by`] and asks the operator to shut down as SIGTERM does
 /// (running hooks get the grace period; the process then exits 1).
-pub fn stop_operator(error: &TaskError) {
+pub(crate) fn stop_operator(error: &TaskError) {
     let _ = STOPPED_BY.set(error.to_string());
     if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTERM) {
         crate::log::error(
@@ -113,7 +105,7 @@ pub fn stop_operator(error: &TaskError) {
 }
 
 /// The failure that stopped the operator, if a queue stopped it.
-pub fn stopped_by() -> Option<&'static str> {
+pub(crate) fn stopped_by() -> Option<&'static str> {
     STOPPED_BY.get().map(String::as_str)
 }
 

@@ -32,9 +32,9 @@ pub trait Handler: Send + Sync {
 /// What the debug server and metrics see of a queue.
 #[derive(Debug, Clone, Default)]
 pub struct QueueView {
-    pub name: String,
-    pub status: String,
-    pub tasks: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) status: String,
+    pub(crate) tasks: Vec<String>,
 }
 
 /// A queue's view, shared with readers.
@@ -42,7 +42,7 @@ pub type SharedView = Arc<Mutex<QueueView>>;
 
 /// flant's retry delay after `failures` earlier failures: 5 s, then
 /// 5 s + 2^(n-1) s + up to 1 s of jitter (truncated to 100 ms), capped at 32 s.
-pub fn backoff(failures: u32) -> Duration {
+pub(crate) fn backoff(failures: u32) -> Duration {
     const CAP: Duration = Duration::from_secs(32);
     match failures {
         0 => Duration::from_secs(5),
@@ -103,8 +103,9 @@ impl Worker {
         }
     }
 
+    #[cfg(test)]
     /// Replaces what [`Outcome::Stop`] does (tests observe it instead of a signal).
-    pub fn on_stop(mut self, action: impl Fn(&TaskError) + Send + 'static) -> Worker {
+    pub(crate) fn on_stop(mut self, action: impl Fn(&TaskError) + Send + 'static) -> Worker {
         self.on_stop = Box::new(action);
         self
     }

@@ -18,7 +18,7 @@ use crate::duration::go_duration;
 
 /// A parsed crontab, ready to compute fire times.
 #[derive(Debug, Clone)]
-pub struct CronSchedule {
+pub(crate) struct CronSchedule {
     rule: Rule,
     zone: Zone,
 }
@@ -87,7 +87,7 @@ impl CronSchedule {
     /// `@every <go duration>` or a descriptor (`@hourly`, `@daily`, `@midnight`,
     /// `@weekly`, `@monthly`, `@yearly`, `@annually`), optionally prefixed by
     /// `TZ=UTC` or `CRON_TZ=UTC`. Errors say what is wrong, not the spec itself.
-    pub fn parse(spec: &str) -> Result<CronSchedule, String> {
+    pub(crate) fn parse(spec: &str) -> Result<CronSchedule, String> {
         let (zone, body) = split_zone(spec.trim())?;
         let every = body.strip_prefix("@every");
         if let Some(arg) = every.filter(|a| a.is_empty() || a.starts_with(char::is_whitespace)) {
@@ -108,7 +108,7 @@ impl CronSchedule {
 
     /// The first fire time strictly after `t`, in the local time zone (robfig
     /// works in local time too). `None` if the rule never fires again.
-    pub fn next_after(&self, t: DateTime<Local>) -> Option<DateTime<Local>> {
+    pub(crate) fn next_after(&self, t: DateTime<Local>) -> Option<DateTime<Local>> {
         match self.zone {
             Zone::Local => self.next_after_in(&t),
             Zone::Utc => {
@@ -120,7 +120,7 @@ impl CronSchedule {
 
     /// `next_after` in any time zone (tests use UTC to be independent of the host).
     /// A `TZ=` prefix is ignored here; `next_after` applies it.
-    pub fn next_after_in<Z: TimeZone>(&self, t: &DateTime<Z>) -> Option<DateTime<Z>> {
+    pub(crate) fn next_after_in<Z: TimeZone>(&self, t: &DateTime<Z>) -> Option<DateTime<Z>> {
         match &self.rule {
             Rule::Every(d) => {
                 // robfig: drop the sub-second part of `t`, then add the interval.

@@ -6,7 +6,7 @@
 //! control messages or shutdown, and sends a [`Fire`] per due binding, in hook-name
 //! then config order (flant's order within a hook is random).
 
-pub mod cron;
+pub(crate) mod cron;
 
 use chrono::{DateTime, Local};
 use cron::CronSchedule;
@@ -15,10 +15,10 @@ use std::time::Duration;
 
 /// One schedule binding.
 #[derive(Debug, Clone)]
-pub struct Entry {
-    pub hook: usize,
-    pub binding: usize,
-    pub schedule: CronSchedule,
+pub(crate) struct Entry {
+    pub(crate) hook: usize,
+    pub(crate) binding: usize,
+    pub(crate) schedule: CronSchedule,
 }
 
 /// Messages to the scheduler.
@@ -32,16 +32,16 @@ pub enum Control {
 
 /// A due schedule binding: hook index and binding index within its config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fire {
-    pub hook: usize,
-    pub binding: usize,
+pub(crate) struct Fire {
+    pub(crate) hook: usize,
+    pub(crate) binding: usize,
 }
 
 /// Longest sleep between checks, so a changed wall clock is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// The thread body. Ends when `stop`'s sender is dropped.
-pub fn run(
+pub(crate) fn run(
     entries: Vec<Entry>,
     control: Receiver<Control>,
     stop: Receiver<()>,

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 /// Where a webhook id leads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Route {
-    pub hook: usize,
-    pub binding: usize,
-    pub mutating: bool,
+    pub(crate) hook: usize,
+    pub(crate) binding: usize,
+    pub(crate) mutating: bool,
 }
 
 /// The routing table: webhook id (`SafeURLString(binding name)`) → binding.

@@ -8,19 +8,19 @@ use std::collections::VecDeque;
 
 /// One declared `{fromVersion, toVersion}` rule and the binding that implements it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    pub from: String,
-    pub to: String,
+pub(crate) struct Rule {
+    pub(crate) from: String,
+    pub(crate) to: String,
     /// Index of the hook in the operator's hook list.
-    pub hook: usize,
+    pub(crate) hook: usize,
     /// Index of the binding in the hook's `kubernetesCustomResourceConversion`.
-    pub binding: usize,
+    pub(crate) binding: usize,
 }
 
 /// flant's `VersionsMatched`: equal strings, or exactly one of them has a group
 /// and its version part equals the other (`a/v1beta1` ~ `v1beta1`, but
 /// `b/v1beta1` ≁ `a/v1beta1`).
-pub fn versions_matched(a: &str, b: &str) -> bool {
+pub(crate) fn versions_matched(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
@@ -34,7 +34,7 @@ pub fn versions_matched(a: &str, b: &str) -> bool {
 /// The shortest sequence of rules (indices into `rules`) that converts `from` to
 /// `to`, at least one step long (as in flant, `v1beta1`→`v1beta1` still needs a
 /// rule). Ties go to the rule declared first. `None` when no chain exists.
-pub fn find_chain(rules: &[Rule], from: &str, to: &str) -> Option<Vec<usize>> {
+pub(crate) fn find_chain(rules: &[Rule], from: &str, to: &str) -> Option<Vec<usize>> {
     let mut queue: VecDeque<Vec<usize>> = VecDeque::new();
     let mut used = vec![false; rules.len()];
     for (i, r) in rules.iter().enumerate() {

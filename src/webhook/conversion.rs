@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const STEP_BUDGET: Duration = Duration::from_secs(30);
 
 /// Every conversion rule of every hook, by CRD name, in hook then rule order.
-pub fn rules_by_crd(hooks: &[Hook]) -> BTreeMap<String, Vec<Rule>> {
+pub(crate) fn rules_by_crd(hooks: &[Hook]) -> BTreeMap<String, Vec<Rule>> {
     let mut out: BTreeMap<String, Vec<Rule>> = BTreeMap::new();
     for (hi, h) in hooks.iter().enumerate() {
         for (bi, b) in h.config.conversion.iter().enumerate() {
@@ -42,10 +42,10 @@ pub fn rules_by_crd(hooks: &[Hook]) -> BTreeMap<String, Vec<Rule>> {
 }
 
 /// The conversion handler.
-pub struct Conversion {
-    pub crds: BTreeMap<String, Vec<Rule>>,
-    pub runner: Arc<HookRunner>,
-    pub metrics: Arc<WebhookMetrics>,
+pub(crate) struct Conversion {
+    pub(crate) crds: BTreeMap<String, Vec<Rule>>,
+    pub(crate) runner: Arc<HookRunner>,
+    pub(crate) metrics: Arc<WebhookMetrics>,
 }
 
 impl Handler for Conversion {

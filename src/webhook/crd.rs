@@ -15,15 +15,15 @@ const MAX_DELAY: Duration = Duration::from_secs(15);
 
 /// Where the API server reaches the conversion server.
 #[derive(Debug, Clone)]
-pub struct Target {
-    pub namespace: String,
-    pub service: String,
+pub(crate) struct Target {
+    pub(crate) namespace: String,
+    pub(crate) service: String,
     /// Base64 of the `--conversion-webhook-ca` file.
-    pub ca_bundle: String,
+    pub(crate) ca_bundle: String,
 }
 
 /// The `spec.conversion` for `crd`.
-pub fn conversion(crd: &str, t: &Target) -> Value {
+pub(crate) fn conversion(crd: &str, t: &Target) -> Value {
     json!({
         "strategy": "Webhook",
         "webhook": {
@@ -38,7 +38,7 @@ pub fn conversion(crd: &str, t: &Target) -> Value {
 
 /// The thread body: configures every CRD in `crds`, waiting as long as needed,
 /// until done or `stop` closes.
-pub fn run(client: Client, crds: Vec<String>, t: Target, stop: Receiver<()>) {
+pub(crate) fn run(client: Client, crds: Vec<String>, t: Target, stop: Receiver<()>) {
     for crd in crds {
         let mut delay = Duration::from_secs(1);
         loop {

@@ -14,9 +14,9 @@ const BUCKETS: &[f64] = &[
 /// The webhook metrics.
 pub struct WebhookMetrics {
     /// `<prefix>webhook_requests_total{webhook, binding, result}`.
-    pub requests: CounterVec,
+    pub(crate) requests: CounterVec,
     /// `<prefix>webhook_request_seconds{webhook, binding}`.
-    pub seconds: HistogramVec,
+    pub(crate) seconds: HistogramVec,
 }
 
 impl WebhookMetrics {
@@ -46,7 +46,7 @@ impl WebhookMetrics {
     }
 
     /// Counts one answered request.
-    pub fn observe(&self, webhook: &str, binding: &str, result: &str, took: Duration) {
+    pub(crate) fn observe(&self, webhook: &str, binding: &str, result: &str, took: Duration) {
         self.requests
             .with_label_values(&[webhook, binding, result])
             .inc();

@@ -34,7 +34,7 @@ pub mod run;
 pub mod server;
 pub mod tls;
 
-pub use run::SnapshotSource;
+pub(crate) use run::SnapshotSource;
 
 use crate::executor::Executor;
 use crate::flags::{Config, WebhookFlags};
@@ -48,21 +48,21 @@ use server::{Handler, Limits, Stopper, TlsServer};
 use std::sync::Arc;
 
 /// What [`start`] needs from the operator.
-pub struct Setup<'a> {
-    pub config: &'a Config,
-    pub hooks: &'a Arc<Vec<Hook>>,
-    pub executor: &'a Executor,
-    pub metrics: &'a Arc<Metrics>,
+pub(crate) struct Setup<'a> {
+    pub(crate) config: &'a Config,
+    pub(crate) hooks: &'a Arc<Vec<Hook>>,
+    pub(crate) executor: &'a Executor,
+    pub(crate) metrics: &'a Arc<Metrics>,
     /// The operator's main client when it has one (else one is made from the flags).
-    pub client: Option<Client>,
-    pub snapshots: SnapshotSource,
+    pub(crate) client: Option<Client>,
+    pub(crate) snapshots: SnapshotSource,
     /// The object patcher's client, for hooks that write `$KUBERNETES_PATCH_PATH`.
-    pub patcher: Option<Client>,
+    pub(crate) patcher: Option<Client>,
 }
 
 /// Stops the running webhook threads ([`Webhooks::stop`]); the operator joins them.
 #[derive(Default)]
-pub struct Webhooks {
+pub(crate) struct Webhooks {
     stoppers: Vec<Stopper>,
     /// Dropping it stops the CRD thread's waits.
     stop: Option<Sender<()>>,
@@ -70,18 +70,18 @@ pub struct Webhooks {
 
 impl Webhooks {
     /// Stops accepting requests and ends the CRD thread's waits.
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         drop(self.stop.take());
         self.stoppers.iter().for_each(Stopper::stop);
     }
 }
 
 /// A thread the operator spawns: its name and body.
-pub type ThreadBody = (String, Box<dyn FnOnce() + Send + 'static>);
+pub(crate) type ThreadBody = (String, Box<dyn FnOnce() + Send + 'static>);
 
 /// The bound servers and what registering them needs.
 #[derive(Default)]
-pub struct Bound {
+pub(crate) struct Bound {
     servers: Vec<TlsServer>,
     admission: Option<(Client, register::Target)>,
     crds: Option<(Client, Vec<String>, crd::Target)>,
@@ -91,7 +91,7 @@ pub struct Bound {
 impl Bound {
     /// Hands the operator each server's accept thread (every replica serves, a
     /// standby too) and the handle that stops them; registration comes later.
-    pub fn serve(&mut self) -> (Webhooks, Vec<ThreadBody>) {
+    pub(crate) fn serve(&mut self) -> (Webhooks, Vec<ThreadBody>) {
         let mut out = Webhooks::default();
         let mut threads: Vec<ThreadBody> = Vec::new();
         for server in std::mem::take(&mut self.servers) {
@@ -105,7 +105,7 @@ impl Bound {
     /// Registers the admission webhooks (before any queue starts, as in flant; with
     /// HA only on the leader) and returns the CRD configuration thread, whose stop
     /// goes into `webhooks`.
-    pub fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, String> {
+    pub(crate) fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, String> {
         if let Some((client, target)) = &self.admission {
             register::register_all(client, &self.hooks, target, &register::RETRY_DELAYS)?;
         }
@@ -133,7 +133,7 @@ fn kinds(hooks: &[Hook]) -> (bool, bool) {
 
 /// Binds the servers the hooks need (none: nothing happens) and reads every file
 /// they need; nothing is registered or served yet.
-pub fn bind(s: Setup<'_>) -> Result<Bound, String> {
+pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
     let (admission, conversion) = kinds(s.hooks);
     let mut out = Bound {
         hooks: Arc::clone(s.hooks),

@@ -5,11 +5,11 @@
 
 /// The configuration id of every admission webhook path: `/hooks/<webhook id>`.
 /// It is also the suffix of the configuration objects' names (`<name>-hooks`).
-pub const CONFIGURATION_ID: &str = "hooks";
+pub(crate) const CONFIGURATION_ID: &str = "hooks";
 
 /// flant's `SafeURLString`: a `-` before each uppercase letter, lowercase, every
 /// character outside `[a-z0-9-/]` becomes `-`, runs of `-` collapse to one.
-pub fn safe_url_string(s: &str) -> String {
+pub(crate) fn safe_url_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 4);
     let mut push = |c: char| {
         if !(c == '-' && out.ends_with('-')) {
@@ -32,7 +32,7 @@ pub fn safe_url_string(s: &str) -> String {
 
 /// Splits a request path into (configuration id, webhook id): the first
 /// non-empty segment, and the remaining non-empty segments joined with `/`.
-pub fn split_path(path: &str) -> (String, String) {
+pub(crate) fn split_path(path: &str) -> (String, String) {
     let mut segments = path.split('/').filter(|s| !s.is_empty());
     let first = segments.next().unwrap_or_default().to_string();
     let rest: Vec<&str> = segments.collect();
@@ -40,14 +40,14 @@ pub fn split_path(path: &str) -> (String, String) {
 }
 
 /// The admission path of a binding: `/hooks/<SafeURLString(name)>`.
-pub fn admission_path(binding: &str) -> String {
+pub(crate) fn admission_path(binding: &str) -> String {
     format!("/{CONFIGURATION_ID}/{}", safe_url_string(binding))
 }
 
 /// Whether a review's `request` has the non-empty string `uid` its answer must
 /// carry: the API server matches the response by it, so a review without one is
 /// refused (400) rather than answered with an empty uid.
-pub fn has_uid(request: &serde_json::Value) -> bool {
+pub(crate) fn has_uid(request: &serde_json::Value) -> bool {
     request
         .get("uid")
         .and_then(serde_json::Value::as_str)

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// flant's registration retry delays (6 attempts in all).
-pub const RETRY_DELAYS: [Duration; 5] = [
+pub(crate) const RETRY_DELAYS: [Duration; 5] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
     Duration::from_secs(8),
@@ -29,26 +29,26 @@ const API_VERSION: &str = "admissionregistration.k8s.io/v1";
 
 /// Where the API server reaches the admission server, and the defaults.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// The objects' name: `<--validating-webhook-configuration-name>-hooks`.
-    pub name: String,
-    pub namespace: String,
-    pub service: String,
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) service: String,
     /// Base64 of the `--validating-webhook-ca` file.
-    pub ca_bundle: String,
+    pub(crate) ca_bundle: String,
     /// `--validating-webhook-failure-policy`, for bindings without `failurePolicy`.
-    pub failure_policy: String,
+    pub(crate) failure_policy: String,
 }
 
 impl Target {
     /// The object name for a configuration name flag value.
-    pub fn object_name(configuration_name: &str) -> String {
+    pub(crate) fn object_name(configuration_name: &str) -> String {
         format!("{configuration_name}-{CONFIGURATION_ID}")
     }
 }
 
 /// One webhook entry for a binding.
-pub fn entry(b: &AdmissionBinding, t: &Target) -> Value {
+pub(crate) fn entry(b: &AdmissionBinding, t: &Target) -> Value {
     let mut e = json!({
         "name": b.name,
         "rules": b.rules,
@@ -75,7 +75,7 @@ pub fn entry(b: &AdmissionBinding, t: &Target) -> Value {
 }
 
 /// Entries of every hook's validating (or mutating) bindings, sorted by name.
-pub fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> {
+pub(crate) fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> {
     let mut list: Vec<(&str, Value)> = hooks
         .iter()
         .flat_map(|h| {
@@ -92,7 +92,7 @@ pub fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> {
 }
 
 /// Registers both configurations, retrying each after `delays`.
-pub fn register_all(
+pub(crate) fn register_all(
     client: &Client,
     hooks: &[Hook],
     t: &Target,

@@ -12,12 +12,12 @@ use serde_json::Value;
 
 /// A hook's admission answer.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct AdmissionAnswer {
-    pub allowed: bool,
-    pub message: String,
-    pub warnings: Vec<String>,
+pub(crate) struct AdmissionAnswer {
+    pub(crate) allowed: bool,
+    pub(crate) message: String,
+    pub(crate) warnings: Vec<String>,
     /// Base64 of a JSON-patch array, checked to decode to one.
-    pub patch: Option<String>,
+    pub(crate) patch: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -33,7 +33,7 @@ struct RawAdmission {
 }
 
 /// Parses the admission response file. `Err` is a message for the API client.
-pub fn admission(bytes: &[u8]) -> Result<AdmissionAnswer, String> {
+pub(crate) fn admission(bytes: &[u8]) -> Result<AdmissionAnswer, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the response file $VALIDATING_RESPONSE_PATH is empty".into());
     }
@@ -69,7 +69,7 @@ fn check_patch(b64: &str) -> Result<String, String> {
 
 /// A hook's conversion answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConversionAnswer {
+pub(crate) enum ConversionAnswer {
     Converted(Vec<Value>),
     Failed(String),
 }
@@ -84,7 +84,7 @@ struct RawConversion {
 }
 
 /// Parses the conversion response file. `Err` is a message for the API client.
-pub fn conversion(bytes: &[u8]) -> Result<ConversionAnswer, String> {
+pub(crate) fn conversion(bytes: &[u8]) -> Result<ConversionAnswer, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the response file $CONVERSION_RESPONSE_PATH is empty".into());
     }

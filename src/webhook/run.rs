@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 /// Snapshots for a hook's webhook run: `(hook name, binding names)` → items per
 /// binding name. The operator passes the monitors' store here.
-pub type SnapshotSource = Arc<dyn Fn(&str, &[String]) -> Snapshots + Send + Sync>;
+pub(crate) type SnapshotSource = Arc<dyn Fn(&str, &[String]) -> Snapshots + Send + Sync>;
 
 /// Why a hook produced no result.
 #[derive(Debug)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// The hook's `settings.executionMinInterval` would delay it past the budget.
     RateLimited(Duration),
     /// The hook could not be started (temp files, exec).
@@ -56,7 +56,7 @@ pub struct HookRunner {
 impl HookRunner {
     /// Runs hook `index` with one context; `budget` caps the rate-limit wait and
     /// the run itself (the operator's `--hook-run-timeout` also applies).
-    pub fn run(
+    pub(crate) fn run(
         &self,
         index: usize,
         ctx: BindingContext,

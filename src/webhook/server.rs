@@ -3,7 +3,7 @@
 //! webhook's [`Handler`]. [`TlsServer`] is a [`Server`] bound with TLS and this
 //! routing; its limits are [`Limits::default`].
 
-pub use crate::listen::Stopper;
+pub(crate) use crate::listen::Stopper;
 pub use crate::listen::{Limits, Reply};
 use crate::listen::{Request, Server, Service};
 use rustls::ServerConfig;
@@ -35,7 +35,7 @@ impl TlsServer {
     }
 
     /// `webhook-admission` or `webhook-conversion`.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.0.name()
     }
 
@@ -45,7 +45,7 @@ impl TlsServer {
     }
 
     /// A handle that stops [`TlsServer::serve`].
-    pub fn stopper(&self) -> Option<Stopper> {
+    pub(crate) fn stopper(&self) -> Option<Stopper> {
         self.0.stopper()
     }
 

@@ -101,7 +101,7 @@ fn stamp(path: &Path) -> Stamp {
 
 /// The current certificate, reloaded when either file changes.
 #[derive(Debug)]
-pub struct ReloadingCert {
+pub(crate) struct ReloadingCert {
     cert: PathBuf,
     key: PathBuf,
     state: Mutex<State>,
@@ -116,7 +116,7 @@ struct State {
 
 impl ReloadingCert {
     /// Loads the pair now; an error names the file.
-    pub fn load(cert: &Path, key: &Path) -> Result<ReloadingCert, String> {
+    pub(crate) fn load(cert: &Path, key: &Path) -> Result<ReloadingCert, String> {
         let stamps = (stamp(cert), stamp(key));
         let current = load_pair(cert, key)?;
         Ok(ReloadingCert {

@@ -57,28 +57,17 @@ pub enum PatchTarget {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpError {
     /// 0-based, in the patch's order.
-    pub index: usize,
+    pub(crate) index: usize,
     /// `add` or `remove`.
-    pub op: &'static str,
-    pub path: String,
-    pub reason: String,
+    pub(crate) op: &'static str,
+    pub(crate) path: String,
+    pub(crate) reason: String,
 }
 
 impl ValuesError {
-    /// The scope the error is about ("" for a patch file not yet tied to one).
-    pub fn scope(&self) -> &str {
-        match self {
-            ValuesError::PatchFile(_) => "",
-            ValuesError::Apply { scope, .. }
-            | ValuesError::ForeignPath { scope, .. }
-            | ValuesError::NotAnObject { scope }
-            | ValuesError::Invalid { scope, .. }
-            | ValuesError::Schema { scope, .. } => scope,
-        }
-    }
-
+    #[cfg(test)]
     /// True when values (or config) break an OpenAPI schema.
-    pub fn is_schema_violation(&self) -> bool {
+    pub(crate) fn is_schema_violation(&self) -> bool {
         matches!(self, ValuesError::Invalid { .. })
     }
 }

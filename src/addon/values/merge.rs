@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// Deep merge: maps merged recursively, everything else replaced by `over`.
 /// `over` is not modified; the parts taken from it are cloned.
-pub fn merge(base: &mut Value, over: &Value) {
+pub(crate) fn merge(base: &mut Value, over: &Value) {
     let (Value::Object(base_map), Value::Object(over_map)) = (&mut *base, over) else {
         *base = over.clone();
         return;

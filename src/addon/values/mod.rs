@@ -6,19 +6,21 @@
 //! [`ValuesError`] (`error.rs`).
 
 mod error;
-pub mod merge;
-pub mod names;
-pub mod patch;
+pub(crate) mod merge;
+pub(crate) mod names;
+pub(crate) mod patch;
 mod refs;
-pub mod schema;
-pub mod scope;
+pub(crate) mod schema;
+pub(crate) mod scope;
 
 #[cfg(test)]
 mod tests;
 
-pub use error::{OpError, PatchTarget, ValuesError};
-pub use merge::merge;
-pub use names::{module_name_of_key, parse_dir_name, values_key};
-pub use patch::{PatchOp, apply_lenient, apply_strict, compact, parse_patch, root_of, to_json};
-pub use schema::{SchemaKind, Schemas};
-pub use scope::{Scope, checksum};
+pub(crate) use error::ValuesError;
+pub(crate) use merge::merge;
+pub(crate) use names::{module_name_of_key, parse_dir_name, values_key};
+pub(crate) use patch::{
+    PatchOp, apply_lenient, apply_strict, compact, parse_patch, root_of, to_json,
+};
+pub(crate) use schema::{SchemaKind, Schemas};
+pub(crate) use scope::{Scope, checksum};

@@ -9,7 +9,7 @@ const MAX_ORDER: u64 = (1 << 31) - 1;
 
 /// kebab-case module name → lowerCamel values key (`cert-manager-crd` → `certManagerCrd`).
 /// `-`, `_`, `.` and spaces separate words; a word after a separator starts upper-case.
-pub fn values_key(module_name: &str) -> String {
+pub(crate) fn values_key(module_name: &str) -> String {
     let mut out = String::with_capacity(module_name.len());
     let mut upper_next = false;
     for c in module_name.chars() {
@@ -37,7 +37,7 @@ fn is_separator(c: char) -> bool {
 /// An upper-case letter starts a new word; in a run of capitals (`HTTPServer`) the last
 /// capital before a lower-case letter starts the next word (`http-server`). Digits stay in
 /// the word they follow. `_` and spaces become `-`.
-pub fn module_name_of_key(key: &str) -> String {
+pub(crate) fn module_name_of_key(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();
     let mut out = String::with_capacity(key.len() + 4);
     for (i, &c) in chars.iter().enumerate() {
@@ -71,7 +71,7 @@ fn push_dash(out: &mut String) {
 /// `001-foo` → `(Some(1), "foo")`, `foo` → `(None, "foo")`; an order that does not fit 31
 /// bits is dropped (unnumbered). Errors name the directory when the name is empty or does
 /// not round-trip kebab → camel → kebab.
-pub fn parse_dir_name(dir: &str) -> Result<(Option<u32>, String), String> {
+pub(crate) fn parse_dir_name(dir: &str) -> Result<(Option<u32>, String), String> {
     let (order, name) = split_order(dir);
     if name.is_empty() {
         return Err(format!("module directory '{dir}': empty module name"));

@@ -15,7 +15,7 @@ const MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// One values patch operation; `path` is an RFC 6901 JSON pointer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PatchOp {
+pub(crate) enum PatchOp {
     /// `{"op":"add","path":..,"value":..}`
     Add { path: String, value: Value },
     /// `{"op":"remove","path":..}`
@@ -24,7 +24,7 @@ pub enum PatchOp {
 
 impl PatchOp {
     /// The op's JSON pointer.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             PatchOp::Add { path, .. } | PatchOp::Remove { path } => path,
         }
@@ -36,7 +36,7 @@ impl PatchOp {
 /// Operations are parsed one at a time and counted as they come, so a refused patch
 /// costs no more memory than the ops below the cap (a 300,000-op array used to be
 /// built whole before it was counted).
-pub fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, ValuesError> {
+pub(crate) fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, ValuesError> {
     parse_ops(text).map_err(ValuesError::PatchFile)
 }
 
@@ -171,7 +171,7 @@ fn parse_op(raw: &Value) -> Result<PatchOp, String> {
 }
 
 /// The first path segment of an op (`/global/a` → `global`), still escaped.
-pub fn root_of(op: &PatchOp) -> &str {
+pub(crate) fn root_of(op: &PatchOp) -> &str {
     let path = op.path();
     let rest = path.strip_prefix('/').unwrap_or(path);
     rest.split('/').next().unwrap_or("")
@@ -179,12 +179,12 @@ pub fn root_of(op: &PatchOp) -> &str {
 
 /// Strict apply (remove of a missing path = error, add with a missing parent = error,
 /// RFC 6902 array index rules incl. `-`), atomic: on error `doc` is unchanged.
-pub fn apply_strict(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
+pub(crate) fn apply_strict(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
     apply(doc, ops, false)
 }
 
 /// Lenient re-apply of stored patches: `remove` of a missing path is skipped.
-pub fn apply_lenient(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
+pub(crate) fn apply_lenient(doc: &mut Value, ops: &[PatchOp]) -> Result<(), OpError> {
     apply(doc, ops, true)
 }
 
@@ -338,7 +338,7 @@ fn remove_at(parent: &mut Value, token: &str) -> Result<(), RemoveError> {
 
 /// Compaction of stored patches (spec §3.3): last op per path wins; an op on a parent
 /// drops earlier ops on its sub-paths; the result is sorted by path.
-pub fn compact(stored: &[PatchOp], new: &[PatchOp]) -> Vec<PatchOp> {
+pub(crate) fn compact(stored: &[PatchOp], new: &[PatchOp]) -> Vec<PatchOp> {
     let mut by_path: std::collections::BTreeMap<String, PatchOp> = Default::default();
     for op in stored.iter().chain(new) {
         let path = op.path();
@@ -358,7 +358,7 @@ pub fn compact(stored: &[PatchOp], new: &[PatchOp]) -> Vec<PatchOp> {
 }
 
 /// The ops as JSON for the debug API: `[{"op":..,"path":..,"value":..}]`.
-pub fn to_json(ops: &[PatchOp]) -> Value {
+pub(crate) fn to_json(ops: &[PatchOp]) -> Value {
     let items = ops
         .iter()
         .map(|op| match op {

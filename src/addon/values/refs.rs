@@ -27,7 +27,11 @@ const DATA_KEYWORDS: [&str; 5] = ["default", "enum", "example", "examples", "con
 /// Inlines every file `$ref` of `schema` (read from `openapi/<file>`); `dir` is the
 /// scope's `openapi/` folder (`None`: a schema given as text, where file refs are
 /// refused).
-pub fn inline_file_refs(schema: &mut Value, dir: Option<&Path>, file: &str) -> Result<(), String> {
+pub(crate) fn inline_file_refs(
+    schema: &mut Value,
+    dir: Option<&Path>,
+    file: &str,
+) -> Result<(), String> {
     let mut resolver = Resolver {
         dir: match dir {
             Some(d) => Some(

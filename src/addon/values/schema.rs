@@ -51,7 +51,7 @@ struct Compiled {
 
 /// The compiled schemas of one scope ("global" or a module); absent ones validate nothing.
 #[derive(Debug, Clone)]
-pub struct Schemas {
+pub(crate) struct Schemas {
     scope: String,
     config: Option<Compiled>,
     values: Option<Compiled>,
@@ -60,7 +60,7 @@ pub struct Schemas {
 
 impl Schemas {
     /// No schemas: every validation passes, no defaults.
-    pub fn none() -> Schemas {
+    pub(crate) fn none() -> Schemas {
         Schemas {
             scope: String::new(),
             config: None,
@@ -71,7 +71,7 @@ impl Schemas {
 
     /// `dir` is an `openapi/` directory; each of config-values.yaml and values.yaml is
     /// optional. `scope` is "global" or the module name, used in errors.
-    pub fn load(dir: &Path, scope: &str) -> Result<Schemas, ValuesError> {
+    pub(crate) fn load(dir: &Path, scope: &str) -> Result<Schemas, ValuesError> {
         let read = |file: &str| read_optional(&dir.join(file)).map_err(|m| schema_error(scope, m));
         let config = read("config-values.yaml")?;
         let values = read("values.yaml")?;
@@ -80,7 +80,7 @@ impl Schemas {
     }
 
     /// Builds the schemas from YAML texts (either optional); a `$ref` to a file is refused.
-    pub fn from_yaml(
+    pub(crate) fn from_yaml(
         config: Option<&str>,
         values: Option<&str>,
         scope: &str,
@@ -124,8 +124,9 @@ impl Schemas {
         Ok(out)
     }
 
+    #[cfg(test)]
     /// The transformed schema of `kind`, if any (for the debug API and defaults).
-    pub fn raw(&self, kind: SchemaKind) -> Option<&Value> {
+    pub(crate) fn raw(&self, kind: SchemaKind) -> Option<&Value> {
         self.get(kind).map(|c| &c.raw)
     }
 
@@ -140,7 +141,7 @@ impl Schemas {
     /// Validates `section` (the scope's own values, not wrapped in `{"global":..}`).
     /// Error: `<scope>: <kind> values are invalid: <path>: <message>; ...`; several errors
     /// start with `N errors occurred: `; unknown properties say "forbidden property".
-    pub fn validate(&self, kind: SchemaKind, section: &Value) -> Result<(), ValuesError> {
+    pub(crate) fn validate(&self, kind: SchemaKind, section: &Value) -> Result<(), ValuesError> {
         let Some(compiled) = self.get(kind) else {
             return Ok(());
         };
@@ -161,7 +162,7 @@ impl Schemas {
 
     /// Inserts defaults from the config (Config) or values (Values, Helm) schema, defaults
     /// of defaults too; never overwrites existing keys (even null).
-    pub fn apply_defaults(&self, kind: SchemaKind, section: &mut Value) {
+    pub(crate) fn apply_defaults(&self, kind: SchemaKind, section: &mut Value) {
         if let Some(compiled) = self.get(kind) {
             apply_defaults_node(&compiled.raw, section);
         }

@@ -12,22 +12,22 @@ use serde_json::{Map, Value};
 
 /// One values scope and everything needed to compute its views.
 #[derive(Debug, Clone)]
-pub struct Scope {
+pub(crate) struct Scope {
     /// "global" or the module's values key.
-    pub key: String,
+    pub(crate) key: String,
     /// Merged static section (the caller merges the values.yaml files).
-    pub static_values: Value,
+    pub(crate) static_values: Value,
     /// Config values (ConfigMap section), an object.
-    pub config: Value,
+    pub(crate) config: Value,
     /// Compacted stored values patches (paths include "/<key>/...").
-    pub patches: Vec<PatchOp>,
+    pub(crate) patches: Vec<PatchOp>,
     /// The scope's OpenAPI schemas.
-    pub schemas: Schemas,
+    pub(crate) schemas: Schemas,
 }
 
 impl Scope {
     /// A scope with empty config and no stored patches.
-    pub fn new(key: &str, static_values: Value, schemas: Schemas) -> Scope {
+    pub(crate) fn new(key: &str, static_values: Value, schemas: Schemas) -> Scope {
         Scope {
             key: key.to_string(),
             static_values,
@@ -38,13 +38,13 @@ impl Scope {
     }
 
     /// Config values view: exactly the config section as stored (what the user set).
-    pub fn config_values(&self) -> Value {
+    pub(crate) fn config_values(&self) -> Value {
         self.config.clone()
     }
 
     /// Effective section: static ← defaults(config schema) ← config ← defaults(values
     /// schema) ← stored patches (lenient). Returns the section (not wrapped).
-    pub fn values(&self) -> Result<Value, ValuesError> {
+    pub(crate) fn values(&self) -> Result<Value, ValuesError> {
         let mut section = as_object(&self.static_values);
         self.schemas
             .apply_defaults(SchemaKind::Config, &mut section);
@@ -60,7 +60,7 @@ impl Scope {
     /// A hook's CONFIG_VALUES_JSON_PATCH ops (paths "/<key>/..."): applied strictly to
     /// `{"<key>": config}`, the result (plus config-schema defaults) validated with the
     /// config schema. Ok(new config section); on Err nothing changed.
-    pub fn try_config_patch(&self, ops: &[PatchOp]) -> Result<Value, ValuesError> {
+    pub(crate) fn try_config_patch(&self, ops: &[PatchOp]) -> Result<Value, ValuesError> {
         self.check_roots(ops)?;
         let mut doc = self.wrap(self.config.clone());
         apply_strict(&mut doc, ops).map_err(|op| self.failed(PatchTarget::Config, op))?;
@@ -71,7 +71,7 @@ impl Scope {
 
     /// A hook's VALUES_JSON_PATCH ops: applied strictly to `{"<key>": values()}`, the
     /// result validated with the values schema; Ok(new compacted stored patches).
-    pub fn try_values_patch(&self, ops: &[PatchOp]) -> Result<Vec<PatchOp>, ValuesError> {
+    pub(crate) fn try_values_patch(&self, ops: &[PatchOp]) -> Result<Vec<PatchOp>, ValuesError> {
         self.check_roots(ops)?;
         let mut doc = self.wrap(self.values()?);
         apply_strict(&mut doc, ops).map_err(|op| self.failed(PatchTarget::Values, op))?;
@@ -84,7 +84,7 @@ impl Scope {
 
     /// Checks a new config section (from the ConfigMap) against the config schema, with
     /// the config schema's defaults filled in first.
-    pub fn check_config(&self, config: &Value) -> Result<(), ValuesError> {
+    pub(crate) fn check_config(&self, config: &Value) -> Result<(), ValuesError> {
         let mut section = config.clone();
         self.schemas
             .apply_defaults(SchemaKind::Config, &mut section);
@@ -94,7 +94,7 @@ impl Scope {
     }
 
     /// Helm check: `values` (normally `values()`) validated with the helm schema.
-    pub fn check_helm(&self, values: &Value) -> Result<(), ValuesError> {
+    pub(crate) fn check_helm(&self, values: &Value) -> Result<(), ValuesError> {
         self.schemas
             .validate(SchemaKind::Helm, values)
             .map_err(|e| self.named(e))
@@ -165,7 +165,7 @@ fn as_object(v: &Value) -> Value {
 
 /// Stable checksum (32 hex digits, 128-bit FNV-1a) of the compact JSON text of `v`;
 /// object keys are sorted (serde_json without `preserve_order`), so equal values match.
-pub fn checksum(v: &Value) -> String {
+pub(crate) fn checksum(v: &Value) -> String {
     let mut h = crate::fnv::Fnv128::new();
     h.bytes(v.to_string().as_bytes());
     h.hex()

@@ -31,14 +31,14 @@ pub(crate) enum Event {
 /// A scalar event.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Scalar {
-    pub anchor: Option<String>,
-    pub tag: Tag,
+    pub(crate) anchor: Option<String>,
+    pub(crate) tag: Tag,
     /// The value after unquoting, escapes and folding (bytes: `!!binary` may follow).
-    pub value: String,
+    pub(crate) value: String,
     /// Written without quotes and not as a block scalar (`|`, `>`).
-    pub plain: bool,
+    pub(crate) plain: bool,
     /// libyaml's `plain_implicit`: plain without a tag, or with the bare `!` tag.
-    pub plain_implicit: bool,
+    pub(crate) plain_implicit: bool,
 }
 
 /// A pull parser over one input text.

@@ -7,14 +7,14 @@ use std::fmt;
 
 /// One problem in a hook config.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// Where: `schedule[1] "every-min"`, `kubernetes[0]`, or empty for the top level.
-    pub at: String,
+    pub(crate) at: String,
     /// Field path inside `at`, e.g. `labelSelector.matchExpressions[0].operator`;
     /// empty when the problem is about the whole binding or config.
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong and what is accepted.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// All problems in one hook's config; displayed one problem per line, each line
@@ -34,13 +34,15 @@ impl ConfigError {
         }
     }
 
+    #[cfg(test)]
     /// The hook name the error is about.
-    pub fn hook(&self) -> &str {
+    pub(crate) fn hook(&self) -> &str {
         &self.hook
     }
 
+    #[cfg(test)]
     /// Every problem found, in config order.
-    pub fn problems(&self) -> &[Problem] {
+    pub(crate) fn problems(&self) -> &[Problem] {
         &self.problems
     }
 }

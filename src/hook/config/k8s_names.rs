@@ -16,7 +16,7 @@ fn is_dns_label(s: &str) -> bool {
 }
 
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > SUBDOMAIN_MAX || !s.split('.').all(is_dns_label) {
         return Err(format!(
             "must be a lower-case DNS-1123 subdomain of at most {SUBDOMAIN_MAX} characters: \
@@ -28,7 +28,7 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
 
 /// A fully qualified DNS-1123 subdomain with at least three segments, as
 /// Kubernetes requires for admission webhook names (`check.example.com`).
-pub fn fully_qualified_name(s: &str) -> Result<(), String> {
+pub(crate) fn fully_qualified_name(s: &str) -> Result<(), String> {
     dns1123_subdomain(s)?;
     if s.split('.').count() < 3 {
         return Err("must be a fully qualified domain name with at least three \
@@ -56,7 +56,7 @@ fn is_name_part(s: &str) -> bool {
 
 /// A qualified name (label key): `[prefix/]name`, where prefix is a DNS-1123
 /// subdomain and name has at most 63 alphanumerics, '-', '_' or '.'.
-pub fn qualified_name(s: &str) -> Result<(), String> {
+pub(crate) fn qualified_name(s: &str) -> Result<(), String> {
     let (prefix, name) = match s.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, s),
@@ -79,7 +79,7 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
 }
 
 /// A label value: empty, or like the name part of a qualified name.
-pub fn label_value(s: &str) -> Result<(), String> {
+pub(crate) fn label_value(s: &str) -> Result<(), String> {
     if s.is_empty() || is_name_part(s) {
         return Ok(());
     }
@@ -90,7 +90,7 @@ pub fn label_value(s: &str) -> Result<(), String> {
 }
 
 /// `schema.ParseGroupVersion`: empty, `version`, or `group/version`.
-pub fn group_version(s: &str) -> Result<(), String> {
+pub(crate) fn group_version(s: &str) -> Result<(), String> {
     if s.matches('/').count() > 1 {
         return Err("unexpected GroupVersion string: expected \"version\" or \
                     \"group/version\", like \"v1\" or \"apps/v1\""

@@ -46,8 +46,8 @@ mod tests_valid;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use crate::duration::go_duration;
-pub use error::{ConfigError, Problem};
+pub(crate) use crate::duration::go_duration;
+pub(crate) use error::{ConfigError, Problem};
 pub use types::*;
 
 /// Parse and validate a hook's `--config` output (YAML or JSON; only the first
@@ -58,7 +58,11 @@ pub fn parse(hook_name: &str, text: &str) -> Result<HookConfig, ConfigError> {
 
 /// [`parse`] for a hook of `kind`: addon-operator's global and module hooks may also
 /// have their lifecycle bindings (`beforeAll: ORDER`, `beforeHelm: ORDER`, ...).
-pub fn parse_as(hook_name: &str, text: &str, kind: HookKind) -> Result<HookConfig, ConfigError> {
+pub(crate) fn parse_as(
+    hook_name: &str,
+    text: &str,
+    kind: HookKind,
+) -> Result<HookConfig, ConfigError> {
     let fail = |message: String| {
         let problem = Problem {
             at: String::new(),

@@ -34,7 +34,7 @@ pub struct HookConfig {
 
 /// Which program a hook belongs to, deciding which top-level bindings it may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookKind {
+pub(crate) enum HookKind {
     /// shell-operator's hooks: no lifecycle bindings.
     Shell,
     /// addon-operator's global hooks: `beforeAll`, `afterAll`.
@@ -46,7 +46,7 @@ pub enum HookKind {
 
 impl HookKind {
     /// The lifecycle binding keys this kind of hook may use.
-    pub fn lifecycle_keys(self) -> &'static [&'static str] {
+    pub(crate) fn lifecycle_keys(self) -> &'static [&'static str] {
         match self {
             HookKind::Shell => &[],
             HookKind::Global => &["beforeAll", "afterAll"],
@@ -63,18 +63,18 @@ impl HookKind {
 /// addon-operator's ordered lifecycle bindings: `ORDER` of each one the hook has.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Lifecycle {
-    pub before_all: Option<f64>,
-    pub after_all: Option<f64>,
-    pub before_helm: Option<f64>,
-    pub after_helm: Option<f64>,
+    pub(crate) before_all: Option<f64>,
+    pub(crate) after_all: Option<f64>,
+    pub(crate) before_helm: Option<f64>,
+    pub(crate) after_helm: Option<f64>,
     /// flant's newer binding: runs just before `helm uninstall`.
-    pub before_delete_helm: Option<f64>,
-    pub after_delete_helm: Option<f64>,
+    pub(crate) before_delete_helm: Option<f64>,
+    pub(crate) after_delete_helm: Option<f64>,
 }
 
 impl Lifecycle {
     /// The order of the binding named `key` (`beforeAll`, `afterHelm`, ...), if set.
-    pub fn order(&self, key: &str) -> Option<f64> {
+    pub(crate) fn order(&self, key: &str) -> Option<f64> {
         match key {
             "beforeAll" => self.before_all,
             "afterAll" => self.after_all,
@@ -99,7 +99,7 @@ impl Lifecycle {
     }
 
     /// Sets the order of `key`; unknown keys are ignored.
-    pub fn set(&mut self, key: &str, order: f64) {
+    pub(crate) fn set(&mut self, key: &str, order: f64) {
         if let Some(slot) = self.slot(key) {
             *slot = Some(order);
         }
@@ -109,28 +109,28 @@ impl Lifecycle {
 /// Hook-level `settings`: the token-bucket rate limit for runs of this hook.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
-    pub execution_min_interval: Option<Duration>,
-    pub execution_burst: Option<u32>,
+    pub(crate) execution_min_interval: Option<Duration>,
+    pub(crate) execution_burst: Option<u32>,
 }
 
 /// One `schedule` binding.
 #[derive(Debug, Clone)]
 pub struct ScheduleBinding {
     /// Binding name; `schedule` when not given.
-    pub name: String,
+    pub(crate) name: String,
     /// The crontab as written; it already passed `CronSchedule::parse`.
-    pub crontab: String,
-    pub allow_failure: bool,
+    pub(crate) crontab: String,
+    pub(crate) allow_failure: bool,
     /// Queue name; `main` when not given (always `main` for v0).
-    pub queue: String,
-    pub group: Option<String>,
+    pub(crate) queue: String,
+    pub(crate) group: Option<String>,
     /// Own list, then the group's kubernetes binding names (group merge).
-    pub include_snapshots_from: Vec<String>,
+    pub(crate) include_snapshots_from: Vec<String>,
 }
 
 /// A Kubernetes watch event type a binding reacts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchEventType {
+pub(crate) enum WatchEventType {
     Added,
     Modified,
     Deleted,
@@ -138,10 +138,10 @@ pub enum WatchEventType {
 
 impl WatchEventType {
     /// All three, in flant's order; the default when no list is given (v1).
-    pub const ALL: [WatchEventType; 3] = [Self::Added, Self::Modified, Self::Deleted];
+    pub(crate) const ALL: [WatchEventType; 3] = [Self::Added, Self::Modified, Self::Deleted];
 
     /// The name used in configs and binding contexts.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Added => "Added",
             Self::Modified => "Modified",
@@ -160,55 +160,56 @@ impl fmt::Display for WatchEventType {
 #[derive(Debug, Clone)]
 pub struct KubernetesBinding {
     /// Binding name; `kubernetes` (v1) or `onKubernetesEvent` (v0) when not given.
-    pub name: String,
+    pub(crate) name: String,
     /// `group/version` or `version`; `None` means the preferred version.
-    pub api_version: Option<String>,
+    pub(crate) api_version: Option<String>,
     /// Kind, plural or short name as written; resolved at run time.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Absent in v1 means all three; `[]` means never on events; v0 absent means none.
-    pub execute_hook_on_event: Vec<WatchEventType>,
-    pub execute_hook_on_synchronization: bool,
+    pub(crate) execute_hook_on_event: Vec<WatchEventType>,
+    pub(crate) execute_hook_on_synchronization: bool,
     /// `false` only when the config says false *and* sets a queue (flant's rule).
-    pub wait_for_synchronization: bool,
-    pub keep_full_objects_in_memory: bool,
+    pub(crate) wait_for_synchronization: bool,
+    pub(crate) keep_full_objects_in_memory: bool,
     /// `nameSelector.matchNames`; `Some(vec![])` selects every object.
-    pub name_selector: Option<Vec<String>>,
-    pub label_selector: Option<LabelSelector>,
-    pub field_selector: Vec<FieldRequirement>,
-    pub namespace: Option<NamespaceSelector>,
+    pub(crate) name_selector: Option<Vec<String>>,
+    pub(crate) label_selector: Option<LabelSelector>,
+    pub(crate) field_selector: Vec<FieldRequirement>,
+    pub(crate) namespace: Option<NamespaceSelector>,
     /// Not compiled here; the hook loader compiles it.
-    pub jq_filter: Option<String>,
-    pub allow_failure: bool,
-    pub include_snapshots_from: Vec<String>,
-    pub queue: String,
-    pub group: Option<String>,
-    /// Accepted and kept, but it does nothing (as in flant).
-    pub resynchronization_period: Option<String>,
+    pub(crate) jq_filter: Option<String>,
+    pub(crate) allow_failure: bool,
+    pub(crate) include_snapshots_from: Vec<String>,
+    pub(crate) queue: String,
+    pub(crate) group: Option<String>,
+    /// Accepted and kept (tests read it), but it does nothing (as in flant).
+    #[allow(dead_code)]
+    pub(crate) resynchronization_period: Option<String>,
 }
 
 /// Label selectors are the shared Kubernetes type (validated by the config parser).
-pub use vendor_k8s_types::{LabelSelector, LabelSelectorRequirement};
+pub(crate) use vendor_k8s_types::{LabelSelector, LabelSelectorRequirement};
 
 /// One `fieldSelector.matchExpressions` item.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FieldRequirement {
-    pub field: String,
-    pub operator: FieldOp,
-    pub value: String,
+pub(crate) struct FieldRequirement {
+    pub(crate) field: String,
+    pub(crate) operator: FieldOp,
+    pub(crate) value: String,
 }
 
 /// Field selector operator: `=`, `==`, `Equals` or `!=`, `NotEquals`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FieldOp {
+pub(crate) enum FieldOp {
     Equals,
     NotEquals,
 }
 
 /// `namespace` of a kubernetes binding: by names, by labels, or both.
 #[derive(Debug, Clone, Default)]
-pub struct NamespaceSelector {
-    pub name_selector: Option<Vec<String>>,
-    pub label_selector: Option<LabelSelector>,
+pub(crate) struct NamespaceSelector {
+    pub(crate) name_selector: Option<Vec<String>>,
+    pub(crate) label_selector: Option<LabelSelector>,
 }
 
 /// One `kubernetesValidating` or `kubernetesMutating` binding.
@@ -236,10 +237,10 @@ pub struct AdmissionBinding {
 /// One `kubernetesCustomResourceConversion` binding.
 #[derive(Debug, Clone)]
 pub struct ConversionBinding {
-    pub name: String,
-    pub crd_name: String,
+    pub(crate) name: String,
+    pub(crate) crd_name: String,
     /// `(fromVersion, toVersion)` pairs in config order.
-    pub conversions: Vec<(String, String)>,
-    pub group: Option<String>,
-    pub include_snapshots_from: Vec<String>,
+    pub(crate) conversions: Vec<(String, String)>,
+    pub(crate) group: Option<String>,
+    pub(crate) include_snapshots_from: Vec<String>,
 }

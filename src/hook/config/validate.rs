@@ -45,7 +45,7 @@ pub(crate) fn binding_at(kind: &str, index: usize, item: &Value) -> String {
 
 impl<'p> Checker<'p> {
     /// A checker for the place `at` (empty for the top level).
-    pub fn new(probs: &'p mut Vec<Problem>, at: impl Into<String>) -> Self {
+    pub(crate) fn new(probs: &'p mut Vec<Problem>, at: impl Into<String>) -> Self {
         Checker {
             probs,
             at: at.into(),
@@ -53,7 +53,7 @@ impl<'p> Checker<'p> {
     }
 
     /// Record one problem about `field`.
-    pub fn err(&mut self, field: &str, message: impl Into<String>) {
+    pub(crate) fn err(&mut self, field: &str, message: impl Into<String>) {
         self.probs.push(Problem {
             at: self.at.clone(),
             field: field.to_owned(),
@@ -67,7 +67,7 @@ impl<'p> Checker<'p> {
     }
 
     /// Unknown keys are errors (flant's `additionalProperties: false`).
-    pub fn strict(&mut self, prefix: &str, m: &Map<String, Value>, allowed: &[&str]) {
+    pub(crate) fn strict(&mut self, prefix: &str, m: &Map<String, Value>, allowed: &[&str]) {
         for key in m.keys().filter(|k| !allowed.contains(&k.as_str())) {
             let msg = format!(
                 "{key} is a forbidden property; accepted properties: {}",
@@ -78,7 +78,7 @@ impl<'p> Checker<'p> {
     }
 
     /// The value of a required key, or a problem when it is missing.
-    pub fn required<'v>(
+    pub(crate) fn required<'v>(
         &mut self,
         m: &'v Map<String, Value>,
         prefix: &str,
@@ -92,7 +92,7 @@ impl<'p> Checker<'p> {
     }
 
     /// A string value.
-    pub fn as_str(&mut self, field: &str, v: &Value) -> Option<String> {
+    pub(crate) fn as_str(&mut self, field: &str, v: &Value) -> Option<String> {
         match v {
             Value::String(s) => Some(s.clone()),
             other => {
@@ -104,7 +104,7 @@ impl<'p> Checker<'p> {
 
     /// A boolean: JSON booleans, the strings "true"/"false" (flant coerces), and
     /// the YAML 1.1 words flant's YAML reader turns into booleans (yes/no/on/off).
-    pub fn as_bool(&mut self, field: &str, v: &Value) -> Option<bool> {
+    pub(crate) fn as_bool(&mut self, field: &str, v: &Value) -> Option<bool> {
         let word = match v {
             Value::Bool(b) => return Some(*b),
             Value::String(s) => s.as_str(),
@@ -130,7 +130,7 @@ impl<'p> Checker<'p> {
     }
 
     /// An integer (a JSON number without a fractional part).
-    pub fn as_int(&mut self, field: &str, v: &Value) -> Option<i64> {
+    pub(crate) fn as_int(&mut self, field: &str, v: &Value) -> Option<i64> {
         let n = match v {
             Value::Number(n) => n,
             other => {
@@ -151,7 +151,11 @@ impl<'p> Checker<'p> {
     }
 
     /// A JSON object.
-    pub fn as_object<'v>(&mut self, field: &str, v: &'v Value) -> Option<&'v Map<String, Value>> {
+    pub(crate) fn as_object<'v>(
+        &mut self,
+        field: &str,
+        v: &'v Value,
+    ) -> Option<&'v Map<String, Value>> {
         match v {
             Value::Object(m) => Some(m),
             other => {
@@ -162,7 +166,12 @@ impl<'p> Checker<'p> {
     }
 
     /// A JSON array with at least `min` items.
-    pub fn as_array<'v>(&mut self, field: &str, v: &'v Value, min: usize) -> Option<&'v [Value]> {
+    pub(crate) fn as_array<'v>(
+        &mut self,
+        field: &str,
+        v: &'v Value,
+        min: usize,
+    ) -> Option<&'v [Value]> {
         let items = match v {
             Value::Array(items) => items,
             other => {
@@ -179,7 +188,12 @@ impl<'p> Checker<'p> {
     }
 
     /// An array of strings with at least `min` items.
-    pub fn as_str_list(&mut self, field: &str, v: &Value, min: usize) -> Option<Vec<String>> {
+    pub(crate) fn as_str_list(
+        &mut self,
+        field: &str,
+        v: &Value,
+        min: usize,
+    ) -> Option<Vec<String>> {
         let items = self.as_array(field, v, min)?;
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
@@ -193,7 +207,7 @@ impl<'p> Checker<'p> {
     }
 
     /// A string that must be one of `allowed`.
-    pub fn as_enum(&mut self, field: &str, v: &Value, allowed: &[&str]) -> Option<String> {
+    pub(crate) fn as_enum(&mut self, field: &str, v: &Value, allowed: &[&str]) -> Option<String> {
         let s = self.as_str(field, v)?;
         if allowed.contains(&s.as_str()) {
             return Some(s);
@@ -204,25 +218,40 @@ impl<'p> Checker<'p> {
     }
 
     /// An optional string field of `m`.
-    pub fn opt_str(&mut self, m: &Map<String, Value>, prefix: &str, key: &str) -> Option<String> {
+    pub(crate) fn opt_str(
+        &mut self,
+        m: &Map<String, Value>,
+        prefix: &str,
+        key: &str,
+    ) -> Option<String> {
         let v = m.get(key)?;
         self.as_str(&join(prefix, key), v)
     }
 
     /// An optional boolean field of `m`.
-    pub fn opt_bool(&mut self, m: &Map<String, Value>, prefix: &str, key: &str) -> Option<bool> {
+    pub(crate) fn opt_bool(
+        &mut self,
+        m: &Map<String, Value>,
+        prefix: &str,
+        key: &str,
+    ) -> Option<bool> {
         let v = m.get(key)?;
         self.as_bool(&join(prefix, key), v)
     }
 
     /// An optional integer field of `m`.
-    pub fn opt_int(&mut self, m: &Map<String, Value>, prefix: &str, key: &str) -> Option<i64> {
+    pub(crate) fn opt_int(
+        &mut self,
+        m: &Map<String, Value>,
+        prefix: &str,
+        key: &str,
+    ) -> Option<i64> {
         let v = m.get(key)?;
         self.as_int(&join(prefix, key), v)
     }
 
     /// An optional string-array field of `m` with at least `min` items.
-    pub fn opt_str_list(
+    pub(crate) fn opt_str_list(
         &mut self,
         m: &Map<String, Value>,
         prefix: &str,
@@ -234,7 +263,12 @@ impl<'p> Checker<'p> {
     }
 
     /// A required string field of `m`.
-    pub fn req_str(&mut self, m: &Map<String, Value>, prefix: &str, key: &str) -> Option<String> {
+    pub(crate) fn req_str(
+        &mut self,
+        m: &Map<String, Value>,
+        prefix: &str,
+        key: &str,
+    ) -> Option<String> {
         let v = self.required(m, prefix, key)?;
         self.as_str(&join(prefix, key), v)
     }
@@ -242,7 +276,7 @@ impl<'p> Checker<'p> {
 
 impl Checker<'_> {
     /// A required string field of `m` that must not be empty.
-    pub fn req_non_empty(
+    pub(crate) fn req_non_empty(
         &mut self,
         m: &Map<String, Value>,
         prefix: &str,

@@ -12,19 +12,19 @@ use std::sync::Arc;
 
 /// One object of a binding's snapshot or event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Item {
+pub(crate) struct Item {
     /// `namespace NUL name`, then `NUL` and the filter result's JSON text when the
     /// binding has a jqFilter (JSON text never contains a raw NUL, names neither).
     text: Box<str>,
     /// Compact JSON of the object, keys sorted and `apiVersion`/`kind` filled in;
     /// `None` with `keepFullObjectsInMemory: false`.
-    pub object: Option<Arc<str>>,
+    pub(crate) object: Option<Arc<str>>,
     /// Hash of the filter result (or of the whole object without a filter).
-    pub checksum: u64,
+    pub(crate) checksum: u64,
 }
 
 impl Item {
-    pub fn new(
+    pub(crate) fn new(
         key: (&str, &str),
         filter_result: Option<&str>,
         object: Option<Arc<str>>,
@@ -45,17 +45,17 @@ impl Item {
     }
 
     /// The snapshot key, `namespace NUL name` (see [`item_key`]).
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         &self.text[..self.name_end()]
     }
 
     /// `(namespace, name)`.
-    pub fn namespace_and_name(&self) -> (&str, &str) {
+    pub(crate) fn namespace_and_name(&self) -> (&str, &str) {
         self.key().split_once('\0').unwrap_or(("", self.key()))
     }
 
     /// JSON text of the filter result; `None` when the binding has no jqFilter.
-    pub fn filter_result(&self) -> Option<&str> {
+    pub(crate) fn filter_result(&self) -> Option<&str> {
         self.text.get(self.name_end() + 1..)
     }
 
@@ -67,13 +67,13 @@ impl Item {
     }
 
     /// Text bytes the item refers to: key, filter result and object JSON.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.text.len() + self.object.as_ref().map_or(0, |o| o.len())
     }
 
     /// `{object?, filterResult?}` as a value (the debug socket and tests; hook runs
     /// stream the texts instead, see `context::write`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let parse = |t: &str| serde_json::from_str(t).unwrap_or(Value::Null);
         let mut map = Map::new();
         if let Some(o) = &self.object {
@@ -88,7 +88,7 @@ impl Item {
 
 /// A snapshot key: `namespace NUL name`. NUL sorts before every character a name
 /// can hold, so keys sort as (namespace, name) pairs, cluster-scoped objects first.
-pub fn item_key(namespace: &str, name: &str) -> String {
+pub(crate) fn item_key(namespace: &str, name: &str) -> String {
     let mut key = String::with_capacity(namespace.len() + 1 + name.len());
     push_key(&mut key, namespace, name);
     key

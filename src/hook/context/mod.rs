@@ -9,8 +9,8 @@
 mod item;
 mod write;
 
-pub use item::{Item, item_key};
-pub use write::write_file;
+pub(crate) use item::{Item, item_key};
+pub(crate) use write::write_file;
 
 use super::config::WatchEventType;
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// Which kind of binding produced a context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BindingType {
+pub(crate) enum BindingType {
     OnStartup,
     Schedule,
     Kubernetes,
@@ -36,7 +36,7 @@ pub enum BindingType {
 
 impl BindingType {
     /// flant's name for the binding type (log field `event`, task descriptions).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             BindingType::OnStartup => "onStartup",
             BindingType::Schedule => "schedule",
@@ -56,7 +56,7 @@ impl BindingType {
 
 /// The event-specific part of a context.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Payload {
+pub(crate) enum Payload {
     OnStartup,
     /// addon-operator's beforeAll ... afterDeleteHelm: only the binding and snapshots.
     Lifecycle,
@@ -86,20 +86,20 @@ pub enum Payload {
 /// One binding context, before rendering.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BindingContext {
-    pub binding: String,
-    pub binding_type: BindingType,
-    pub group: Option<String>,
+    pub(crate) binding: String,
+    pub(crate) binding_type: BindingType,
+    pub(crate) group: Option<String>,
     /// Binding names whose snapshots this context carries (includeSnapshotsFrom,
     /// already merged with the group's kubernetes bindings).
-    pub snapshot_names: Vec<String>,
+    pub(crate) snapshot_names: Vec<String>,
     /// Index of the kubernetes binding in the hook's config, for kubernetes contexts.
-    pub kube_binding: Option<usize>,
-    pub payload: Payload,
+    pub(crate) kube_binding: Option<usize>,
+    pub(crate) payload: Payload,
 }
 
 impl BindingContext {
     /// `{"binding":"onStartup"}`.
-    pub fn on_startup() -> BindingContext {
+    pub(crate) fn on_startup() -> BindingContext {
         BindingContext {
             binding: "onStartup".into(),
             binding_type: BindingType::OnStartup,
@@ -112,7 +112,10 @@ impl BindingContext {
 
     /// An addon-operator lifecycle run (`beforeHelm`, ...): `{"binding": type}` plus
     /// the snapshots of the hook's kubernetes bindings (`snapshot_names`).
-    pub fn lifecycle(binding_type: BindingType, snapshot_names: Vec<String>) -> BindingContext {
+    pub(crate) fn lifecycle(
+        binding_type: BindingType,
+        snapshot_names: Vec<String>,
+    ) -> BindingContext {
         BindingContext {
             binding: binding_type.as_str().into(),
             binding_type,
@@ -144,14 +147,14 @@ impl BindingContext {
 #[derive(Debug, Default)]
 pub struct Snapshots {
     /// Synchronization objects, by kubernetes binding index.
-    pub sync: BTreeMap<usize, Vec<Item>>,
+    pub(crate) sync: BTreeMap<usize, Vec<Item>>,
     /// `includeSnapshotsFrom` / group snapshots, by binding name.
-    pub named: BTreeMap<String, Vec<Item>>,
+    pub(crate) named: BTreeMap<String, Vec<Item>>,
 }
 
 /// Renders a context in the v0 shape: `{"binding"}`, plus the resource fields for
 /// kubernetes events.
-pub fn render_v0(ctx: &BindingContext) -> Value {
+pub(crate) fn render_v0(ctx: &BindingContext) -> Value {
     let mut map = json!({ "binding": ctx.binding });
     if let Payload::Event { watch_event, item } = &ctx.payload {
         let event = match watch_event {
@@ -173,8 +176,9 @@ pub fn render_v0(ctx: &BindingContext) -> Value {
     map
 }
 
+#[cfg(test)]
 /// The binding context file's content as bytes (tests and small contexts).
-pub fn render_file(contexts: &[BindingContext], v0: bool, snapshots: &Snapshots) -> Vec<u8> {
+pub(crate) fn render_file(contexts: &[BindingContext], v0: bool, snapshots: &Snapshots) -> Vec<u8> {
     let mut bytes = Vec::new();
     // Writing to a Vec cannot fail.
     let _ = write_file(&mut bytes, contexts, v0, snapshots);

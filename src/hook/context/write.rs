@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::io::{self, Write};
 
 /// Writes the context file's content: a JSON array plus a newline.
-pub fn write_file(
+pub(crate) fn write_file(
     w: &mut dyn Write,
     contexts: &[BindingContext],
     v0: bool,
