@@ -185,7 +185,10 @@ impl AddonHandler {
             .metrics
             .helm_op(release, "", "uninstall", uninstall)
         {
-            log::error("purge failed", &[("release", release), ("error", &e)]);
+            log::error(
+                "purge failed",
+                &[("release", release), ("error", &e.to_string())],
+            );
         }
     }
 
@@ -196,7 +199,7 @@ impl AddonHandler {
                 helm::releases_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, "")?;
             Ok(all.into_keys().collect())
         } else {
-            self.shared.helm.list()
+            Ok(self.shared.helm.list()?)
         }
     }
 

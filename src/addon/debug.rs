@@ -171,7 +171,9 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     let stem = format!("{}.module-render-values.yaml", module.name);
     let file = crate::executor::ChildFile::create(&shared.tmp_dir, &stem, &text)
         .map_err(|e| e.to_string())?;
-    shared.helm.render(&module.name, &module.chart, file.path())
+    Ok(shared
+        .helm
+        .render(&module.name, &module.chart, file.path())?)
 }
 
 /// `module=<name>` of a query (percent-decoded), if any.

@@ -19,6 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+pub use super::helm_error::HelmError;
 use super::release_record::StoredRecord;
 use crate::process::{ExitStatus, run_captured};
 
@@ -106,12 +107,15 @@ impl Helm {
     }
 
     /// `helm version --short` → major version (3 or 4); error names the binary and stderr.
-    pub fn major_version(&self) -> Result<u32, String> {
+    pub fn major_version(&self) -> Result<u32, HelmError> {
         if let Some(m) = self.major.get() {
             return Ok(*m);
         }
         let out = self.run("version", &["version", "--short"], false)?;
-        let major = parse_major(&out).map_err(|e| format!("helm {}: {e}", self.bin.display()))?;
+        let major = parse_major(&out).map_err(|detail| HelmError::Output {
+            what: format!("version ({})", self.bin.display()),
+            detail,
+        })?;
         let _ = self.major.set(major);
         Ok(major)
     }
@@ -122,7 +126,7 @@ impl Helm {
         release: &str,
         chart: &Path,
         values_file: &Path,
-    ) -> Result<String, String> {
+    ) -> Result<String, HelmError> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let mut args = vec!["template", release, chart, "--values", values];
@@ -134,7 +138,7 @@ impl Helm {
     /// The post-renderer arguments for this helm's major version: helm 3 runs our
     /// binary (`--post-renderer <bin> --post-renderer-args post-renderer`), helm 4
     /// only plugins (`--post-renderer <plugin>`, found through `HELM_PLUGINS`).
-    fn post_renderer_args(&self) -> Result<Vec<String>, String> {
+    fn post_renderer_args(&self) -> Result<Vec<String>, HelmError> {
         let Some((binary, _)) = &self.post_renderer else {
             return Ok(Vec::new());
         };
@@ -154,24 +158,23 @@ impl Helm {
     }
 
     /// `helm get manifest <release>`: the manifest of the deployed revision.
-    pub fn manifest(&self, release: &str) -> Result<String, String> {
+    pub fn manifest(&self, release: &str) -> Result<String, HelmError> {
         let args = ["get", "manifest", release];
         self.run(&format!("get manifest {release}"), &args, true)
     }
 
     /// Latest revision via `helm history <release> --max 1 --output json`; `Ok(None)`
-    /// when the release does not exist. `checksum` from `helm get values <release>
-    /// --output json`, key `_addonOperatorModuleChecksum`, asked only when deployed.
-    pub fn last_release(&self, release: &str) -> Result<Option<Release>, String> {
+    /// when the release does not exist.
+    pub fn last_release(&self, release: &str) -> Result<Option<Release>, HelmError> {
         let what = format!("history {release}");
         let args = ["history", release, "--max", "1", "--output", "json"];
         let out = match self.run(&what, &args, true) {
             Ok(out) => out,
-            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) if e.is_release_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
         let Some((revision, status)) =
-            parse_history(&out).map_err(|e| format!("helm {what}: {e}"))?
+            parse_history(&out).map_err(|detail| HelmError::Output { what, detail })?
         else {
             return Ok(None);
         };
@@ -195,7 +198,7 @@ impl Helm {
         release: &str,
         chart: &Path,
         values_file: &Path,
-    ) -> Result<String, String> {
+    ) -> Result<String, HelmError> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let args = ["template", release, chart, "--values", values];
@@ -214,7 +217,7 @@ impl Helm {
         values_file: &Path,
         checksum: &str,
         flant_checksum: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), HelmError> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let history = self.history_max.to_string();
@@ -245,25 +248,28 @@ impl Helm {
     }
 
     /// `helm uninstall <release> --namespace ns`; `Ok(false)` when it did not exist.
-    pub fn uninstall(&self, release: &str) -> Result<bool, String> {
+    pub fn uninstall(&self, release: &str) -> Result<bool, HelmError> {
         let timeout = go_duration(self.timeout);
         let args = ["uninstall", release, "--timeout", &timeout];
         match self.run(&format!("uninstall {release}"), &args, true) {
             Ok(_) => Ok(true),
-            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) if e.is_release_not_found() => Ok(false),
             Err(e) => Err(e),
         }
     }
 
     /// `helm list --all --namespace ns --output json` (helm 4 lists every status by
     /// default and has no `--all`): release names sorted, empty names dropped.
-    pub fn list(&self) -> Result<Vec<String>, String> {
+    pub fn list(&self) -> Result<Vec<String>, HelmError> {
         let mut args = vec!["list", "--output", "json", "--max", "0"];
         if self.major_version()? < 4 {
             args.push("--all");
         }
         let out = self.run("list", &args, true)?;
-        parse_list(&out).map_err(|e| format!("helm list: {e}"))
+        parse_list(&out).map_err(|detail| HelmError::Output {
+            what: "list".into(),
+            detail,
+        })
     }
 
     /// The plugins dir for `HELM_PLUGINS`, given only to a helm known to be 4 or
@@ -311,23 +317,28 @@ impl Helm {
 
     /// Runs helm; stdout on success, else an error with the status and stderr.
     /// `what` names the operation in errors (`upgrade demo`).
-    fn run(&self, what: &str, args: &[&str], namespaced: bool) -> Result<String, String> {
+    fn run(&self, what: &str, args: &[&str], namespaced: bool) -> Result<String, HelmError> {
         let mut cmd = self.command(args, namespaced);
         let limit = self.timeout.saturating_add(PROCESS_GRACE);
-        let bin = self.bin.display();
-        let out = run_captured(&mut cmd, Some(limit), MAX_OUTPUT)
-            .map_err(|e| format!("helm {what} ({bin}): {e}"))?;
+        let bin = self.bin.display().to_string();
+        let out = run_captured(&mut cmd, Some(limit), MAX_OUTPUT).map_err(|error| {
+            let (what, bin) = (what.to_string(), bin.clone());
+            HelmError::Run { what, bin, error }
+        })?;
         if out.status != ExitStatus::Code(0) {
             let stderr = bounded_text(&out.stderr, MAX_STDERR);
-            return Err(format!(
-                "helm {what} ({bin}) failed: {}: {}",
-                out.status,
-                stderr.trim_end()
-            ));
+            return Err(HelmError::Failed {
+                what: what.to_string(),
+                bin,
+                status: out.status.to_string(),
+                stderr: stderr.trim_end().to_string(),
+            });
         }
         log_stderr(what, &out.stderr);
-        String::from_utf8(out.stdout)
-            .map_err(|e| format!("helm {what} ({bin}): output is not UTF-8: {e}"))
+        String::from_utf8(out.stdout).map_err(|e| HelmError::Output {
+            what: format!("{what} ({bin})"),
+            detail: format!("output is not UTF-8: {e}"),
+        })
     }
 }
 
@@ -350,12 +361,6 @@ fn log_stderr(what: &str, stderr: &[u8]) {
     }
 }
 
-/// Whether a helm error says the release does not exist (helm 3 and 4 both print
-/// `release: not found`).
-fn is_not_found(err: &str) -> bool {
-    err.contains("release: not found")
-}
-
 /// Text of at most `max` bytes (cut on a char boundary, marked).
 fn bounded_text(bytes: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -370,9 +375,9 @@ fn bounded_text(bytes: &[u8], max: usize) -> String {
 }
 
 /// A path as a helm argument (helm takes UTF-8 paths).
-fn path_arg(p: &Path) -> Result<&str, String> {
+fn path_arg(p: &Path) -> Result<&str, HelmError> {
     p.to_str()
-        .ok_or_else(|| format!("helm: path {} is not UTF-8", p.display()))
+        .ok_or_else(|| HelmError::Path(format!("helm: path {} is not UTF-8", p.display())))
 }
 
 /// A Go duration for `--timeout`: whole seconds as `300s`, else milliseconds.

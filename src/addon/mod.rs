@@ -23,6 +23,7 @@ mod debug;
 mod enabled;
 mod engine;
 pub mod helm;
+mod helm_error;
 mod hook_values;
 mod lifecycle;
 mod module_run;
@@ -190,8 +191,11 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             "helm found",
             &[("bin", &bin), ("major", &major.to_string())],
         ),
-        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e),
-        Err(e) => log::warn("helm not usable; no module has a chart", &[("error", &e)]),
+        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e.into()),
+        Err(e) => log::warn(
+            "helm not usable; no module has a chart",
+            &[("error", &e.to_string())],
+        ),
     }
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     metrics.count_bindings(&hooks, &owners, &layout);

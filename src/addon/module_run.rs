@@ -236,8 +236,11 @@ impl AddonHandler {
                     r.as_ref().map_err(String::clone)
                 };
                 let file = given.file;
-                let rendered =
-                    || metrics.helm_op(name, event, "template", || helm.render(name, chart, file));
+                let rendered = || {
+                    metrics.helm_op(name, event, "template", || {
+                        Ok(helm.render(name, chart, file)?)
+                    })
+                };
                 let lists = RefCell::new(HashMap::new());
                 let stored_sum = last.as_ref().and_then(|r| r.checksum.as_deref());
                 let facts = helm::UpgradeFacts {
@@ -280,7 +283,7 @@ impl AddonHandler {
         let result = metrics.helm_op(name, event, "upgrade", upgrade);
         // Even a failed upgrade may have written objects.
         self.shared.lock().listed.clear();
-        result
+        Ok(result?)
     }
 
     /// The manifest and values of the release's latest revision: decoded from its
@@ -400,7 +403,7 @@ impl AddonHandler {
         if secrets_driver() {
             helm::release_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, name)
         } else {
-            self.shared.helm.last_release(name)
+            Ok(self.shared.helm.last_release(name)?)
         }
     }
 

@@ -61,7 +61,7 @@ impl World {
     fn reason(&self, last: Option<&Release>, sum: &str, rendered: &str) -> Option<String> {
         let facts = UpgradeFacts {
             rendered: &|| Ok(rendered.to_string()),
-            released: &|| self.helm.manifest("greeter"),
+            released: &|| Ok(self.helm.manifest("greeter")?),
             exists: &|o| object_exists_in(&self.client, o, NS),
             only_global_changed: &|| Ok(false),
         };
@@ -176,12 +176,15 @@ fn render_error_carries_stderr(bin: PathBuf, major: u32) {
     let chart = chart("broken");
     let values = w.values("v.yaml", "other: 1\n");
     let e = w.helm.render("broken", &chart, &values).unwrap_err();
+    assert!(!e.is_release_not_found(), "{e}");
+    let e = e.to_string();
     assert!(e.contains("broken-chart needs .Values.mustSet"), "{e}");
     assert!(e.contains("helm template broken"), "{e}");
     let e = w
         .helm
         .upgrade("broken", &chart, &values, "x", "y")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("broken-chart needs .Values.mustSet"), "{e}");
     assert_eq!(w.helm.last_release("broken").unwrap(), None);
 
@@ -189,7 +192,8 @@ fn render_error_carries_stderr(bin: PathBuf, major: u32) {
     let e = w
         .helm
         .render("x", Path::new("/nonexistent/chart"), &missing)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("/nonexistent/chart"), "{e}");
 }
 
@@ -211,7 +215,8 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
     let e = w
         .helm
         .upgrade("greeter", &chart, &values, &sum, "f")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("helm upgrade greeter") && e.contains("exit status 1"),
         "{e}\nrequests: {:#?}",
@@ -278,7 +283,7 @@ fn helm3_render_error_carries_stderr() {
 #[test]
 fn missing_binary_is_named() {
     let helm = Helm::new("/nonexistent/helm-bin", NS);
-    let e = helm.major_version().unwrap_err();
+    let e = helm.major_version().unwrap_err().to_string();
     assert!(e.contains("/nonexistent/helm-bin"), "{e}");
 }
 
