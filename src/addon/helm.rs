@@ -42,6 +42,9 @@ pub struct Helm {
     /// `ADDON_OPERATOR_NAMESPACE`: every release command gets `--namespace`.
     pub(crate) namespace: String,
     /// `HELM_HISTORY_MAX` (default 10).
+    /// Write flant v1.5's checksum (the MD5 of [`Self::render_plain`]) as the release
+    /// value `_addonOperatorModuleChecksum` instead of ours (`--flant-checksum`).
+    pub(crate) flant_checksum: bool,
     pub(crate) history_max: u32,
     /// `HELM_TIMEOUT` (default 5m): helm's `--timeout`; the process gets 60 s more.
     pub timeout: Duration,
@@ -97,6 +100,7 @@ impl Helm {
             bin: bin.into(),
             namespace: namespace.to_string(),
             history_max: 10,
+            flant_checksum: false,
             timeout: Duration::from_secs(300),
             kubeconfig: None,
             kube_context: None,

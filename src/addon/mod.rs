@@ -165,6 +165,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let mut helm = Helm::new(flags.helm_bin.clone(), &namespace);
     helm.history_max = flags.helm_history_max;
+    helm.flant_checksum = flags.flant_checksum;
     helm.timeout = flags.helm_timeout;
     helm.kubeconfig = Some(config.kube.config.clone())
         .filter(|s| !s.is_empty())

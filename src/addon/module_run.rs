@@ -131,13 +131,9 @@ impl AddonHandler {
     ) -> Result<Vec<Task>, String> {
         log::info("module startup", &[("module", name), ("event", event)]);
         self.install_crds(m, name)?;
-        let mut on_startup: Vec<(f64, usize)> = self
-            .shared
-            .hooks_of(Owner::Module(m))
-            .filter_map(|(i, h)| h.config.on_startup.map(|o| (o, i)))
-            .collect();
-        on_startup.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for (_, i) in on_startup {
+        let hooks = self.shared.hooks_of(Owner::Module(m));
+        let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
+        for i in on_startup {
             let hook = &self.shared.hooks[i];
             let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
             self.runner.run_hook(&task, "main")?;
@@ -252,7 +248,7 @@ impl AddonHandler {
                 let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
                 // Our checksum unchanged (an object to heal, a status to fix): so is
                 // flant's, kept in the stored values; no render needed for it.
-                let flant_checksum = (stored_sum == Some(checksum.as_str()))
+                let flant_checksum = (helm.flant_checksum && stored_sum == Some(checksum.as_str()))
                     .then(|| {
                         stored().ok()?.config[helm::CHECKSUM_VALUE]
                             .as_str()
@@ -268,17 +264,18 @@ impl AddonHandler {
         };
         log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
         let upgrade = || {
-            // flant's checksum: the MD5 of the plain `helm template` output with the
-            // surrounding white space trimmed (as v1.5.0 reads it), so flant's
-            // operator finds the release up to date after a switch back.
-            let flant_checksum = match &kept_flant_checksum {
+            // With --flant-checksum, flant's: the MD5 of the plain `helm template`
+            // output with the surrounding white space trimmed (as v1.5.0 reads it),
+            // so flant's operator finds the release up to date after a switch back.
+            let value = match &kept_flant_checksum {
+                _ if !helm.flant_checksum => checksum.clone(),
                 Some(kept) => kept.clone(),
                 None => {
                     let plain = helm.render_plain(name, chart, given.file)?;
                     crate::md5::md5_hex(plain.trim().as_bytes())
                 }
             };
-            helm.upgrade(name, chart, given.file, &checksum, &flant_checksum)
+            helm.upgrade(name, chart, given.file, &checksum, &value)
         };
         let result = metrics.helm_op(name, event, "upgrade", upgrade);
         // Even a failed upgrade may have written objects.

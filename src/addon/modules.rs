@@ -282,6 +282,7 @@ mod tests {
             strict_values: false,
             helm_bin: "helm".into(),
             helm_history_max: 10,
+            flant_checksum: false,
             helm_timeout: Duration::from_secs(300),
             helm_ignore_release: String::new(),
             resources_check_period: Duration::from_secs(270),

@@ -93,6 +93,13 @@ pub(crate) const ADDON_FLAGS: &[FlagSpec] = &[
         "How often the resource monitor checks releases and their objects (plus 0-59 s from 1m up)."
     ),
     flag!(
+        "flant-checksum",
+        "ADDON_OPERATOR_FLANT_CHECKSUM",
+        "false",
+        Kind::Bool,
+        "Store flant v1.5's checksum with each release (one more helm template per upgrade), so that flant's operator can take the releases back without upgrading them."
+    ),
+    flag!(
         "module-run-parallelism",
         "ADDON_OPERATOR_MODULE_RUN_PARALLELISM",
         "0",
@@ -218,6 +225,8 @@ pub(crate) struct AddonFlags {
     pub(crate) strict_values: bool,
     pub(crate) helm_bin: PathBuf,
     pub(crate) helm_history_max: u32,
+    /// `--flant-checksum`: write flant v1.5's MD5 as `_addonOperatorModuleChecksum`.
+    pub(crate) flant_checksum: bool,
     pub(crate) helm_timeout: Duration,
     pub(crate) helm_ignore_release: String,
     pub(crate) resources_check_period: Duration,
@@ -247,6 +256,7 @@ pub(crate) fn addon_flags(v: &Values) -> AddonFlags {
         strict_values: v.bool("strict-check-values-mode-enabled"),
         helm_bin: PathBuf::from(v.str("helm-bin-path")),
         helm_history_max: v.num("helm-history-max"),
+        flant_checksum: v.bool("flant-checksum"),
         helm_timeout: v.duration("helm-timeout"),
         helm_ignore_release: v.str("helm-ignore-release"),
         resources_check_period: v.duration("resources-check-period"),
@@ -331,6 +341,7 @@ mod tests {
         assert_eq!(a.config_map, "addon-operator");
         assert_eq!(a.helm_bin, PathBuf::from("helm"));
         assert_eq!(a.helm_history_max, 10);
+        assert!(!a.flant_checksum, "flant's checksum is opt-in");
         assert_eq!(a.helm_timeout, Duration::from_secs(300));
         assert_eq!(a.modules_dirs, vec![PathBuf::from("modules")]);
         assert_eq!(c.hooks_dir, PathBuf::from("global-hooks"));
@@ -357,12 +368,14 @@ mod tests {
             &[
                 ("MODULES_DIR", "/old"),
                 ("ADDON_OPERATOR_MODULES_DIR", "/new"),
+                ("ADDON_OPERATOR_FLANT_CHECKSUM", "true"),
             ],
             &[("helm-history-max", "3")],
         );
         let a = c.addon.as_ref().expect("addon");
         assert_eq!(a.modules_dirs, vec![PathBuf::from("/new")]);
         assert_eq!(a.helm_history_max, 3);
+        assert!(a.flant_checksum);
     }
 
     #[test]

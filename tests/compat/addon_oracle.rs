@@ -112,6 +112,10 @@ impl AddonOp {
             // flant's helm child finds the cluster through KUBECONFIG only.
             .env("KUBECONFIG", control_plane::shared().admin_kubeconfig())
             .env("HELM_BIN_PATH", helm3())
+            // Ours: store flant's checksum too (the way back to flant without a
+            // revision, README "Migrating from flant's addon-operator"); flant's
+            // operator ignores the variable.
+            .env("ADDON_OPERATOR_FLANT_CHECKSUM", "true")
             .env("HOME", dir.0.join("home"))
             .env("LOG_TYPE", "json")
             .env("OUT_DIR", dir.0.join("out"))
