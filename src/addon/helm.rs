@@ -124,18 +124,29 @@ impl Helm {
         Ok(major)
     }
 
-    /// `helm template <release> <chart> --namespace ns --values <file>`: the rendered manifests.
+    /// `helm template <release> <chart> --namespace ns --values <file>`: the rendered
+    /// manifests, through our post-renderer.
     pub fn render(
         &self,
         release: &str,
         chart: &Path,
         values_file: &Path,
     ) -> Result<String, HelmError> {
+        self.template(release, chart, values_file, &self.post_renderer_args()?)
+    }
+
+    /// `helm template` with `extra` arguments after the chart and values.
+    fn template(
+        &self,
+        release: &str,
+        chart: &Path,
+        values_file: &Path,
+        extra: &[String],
+    ) -> Result<String, HelmError> {
         let chart = path_arg(chart)?;
         let values = path_arg(values_file)?;
         let mut args = vec!["template", release, chart, "--values", values];
-        let post = self.post_renderer_args()?;
-        args.extend(post.iter().map(String::as_str));
+        args.extend(extra.iter().map(String::as_str));
         self.run(&format!("template {release}"), &args, true)
     }
 
@@ -203,10 +214,7 @@ impl Helm {
         chart: &Path,
         values_file: &Path,
     ) -> Result<String, HelmError> {
-        let chart = path_arg(chart)?;
-        let values = path_arg(values_file)?;
-        let args = ["template", release, chart, "--values", values];
-        self.run(&format!("template {release}"), &args, true)
+        self.template(release, chart, values_file, &[])
     }
 
     /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
