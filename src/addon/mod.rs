@@ -82,6 +82,8 @@ pub(crate) struct Bound {
     debug: debug::Slot,
     /// The resource monitor's own client (`HELM_MONITOR_KUBE_CLIENT_*`).
     monitor_client: Client,
+    /// The operator's own reads and writes of its releases during converges.
+    bookkeeping_client: Client,
     /// What the resource monitor watches (the debug CLI shows it).
     watched: resources::WatchedModules,
     /// Every module's `crds/` files and the labels written on them.
@@ -158,6 +160,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         .map_err(|e| format!("resource monitor client metrics: {e}"))?;
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
+    let bookkeeping_client = bookkeeping_client(config, &metrics)?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let module_keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
     let kube_config = KubeConfig::from_object(cm.as_ref())
@@ -217,6 +220,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         metrics,
         debug: Default::default(),
         monitor_client,
+        bookkeeping_client,
         watched: Default::default(),
         crds,
     };
@@ -311,7 +315,7 @@ impl Bound {
             state: Mutex::new(state),
             helm: self.helm,
             client: self.client,
-            bookkeeping: self.monitor_client.clone(),
+            bookkeeping: self.bookkeeping_client,
             namespace: self.namespace,
             config_map: self.flags.config_map.clone(),
             ignore_release: self.flags.helm_ignore_release.clone(),
@@ -420,6 +424,29 @@ fn crd_settings(flags: &AddonFlags) -> Result<crds::CrdSettings, String> {
 fn kube_client(config: &Config) -> Result<Client, String> {
     let settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon");
     Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
+}
+
+/// Requests per second and burst of the operator's bookkeeping client.
+const BOOKKEEPING_QPS: f32 = 50.0;
+const BOOKKEEPING_BURST: u32 = 100;
+
+/// The client of the operator's own bookkeeping during a converge: one list of the
+/// release Secrets, one list per kind and namespace for the drift check, and a label
+/// patch per module whose new checksum rendered no change. Those are bounded by the
+/// module count, so they get a loose limit of their own: behind the resource
+/// monitor's (flant's `HELM_MONITOR_KUBE_CLIENT_QPS`, 5/s) they made a `global` change
+/// of 100 modules wait 18 s for its label patches (BENCHMARKS.md, issue 28).
+fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, String> {
+    let mut settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon_bookkeeping");
+    settings.qps = BOOKKEEPING_QPS;
+    settings.burst = BOOKKEEPING_BURST;
+    let client_metrics =
+        crate::kube::ClientMetrics::new(&config.metrics_prefix, "addon_bookkeeping");
+    client_metrics
+        .register(metrics.registry())
+        .map_err(|e| format!("bookkeeping client metrics: {e}"))?;
+    Client::from_config_with_metrics(&settings, client_metrics)
+        .map_err(|e| format!("kubernetes client of the operator's bookkeeping: {e}"))
 }
 
 /// The internal hook whose one kubernetes binding watches the ConfigMap.

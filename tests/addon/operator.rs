@@ -134,19 +134,15 @@ fn startup_sequence(major: u32) {
     );
     assert_eq!(addon.revisions("echo"), vec![1]);
     assert!(addon.revisions("scripted").is_empty() && addon.revisions("cm-off").is_empty());
-    // A first install costs two helm processes: the release is read from its
-    // Secrets; the plain render gives the checksum flant's operator reads
-    // (`_addonOperatorModuleChecksum`, the MD5 of `helm template`), then the upgrade.
+    // A first install costs one helm process: the release is read from its Secrets
+    // (`--flant-checksum` would add a plain render for flant's checksum).
     let helm_for_echo: Vec<String> = addon
         .runs()
         .into_iter()
         .map(|(t, _)| t)
         .filter(|t| t.starts_with("helm:") && t.ends_with(":echo"))
         .collect();
-    assert_eq!(
-        helm_for_echo,
-        vec!["helm:template:echo", "helm:upgrade:echo"]
-    );
+    assert_eq!(helm_for_echo, vec!["helm:upgrade:echo"]);
     // The operator read the releases in one list for the converge and one for the
     // purge (helm's own reads of its Secrets ask by name).
     let lists = addon
@@ -488,12 +484,16 @@ if [ $n -ge 2 ]; then echo '[{"op":"add","path":"/fixer/ok","value":true}]' > "$
     addon.wait_ready();
     assert!(addon.object("v1", "ConfigMap", "fixer").is_some());
     assert_eq!(addon.revisions("fixer"), vec![1]);
-    // The first run fails rendering (the plain `helm template` that gives flant's
-    // checksum, before any upgrade: no revision is made); the retry deploys.
+    // The first upgrade fails rendering (no revision is made); the retry deploys.
     let steps = steps_with_bindings(&addon);
     assert_eq!(
         steps,
-        vec!["fixer:beforeHelm", "fixer:beforeHelm", "helm:upgrade:fixer"]
+        vec![
+            "fixer:beforeHelm",
+            "helm:upgrade:fixer",
+            "fixer:beforeHelm",
+            "helm:upgrade:fixer"
+        ]
     );
 }
 

@@ -147,14 +147,14 @@ fn restart_costs_nothing(major: u32) {
     second.wait_log(&["helm upgrade not needed", "rd"], LONG);
     // Not one helm process for the unchanged modules: no template, no get, no history.
     assert_eq!(helm_calls(&second), Vec::<String>::new());
-    // Those reads went through the resource monitor's client (whose own first check is
-    // minutes away): the release list and one list per kind at least.
+    // Those reads went through the operator's bookkeeping client (not the hooks' nor
+    // the resource monitor's): the release list and one list per kind at least.
     let metrics = second.metrics();
     let bookkeeping: f64 = metrics
         .lines()
         .filter(|l| {
             l.starts_with("addon_operator_kubernetes_client_request_result_total{")
-                && l.contains(r#"component="helm_monitor""#)
+                && l.contains(r#"component="addon_bookkeeping""#)
         })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
