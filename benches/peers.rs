@@ -15,7 +15,8 @@
 //! v1.5.0 beside ours on a real kube-apiserver (benches/peers/addon.rs):
 //! `[--flant-addon BIN] [--helm3 BIN] [--addon-sizes 20,100] [--addon-trials 3,1]`
 //! (trials per size, in order; defaults `.tools/flant/addon-operator-v1.5.0/addon-operator`,
-//! `.tools/bin/helm3`, 20,100 and 3,1).
+//! `.tools/bin/helm3`, 20,100 and 3,1). `--keep-work` keeps the work dir (operators'
+//! logs) for reading afterwards.
 
 #[path = "peers/addon.rs"]
 mod addon;
@@ -80,7 +81,11 @@ fn main() {
     if addon_only || std::env::args().any(|a| a == "--addon") {
         run_addon(&programs, &work);
     }
-    let _ = std::fs::remove_dir_all(&work);
+    if std::env::args().any(|a| a == "--keep-work") {
+        eprintln!("logs and layouts kept in {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
 }
 
 /// The addon part: flant's addon-operator v1.5.0 and ours at each size.
