@@ -13,9 +13,9 @@
 //!
 //! With `--addon` (after the pods) or `--addon-only` (alone), flant's addon-operator
 //! v1.5.0 beside ours on a real kube-apiserver (benches/peers/addon.rs):
-//! `[--flant-addon BIN] [--helm3 BIN] [--addon-sizes 20,100] [--addon-trials 3,1]`
+//! `[--flant-addon BIN] [--helm3 BIN] [--addon-sizes 20,100] [--addon-trials 3]`
 //! (trials per size, in order; defaults `.tools/flant/addon-operator-v1.5.0/addon-operator`,
-//! `.tools/bin/helm3`, 20,100 and 3,1). `--keep-work` keeps the work dir (operators'
+//! `.tools/bin/helm3`, 20,100 and 3). `--keep-work` keeps the work dir (operators'
 //! logs) for reading afterwards.
 
 #[path = "peers/addon.rs"]
@@ -109,7 +109,7 @@ fn run_addon(programs: &Programs, work: &std::path::Path) {
         ),
         helm3: path("--helm3", ".tools/bin/helm3"),
     };
-    let trials = list("--addon-trials", "3,1");
+    let trials = list("--addon-trials", "3");
     let sizes: Vec<(usize, usize)> = list("--addon-sizes", "20,100")
         .into_iter()
         .enumerate()
