@@ -155,10 +155,25 @@ fn trial(
     f.upgrade_s = started.elapsed().as_secs_f64();
 
     let (peak2, cpu2, children2) = op.stop();
+    free_service_ips(&s.client, &p)?;
     f.peak_mb = peak.max(peak2);
     f.cpu_s = cpu + cpu2;
     f.cpu_children_s = children + children2;
     Ok(f)
+}
+
+/// Deletes the trial's Services once both runs are over: the control plane's
+/// service range (a /24) would run out of cluster IPs after ~250 modules.
+fn free_service_ips(client: &Client, p: &Place) -> Result<(), String> {
+    let services = client
+        .resolve("v1", "Service", "bench")
+        .map_err(|e| e.to_string())?;
+    let api = client.api(&services, Some(&p.ns));
+    (1..=p.n).try_for_each(|i| {
+        let name = module_name(i, false).1;
+        api.delete(&name, None)
+            .map_err(|e| format!("delete Service {}/{name}: {e}", p.ns))
+    })
 }
 
 /// A trial's module set, its size and its namespace.
