@@ -76,14 +76,16 @@ bench-addon: static
 
 # Issue 12: ours vs kopf vs a plain watch loop on 10k pods (benches/peers.rs), in
 # kube-sim and then on a real kube-apiserver (issue 24), with flant's shell-operator
-# as a fifth contender (issue 25).
+# as a fifth contender (issue 25); then flant's addon-operator v1.5.0 beside ours
+# with 20 and 100 modules on a real kube-apiserver (--addon, benches/peers/addon.rs).
 # Not part of `make bench`: needs python3 with venv and network for `pip install kopf`.
 PEERS_VENV := .tools/peers-venv
 bench-peers: static control-plane flant
 	test -x $(PEERS_VENV)/bin/kopf || (python3 -m venv $(PEERS_VENV) && $(PEERS_VENV)/bin/pip install -q kopf)
 	$(CARGO) build --release -p kube-sim
 	$(CARGO) bench --bench peers -- --operator $(STATIC_BIN) --kube-sim target/release/kube-sim --venv $(PEERS_VENV) \
-		--flant $$(scripts/install-flant.sh 2>/dev/null | tail -n1)
+		--flant $$(scripts/install-flant.sh 2>/dev/null | tail -n1) \
+		--addon --flant-addon $$(scripts/install-flant.sh addon-operator 2>/dev/null | tail -n1)
 
 # Runs the operator on the bundled example hooks (Ctrl-C to stop).
 run:

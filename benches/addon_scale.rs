@@ -21,9 +21,10 @@
 
 mod common;
 
+use common::addon::{module_name, proc_kb, write_layout};
 use common::pods::KubeSim;
 use serde_json::json;
-use shell_operator::kube::{Client, ListParams, Patch, PatchParams};
+use shell_operator::kube::Client;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -115,33 +116,52 @@ fn measure(s: &Setup, c: &Case) {
 
     // Bare helm: N upgrades in a row, then one upgrade with a new value.
     let bare_ns = format!("bare-{tag}");
-    create_namespace(s, &bare_ns);
+    common::addon::create_namespace(&s.client, &bare_ns);
     let mut bare = Duration::ZERO;
     for i in 1..=c.n {
         bare += bare_upgrade(s, c, &layout, &bare_ns, i, "hello");
     }
-    assert_eq!(revisions(s, &bare_ns), c.n, "bare releases");
+    assert_eq!(
+        common::addon::revisions(&s.client, &bare_ns),
+        c.n,
+        "bare releases"
+    );
     let bare_one = bare_upgrade(s, c, &layout, &bare_ns, 1, "changed");
 
     // The operator: cold converge, then a restart with nothing changed.
     let ns = format!("op-{tag}");
-    create_namespace(s, &ns);
+    common::addon::create_namespace(&s.client, &ns);
     let (cold, mut child, _) = start(s, c, &layout, &ns);
-    assert_eq!(revisions(s, &ns), c.n, "cold converge releases");
+    assert_eq!(
+        common::addon::revisions(&s.client, &ns),
+        c.n,
+        "cold converge releases"
+    );
     stop(&mut child);
     let (restart, mut child, port) = start(s, c, &layout, &ns);
-    assert_eq!(revisions(s, &ns), c.n, "a restart made revisions");
+    assert_eq!(
+        common::addon::revisions(&s.client, &ns),
+        c.n,
+        "a restart made revisions"
+    );
     std::thread::sleep(Duration::from_secs(2));
     let idle = proc_kb(child.id(), "VmRSS:");
 
     // A `global` value no template reads: a full converge, no revision.
     let global = global_change(s, &ns, port, 1);
-    assert_eq!(revisions(s, &ns), c.n, "a global change made revisions");
+    assert_eq!(
+        common::addon::revisions(&s.client, &ns),
+        c.n,
+        "a global change made revisions"
+    );
 
     // One module's value: its revision 2.
     let started = Instant::now();
-    set_config(s, &ns, "m001", "message: changed\n");
-    poll(|| revisions(s, &ns) == c.n + 1, "the module's new revision");
+    common::addon::set_config(&s.client, &ns, "m001", "message: changed\n");
+    poll(
+        || common::addon::revisions(&s.client, &ns) == c.n + 1,
+        "the module's new revision",
+    );
     let one = started.elapsed();
 
     // Memory after repeated converges (N = 100).
@@ -204,48 +224,6 @@ fn measure(s: &Setup, c: &Case) {
     }
 }
 
-/// Module `i`'s directory (its order: `i`, or 1 for all) and release name.
-fn module_name(i: usize, one_order: bool) -> (String, String) {
-    let order = if one_order { 1 } else { i };
-    (format!("{order:03}-m{i:03}"), format!("m{i:03}"))
-}
-
-/// `root/modules`: N modules enabled in `values.yaml`, each a ConfigMap, a Service
-/// and a Deployment reading the module's `message`, and a `beforeHelm` hook.
-fn write_layout(root: &Path, n: usize, one_order: bool) {
-    let _ = std::fs::remove_dir_all(root);
-    let modules = root.join("modules");
-    std::fs::create_dir_all(root.join("global-hooks")).expect("global hooks dir");
-    let mut values = String::from("global:\n  cluster: bench\n");
-    for i in 1..=n {
-        let (dir, name) = module_name(i, one_order);
-        values.push_str(&format!("{name}Enabled: true\n{name}:\n  message: hello\n"));
-        let m = modules.join(&dir);
-        std::fs::create_dir_all(m.join("templates")).expect("module dir");
-        std::fs::write(
-            m.join("Chart.yaml"),
-            format!("apiVersion: v2\nname: {name}\nversion: 0.0.1\n"),
-        )
-        .expect("Chart.yaml");
-        std::fs::write(m.join("templates/all.yaml"), chart(&name)).expect("template");
-        common::write_exec(
-            &m.join("hooks/before-helm.sh"),
-            "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; exit 0; fi\nexit 0\n",
-        );
-    }
-    std::fs::write(modules.join("values.yaml"), values).expect("values.yaml");
-}
-
-/// A ConfigMap, a Service and a Deployment; only the module's `message` is read.
-fn chart(name: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  message: {{{{ .Values.{name}.message | quote }}}}\n\
----\napiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: 80\n\
----\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n  \
-template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      containers:\n      - name: app\n        image: busybox\n"
-    )
-}
-
 /// One bare `helm upgrade --install` of module `i` with the values the operator gives it.
 fn bare_upgrade(s: &Setup, c: &Case, layout: &Path, ns: &str, i: usize, message: &str) -> Duration {
     let (dir, name) = module_name(i, c.one_order);
@@ -288,61 +266,16 @@ fn run(s: &Setup, helm: &Path, args: &[&str]) -> Duration {
     took
 }
 
-/// Creates namespace `ns` and an empty `addon-operator` ConfigMap in it.
-fn create_namespace(s: &Setup, ns: &str) {
-    let namespaces = s
-        .client
-        .resolve("v1", "Namespace", "bench")
-        .expect("resolve");
-    (s.client.api(&namespaces, None))
-        .create(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-        .unwrap_or_else(|e| panic!("create namespace {ns}: {e}"));
-    let cms = s
-        .client
-        .resolve("v1", "ConfigMap", "bench")
-        .expect("resolve");
-    (s.client.api(&cms, Some(ns)))
-        .create(&json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "addon-operator", "namespace": ns}, "data": {}}))
-        .unwrap_or_else(|e| panic!("create ConfigMap in {ns}: {e}"));
-}
-
-/// Sets `key` of the `addon-operator` ConfigMap.
-fn set_config(s: &Setup, ns: &str, key: &str, value: &str) {
-    let cms = s
-        .client
-        .resolve("v1", "ConfigMap", "bench")
-        .expect("resolve");
-    let patch = Patch::Merge(json!({"data": {key: value}}));
-    (s.client.api(&cms, Some(ns)))
-        .patch("addon-operator", &patch, &PatchParams::default())
-        .unwrap_or_else(|e| panic!("patch ConfigMap in {ns}: {e}"));
-}
-
 /// Writes the `k`-th unused `global` value; the time until that converge ends.
 fn global_change(s: &Setup, ns: &str, port: u16, k: usize) -> Duration {
     let before = converges_done(port);
     let started = Instant::now();
-    set_config(s, ns, "global", &format!("unusedKnob: {k}\n"));
+    common::addon::set_config(&s.client, ns, "global", &format!("unusedKnob: {k}\n"));
     poll(
         || converges_done(port) > before,
         "the converge after a global change",
     );
     started.elapsed()
-}
-
-/// Release revisions stored in `ns` (helm's Secrets).
-fn revisions(s: &Setup, ns: &str) -> usize {
-    let secrets = s.client.resolve("v1", "Secret", "bench").expect("resolve");
-    let params = ListParams {
-        label_selector: "owner=helm".into(),
-        ..ListParams::default()
-    };
-    (s.client.api(&secrets, Some(ns)))
-        .list_all(&params)
-        .unwrap_or_else(|e| panic!("list secrets in {ns}: {e}"))
-        .items
-        .len()
 }
 
 /// The sum of `addon_operator_convergence_seconds` (grows when a converge ends).
@@ -410,15 +343,4 @@ fn poll(cond: impl Fn() -> bool, what: &str) {
         assert!(Instant::now() < deadline, "not in {TIMEOUT:?}: {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// A `/proc/<pid>/status` field in kB (0 when unreadable).
-fn proc_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with(field))?.to_string();
-            line.split_whitespace().nth(1)?.parse().ok()
-        })
-        .unwrap_or(0)
 }

@@ -10,7 +10,16 @@
 //! [--servers sim,real] [--flant BIN]` (with `--flant`, flant's shell-operator runs
 //! the same hook as a fifth contender).
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
+//!
+//! With `--addon` (after the pods) or `--addon-only` (alone), flant's addon-operator
+//! v1.5.0 beside ours on a real kube-apiserver (benches/peers/addon.rs):
+//! `[--flant-addon BIN] [--helm3 BIN] [--addon-sizes 20,100] [--addon-trials 3]`
+//! (trials per size, in order; defaults `.tools/flant/addon-operator-v1.5.0/addon-operator`,
+//! `.tools/bin/helm3`, 20,100 and 3). `--keep-work` keeps the work dir (operators'
+//! logs) for reading afterwards.
 
+#[path = "peers/addon.rs"]
+mod addon;
 #[path = "peers/cluster.rs"]
 mod cluster;
 mod common;
@@ -44,9 +53,14 @@ fn main() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("seed")).expect("mkdir");
     write_pods(&work.join("seed/pods.yaml"));
-    eprintln!("{}", kopf_version(&programs));
-    let servers = common::arg_value("--servers").unwrap_or_else(|| "sim,real".to_string());
-    for server in servers.split(',') {
+    let addon_only = std::env::args().any(|a| a == "--addon-only");
+    let servers = if addon_only {
+        String::new()
+    } else {
+        eprintln!("{}", kopf_version(&programs));
+        common::arg_value("--servers").unwrap_or_else(|| "sim,real".to_string())
+    };
+    for server in servers.split(',').filter(|s| !s.is_empty()) {
         let shared = match server {
             "sim" => None,
             "real" => match Cluster::real(&work) {
@@ -64,7 +78,44 @@ fn main() {
         });
         print_table(server, &medians);
     }
-    let _ = std::fs::remove_dir_all(&work);
+    if addon_only || std::env::args().any(|a| a == "--addon") {
+        run_addon(&programs, &work);
+    }
+    if std::env::args().any(|a| a == "--keep-work") {
+        eprintln!("logs and layouts kept in {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
+/// The addon part: flant's addon-operator v1.5.0 and ours at each size.
+fn run_addon(programs: &Programs, work: &std::path::Path) {
+    let path = |name: &str, default: &str| {
+        let p = common::arg_value(name).unwrap_or_else(|| default.to_string());
+        std::fs::canonicalize(&p).unwrap_or_else(|e| panic!("{name} {p}: {e}"))
+    };
+    let list = |name: &str, default: &str| -> Vec<usize> {
+        let text = common::arg_value(name).unwrap_or_else(|| default.to_string());
+        text.split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .collect()
+    };
+    let addon = addon::AddonPrograms {
+        ours: std::fs::canonicalize(&programs.operator)
+            .unwrap_or_else(|e| panic!("--operator {}: {e}", programs.operator.display())),
+        flant: path(
+            "--flant-addon",
+            ".tools/flant/addon-operator-v1.5.0/addon-operator",
+        ),
+        helm3: path("--helm3", ".tools/bin/helm3"),
+    };
+    let trials = list("--addon-trials", "3");
+    let sizes: Vec<(usize, usize)> = list("--addon-sizes", "20,100")
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n, trials.get(i).or(trials.last()).copied().unwrap_or(1)))
+        .collect();
+    addon::run(&addon, work, &sizes);
 }
 
 /// A fresh cluster per trial (kube-sim) or one shared cluster (the real server).

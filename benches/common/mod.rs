@@ -1,7 +1,9 @@
-//! Helpers shared by the benchmarks: the bare fork/exec baseline, a hook with an
+//! Helpers shared by the benchmarks (addon-operator module sets in addon.rs, kube-sim
+//! and 10k pods in pods.rs): the bare fork/exec baseline, a hook with an
 //! empty config, a handler that counts finished tasks, and writing hook scripts.
 #![allow(dead_code)]
 
+pub mod addon;
 pub mod pods;
 
 use shell_operator::hook::Hook;

@@ -167,7 +167,7 @@ fn proc_status(child: &Child, field: &str) -> f64 {
 
 /// utime+stime of the process itself in seconds; with `children`, plus
 /// cutime+cstime (the children it has waited for: our hooks, with their jq).
-fn cpu_seconds(child: &Child, children: bool) -> f64 {
+pub fn cpu_seconds(child: &Child, children: bool) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
     // Fields after the `(comm)`: state is the 1st, utime..cstime the 12th..15th.
     let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
