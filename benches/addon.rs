@@ -416,22 +416,19 @@ fn run_operator<T: Default>(
     std::fs::create_dir_all(&run).expect("run dir");
     let log = std::fs::File::create(run.join("operator.log")).expect("log file");
     let started = Instant::now();
-    let mut child = Command::new(&s.operator)
-        .args(["addon-operator", "start", "--namespace", ns])
-        .arg("--modules-dir")
-        .arg(layout.join("modules"))
-        .arg("--global-hooks-dir")
-        .arg(layout.join("global-hooks"))
-        .arg("--tmp-dir")
-        .arg(run.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(run.join("debug.socket"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", &port.to_string()])
-        .arg("--kube-config")
-        .arg(&s.sim.kubeconfig)
-        .env("HELM_BIN_PATH", &s.helm)
-        .env("HOME", s.work.join("home"))
+    let home = s.work.join("home");
+    let start = common::addon::AddonStart {
+        operator: &s.operator,
+        ns,
+        layout,
+        run: &run,
+        port,
+        kubeconfig: &s.sim.kubeconfig,
+        helm: &s.helm,
+        home: &home,
+    };
+    let mut child = start
+        .command()
         .envs(env.iter().copied())
         .stdout(log.try_clone().expect("log file"))
         .stderr(log)

@@ -298,22 +298,19 @@ fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16)
     let log = run.join("operator.log");
     let file = std::fs::File::create(&log).expect("log file");
     let started = Instant::now();
-    let mut child = Command::new(&s.operator)
-        .args(["addon-operator", "start", "--namespace", ns])
-        .arg("--modules-dir")
-        .arg(layout.join("modules"))
-        .arg("--global-hooks-dir")
-        .arg(layout.join("global-hooks"))
-        .arg("--tmp-dir")
-        .arg(run.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(run.join("debug.socket"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", &port.to_string()])
-        .arg("--kube-config")
-        .arg(&s.sim.kubeconfig)
-        .env("HELM_BIN_PATH", c.helm)
-        .env("HOME", s.work.join("home"))
+    let home = s.work.join("home");
+    let start = common::addon::AddonStart {
+        operator: &s.operator,
+        ns,
+        layout,
+        run: &run,
+        port,
+        kubeconfig: &s.sim.kubeconfig,
+        helm: c.helm.as_ref(),
+        home: &home,
+    };
+    let mut child = start
+        .command()
         .stdout(Stdio::from(file.try_clone().expect("log file")))
         .stderr(Stdio::from(file))
         .spawn()

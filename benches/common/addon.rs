@@ -103,3 +103,40 @@ pub fn proc_kb(pid: u32, field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// How one bench starts `addon-operator start`: the layout's `modules` and
+/// `global-hooks`, the run's tmp dir and debug socket under `run`, metrics on
+/// 127.0.0.1:`port`, helm from `helm` with HOME `home`.
+pub struct AddonStart<'a> {
+    pub operator: &'a Path,
+    pub ns: &'a str,
+    pub layout: &'a Path,
+    pub run: &'a Path,
+    pub port: u16,
+    pub kubeconfig: &'a Path,
+    pub helm: &'a Path,
+    pub home: &'a Path,
+}
+
+impl AddonStart<'_> {
+    /// The command, without stdout, stderr or extra environment.
+    pub fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(self.operator);
+        cmd.args(["addon-operator", "start", "--namespace", self.ns])
+            .arg("--modules-dir")
+            .arg(self.layout.join("modules"))
+            .arg("--global-hooks-dir")
+            .arg(self.layout.join("global-hooks"))
+            .arg("--tmp-dir")
+            .arg(self.run.join("tmp"))
+            .arg("--debug-unix-socket")
+            .arg(self.run.join("debug.socket"))
+            .args(["--prometheus-listen-address", "127.0.0.1"])
+            .args(["--prometheus-listen-port", &self.port.to_string()])
+            .arg("--kube-config")
+            .arg(self.kubeconfig)
+            .env("HELM_BIN_PATH", self.helm)
+            .env("HOME", self.home);
+        cmd
+    }
+}
