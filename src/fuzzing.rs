@@ -38,6 +38,7 @@ pub const TARGETS: &[Target] = &[
     ("values_patch", values_patch),
     ("values_schema", values_schema),
     ("release_record", release_record),
+    ("chart_template", chart_template),
 ];
 
 /// The input as text; parsers that take `&str` get lossy UTF-8 like a pipe read would.
@@ -275,4 +276,9 @@ pub fn release_record(data: &[u8]) {
     let _ = crate::inflate::gunzip(data, 1 << 20);
     let _ = crate::inflate::inflate(data, 1 << 20);
     let _ = crate::addon::release_record::decode(&text(data));
+}
+
+/// A chart template read for whether it can reach `global` values.
+pub fn chart_template(data: &[u8]) {
+    let _ = crate::addon::global_use::template_ignores_global(&text(data));
 }

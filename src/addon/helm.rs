@@ -31,8 +31,6 @@ const MAX_STDERR: usize = 64 * 1024;
 const PROCESS_GRACE: Duration = Duration::from_secs(60);
 /// The release value that carries the checksum of the last upgrade.
 pub(crate) const CHECKSUM_VALUE: &str = "_addonOperatorModuleChecksum";
-/// Most bytes of chart files hashed by [`checksum`].
-const MAX_CHART_BYTES: u64 = 256 * 1024 * 1024;
 
 /// How to run helm for the releases of one operator.
 #[derive(Debug)]
@@ -711,53 +709,6 @@ pub(crate) fn releases_from_secrets(
         out.insert(name.to_string(), release);
     }
     Ok(out)
-}
-
-/// A checksum for the upgrade decision: FNV-1a 128 (hex) of the rendered manifest
-/// and the chart dir's files (relative names and contents, sorted by name), so a
-/// chart change triggers an upgrade even when the rendered text is the same.
-pub fn checksum(manifest: &str, chart: &Path) -> Result<String, String> {
-    let mut files = Vec::new();
-    chart_files(chart, Path::new(""), &mut files)?;
-    files.sort();
-    let mut h = crate::fnv::Fnv128::new();
-    h.field(manifest.as_bytes());
-    let mut total: u64 = 0;
-    for rel in &files {
-        let path = chart.join(rel);
-        let data = std::fs::read(&path)
-            .map_err(|e| format!("checksum: cannot read chart file {}: {e}", path.display()))?;
-        total += data.len() as u64;
-        if total > MAX_CHART_BYTES {
-            return Err(format!(
-                "checksum: chart {} has more than {MAX_CHART_BYTES} bytes of files",
-                chart.display()
-            ));
-        }
-        h.field(rel.to_string_lossy().as_bytes());
-        h.field(&data);
-    }
-    Ok(h.hex())
-}
-
-/// Relative paths of the regular files under `dir` (symlinks followed).
-fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let dir = root.join(rel);
-    let entries = std::fs::read_dir(&dir)
-        .map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
-    for entry in entries {
-        let entry =
-            entry.map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
-        let child = rel.join(entry.file_name());
-        let meta = std::fs::metadata(entry.path())
-            .map_err(|e| format!("checksum: cannot stat {}: {e}", entry.path().display()))?;
-        if meta.is_dir() {
-            chart_files(root, &child, out)?;
-        } else if meta.is_file() {
-            out.push(child);
-        }
-    }
-    Ok(())
 }
 
 /// Like [`object_exists`], with the namespace for objects that render none (the

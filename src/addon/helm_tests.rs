@@ -1,5 +1,5 @@
-//! Unit tests of the helm client: manifest parsing, the upgrade decision, checksums,
-//! helm's JSON outputs and the post-renderer arguments.
+//! Unit tests of the helm client: manifest parsing, the upgrade decision, helm's JSON
+//! outputs and the post-renderer arguments (the checksum's are in `chart_sum_tests.rs`).
 
 use super::*;
 use std::cell::RefCell;
@@ -227,25 +227,4 @@ fn helper_formats() {
         "{cut}"
     );
     assert_eq!(bounded_text(b"short", 64), "short");
-}
-
-#[test]
-fn checksum_follows_manifest_and_chart_files() {
-    let dir = std::env::temp_dir().join(format!("helm-checksum-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("templates")).unwrap();
-    std::fs::write(dir.join("Chart.yaml"), "name: c\n").unwrap();
-    std::fs::write(dir.join("templates/cm.yaml"), "kind: ConfigMap\n").unwrap();
-    let a = checksum("m", &dir).unwrap();
-    assert_eq!(a.len(), 32);
-    assert_eq!(a, checksum("m", &dir).unwrap());
-    assert_ne!(a, checksum("m2", &dir).unwrap());
-    std::fs::write(dir.join("templates/cm.yaml"), "kind: ConfigMap # x\n").unwrap();
-    let b = checksum("m", &dir).unwrap();
-    assert_ne!(a, b);
-    std::fs::write(dir.join("templates/new.txt"), "").unwrap();
-    assert_ne!(b, checksum("m", &dir).unwrap());
-    let e = checksum("m", &dir.join("missing")).unwrap_err();
-    assert!(e.contains("missing"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

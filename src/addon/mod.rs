@@ -15,6 +15,7 @@
 //! engine handles instead of executing anything.
 
 mod chart_dir;
+mod chart_sum;
 mod config_changes;
 pub(crate) mod configmap;
 mod converge;
@@ -22,6 +23,8 @@ mod crds;
 mod debug;
 mod enabled;
 mod engine;
+pub(crate) mod global_use;
+mod global_use_lex;
 pub mod helm;
 mod helm_error;
 mod hook_values;

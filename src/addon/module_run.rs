@@ -199,7 +199,6 @@ impl AddonHandler {
         let given = Given {
             file: file.path(),
             values: &values,
-            text: &text,
         };
         self.upgrade_if_needed(&module.name, &module.chart, &given, event)
     }
@@ -219,7 +218,7 @@ impl AddonHandler {
     ) -> Result<(), String> {
         let helm = &self.shared.helm;
         let metrics = &self.shared.metrics;
-        let checksum = helm::checksum(&String::from_utf8_lossy(given.text), chart)?;
+        let checksum = super::chart_sum::decision_checksum(given.values, chart)?;
         let (reason, last, kept_flant_checksum) =
             metrics.helm_op(name, event, "check-upgrade", || {
                 let last = self.last_release(name)?;
@@ -439,11 +438,10 @@ pub(super) fn secrets_driver() -> bool {
     matches!(driver.as_str(), "" | "secret" | "secrets")
 }
 
-/// What a module run gives helm: the values file, its values, and their text.
+/// What a module run gives helm: the values file and its values.
 pub(super) struct Given<'a> {
     pub(crate) file: &'a Path,
     pub(crate) values: &'a serde_json::Value,
-    pub(crate) text: &'a [u8],
 }
 
 /// Whether the module's own values are those stored with the release's latest
