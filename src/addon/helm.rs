@@ -39,10 +39,10 @@ pub struct Helm {
     pub(crate) bin: PathBuf,
     /// `ADDON_OPERATOR_NAMESPACE`: every release command gets `--namespace`.
     pub(crate) namespace: String,
-    /// `HELM_HISTORY_MAX` (default 10).
     /// Write flant v1.5's checksum (the MD5 of [`Self::render_plain`]) as the release
     /// value `_addonOperatorModuleChecksum` instead of ours (`--flant-checksum`).
     pub(crate) flant_checksum: bool,
+    /// `HELM_HISTORY_MAX` (default 10).
     pub(crate) history_max: u32,
     /// `HELM_TIMEOUT` (default 5m): helm's `--timeout`; the process gets 60 s more.
     pub timeout: Duration,
@@ -307,6 +307,9 @@ impl Helm {
         }
         if let Some(plugins) = self.plugins_dir() {
             cmd.env("HELM_PLUGINS", plugins);
+        }
+        for (var, value) in super::helm_go_env::helm_go_env() {
+            cmd.env(var, value);
         }
         if let Some(dir) = &self.work_dir {
             for (var, sub) in [

@@ -27,6 +27,7 @@ pub(crate) mod global_use;
 mod global_use_lex;
 pub mod helm;
 mod helm_error;
+mod helm_go_env;
 mod hook_values;
 mod lifecycle;
 mod module_run;

@@ -131,7 +131,8 @@ impl Addon {
             .map_or("modules", |(_, v)| *v);
         let wrapper = root.join("helm-wrapper");
         let script = format!(
-            "#!/bin/sh\necho \"helm:$1:$2 null\" >> \"$OUT_DIR/runs.log\"\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"helm:$1:$2 null\" >> \"$OUT_DIR/runs.log\"\n\
+             echo \"$1 ${{GOGC:-unset}}\" >> \"$OUT_DIR/helm-env.log\"\nexec '{}' \"$@\"\n",
             helm_bin(major).display()
         );
         write_hooks(&root, &[("helm-wrapper", script)]);
@@ -204,6 +205,15 @@ impl Addon {
                     serde_json::from_str(j).unwrap_or(Value::Null),
                 )
             })
+            .collect()
+    }
+
+    /// Each helm command the operator ran, with the `GOGC` it got (`unset` if none).
+    pub fn helm_gogc(&self) -> Vec<(String, String)> {
+        let text = std::fs::read_to_string(self.dir.0.join("out/helm-env.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(c, g)| (c.to_string(), g.to_string()))
             .collect()
     }
 

@@ -226,6 +226,11 @@ fn changes_cost_what_they_must(major: u32) {
     });
     poll(|| addon.revisions("rb") == [1, 2], "rb revision 2");
     assert_eq!(helm_calls(&addon)[before..], ["helm:upgrade:rb"]);
+    // helm runs with GOGC=400 unless the operator's environment sets it.
+    let gogc = std::env::var("GOGC").unwrap_or_else(|_| "400".into());
+    let env = addon.helm_gogc();
+    assert!(env.iter().any(|(c, _)| c == "upgrade"), "{env:?}");
+    assert!(env.iter().all(|(_, g)| *g == gogc), "{env:?}");
 
     // A `global` value no template reads. The modules whose templates cannot read
     // `global` keep their checksum: no helm process. The two that read another
