@@ -33,3 +33,69 @@ pub(crate) fn spawn_scoped<'scope, T: Send + 'scope>(
         .spawn_scoped(scope, body)
         .map_err(|e| format!("cannot start thread {name}: {e}"))
 }
+
+/// `f` of every item, up to `width` at a time (the caller's thread is one of them),
+/// in the items' order. For short startup work that runs child processes (the
+/// hooks' `--config`); threads that cannot start leave their share to the others.
+pub(crate) fn map_parallel<T: Sync, R: Send>(
+    name: &str,
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(item), Some(slot)) = (items.get(k), slots.get(k)) else {
+                break;
+            };
+            let out = f(item);
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
+        }
+    };
+    std::thread::scope(|scope| {
+        for i in 1..width.min(items.len()) {
+            if spawn_scoped(scope, &format!("{name}-{i}"), work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+    slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect()
+}
+
+/// How many hooks' `--config` run at once at startup: the CPU count, at least 2.
+pub(crate) fn startup_width() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_parallel_keeps_the_order_and_runs_at_once() {
+        let items: Vec<u64> = (0..40).collect();
+        let running = std::sync::atomic::AtomicUsize::new(0);
+        let most = std::sync::atomic::AtomicUsize::new(0);
+        let out = map_parallel("t", &items, 3, |n| {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = running.fetch_add(1, SeqCst) + 1;
+            most.fetch_max(now, SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            running.fetch_sub(1, SeqCst);
+            n * 2
+        });
+        assert_eq!(out, items.iter().map(|n| n * 2).collect::<Vec<_>>());
+        let most = most.into_inner();
+        assert!((2..=3).contains(&most), "{most} at once");
+        assert_eq!(map_parallel("t", &[] as &[u8], 4, |_| 1), Vec::<i32>::new());
+    }
+}

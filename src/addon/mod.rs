@@ -133,11 +133,23 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     }
     let crds =
         crd_settings(&flags).and_then(|s| crds::ModuleCrds::discover(&layout.modules, &s))?;
-    let (mut hooks, mut owners) = modules::load_hooks(
-        &layout,
-        config.hook_run_timeout,
-        config.jq_library_path.as_deref(),
-    )?;
+    let helm = helm_client(config, &flags, &namespace)?;
+    // `helm version` (the major version decides the post-renderer's arguments) runs
+    // while the hooks' `--config` do: both are on the way to the first converge.
+    let (loaded, helm_major) = std::thread::scope(|scope| {
+        let probe = crate::threads::spawn_scoped(scope, "helm-version", || helm.major_version());
+        let loaded = modules::load_hooks(
+            &layout,
+            config.hook_run_timeout,
+            config.jq_library_path.as_deref(),
+        );
+        let major = match probe {
+            Ok(probe) => probe.join().unwrap_or_else(|_| helm.major_version()),
+            Err(_) => helm.major_version(),
+        };
+        (loaded, major)
+    });
+    let (mut hooks, mut owners) = loaded?;
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
@@ -170,31 +182,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let kube_config = KubeConfig::from_object(cm.as_ref())
         .and_then(|c| c.check_module_keys(&module_keys).map(|()| c))
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
-    let mut helm = Helm::new(flags.helm_bin.clone(), &namespace);
-    helm.history_max = flags.helm_history_max;
-    helm.flant_checksum = flags.flant_checksum;
-    helm.timeout = flags.helm_timeout;
-    helm.kubeconfig = Some(config.kube.config.clone())
-        .filter(|s| !s.is_empty())
-        .map(Into::into);
-    helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
-    helm.work_dir = Some(config.tmp_dir.clone());
-    // Every released object gets `heritage: addon-operator` from our own binary as
-    // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
-    match crate::builtin_jq::own_path() {
-        Some(binary) => {
-            let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
-            helm.post_renderer = Some((binary, plugins));
-        }
-        None => log::warn(
-            "cannot find the operator's own path (no /proc and argv[0] is relative): \
-             releases get no heritage label",
-            &[],
-        ),
-    }
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
-    match helm.major_version() {
+    match helm_major {
         Ok(major) => log::info(
             "helm found",
             &[("bin", &bin), ("major", &major.to_string())],
@@ -267,6 +257,34 @@ impl Inputs {
         let now = std::time::Instant::now();
         on_main(self.shared.lock().lifecycle.step(Input::Tick { now }))
     }
+}
+
+/// The helm client: the flags' settings, helm's dirs under the tmp dir, and our own
+/// binary as its post-renderer.
+fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<Helm, String> {
+    let mut helm = Helm::new(flags.helm_bin.clone(), namespace);
+    helm.history_max = flags.helm_history_max;
+    helm.flant_checksum = flags.flant_checksum;
+    helm.timeout = flags.helm_timeout;
+    helm.kubeconfig = Some(config.kube.config.clone())
+        .filter(|s| !s.is_empty())
+        .map(Into::into);
+    helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
+    helm.work_dir = Some(config.tmp_dir.clone());
+    // Every released object gets `heritage: addon-operator` from our own binary as
+    // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
+    match crate::builtin_jq::own_path() {
+        Some(binary) => {
+            let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
+            helm.post_renderer = Some((binary, plugins));
+        }
+        None => log::warn(
+            "cannot find the operator's own path (no /proc and argv[0] is relative): \
+             releases get no heritage label",
+            &[],
+        ),
+    }
+    Ok(helm)
 }
 
 fn on_main(tasks: Vec<Task>) -> Vec<(String, Task)> {

@@ -240,15 +240,11 @@ pub(crate) fn load_hooks(
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<(Vec<Hook>, Vec<Owner>), String> {
-    let mut hooks = Vec::new();
-    let mut owners = Vec::new();
+    // (root the name is relative to, path, kind, owner), in the order hooks are kept.
+    let mut found: Vec<(PathBuf, PathBuf, HookKind, Owner)> = Vec::new();
     let root = &layout.global_hooks_root;
     for path in hook::discover(root).map_err(|e| e.to_string())? {
-        hooks.push(
-            hook::load_as(root, &path, timeout, jq_library, HookKind::Global)
-                .map_err(|e| e.to_string())?,
-        );
-        owners.push(Owner::Global);
+        found.push((root.clone(), path, HookKind::Global, Owner::Global));
     }
     for (mi, module) in layout.modules.iter().enumerate() {
         let dir = module.path.join("hooks");
@@ -259,11 +255,28 @@ pub(crate) fn load_hooks(
         for path in
             hook::discover_skipping(&dir, MODULE_HOOKS_SKIPPED).map_err(|e| e.to_string())?
         {
-            let loaded = hook::load_as(root, &path, timeout, jq_library, HookKind::Module)
-                .map_err(|e| format!("module '{}': {e}", module.name))?;
-            hooks.push(loaded);
-            owners.push(Owner::Module(mi));
+            found.push((
+                root.to_path_buf(),
+                path,
+                HookKind::Module,
+                Owner::Module(mi),
+            ));
         }
+    }
+    // Their `--config` run a few at a time; the first error in that order wins.
+    let width = crate::threads::startup_width();
+    let loaded =
+        crate::threads::map_parallel("hook-config", &found, width, |(root, path, kind, _)| {
+            hook::load_as(root, path, timeout, jq_library, *kind)
+        });
+    let mut hooks = Vec::with_capacity(found.len());
+    let mut owners = Vec::with_capacity(found.len());
+    for (result, (_, _, _, owner)) in loaded.into_iter().zip(found) {
+        hooks.push(result.map_err(|e| match owner {
+            Owner::Module(mi) => format!("module '{}': {e}", layout.modules[mi].name),
+            _ => e.to_string(),
+        })?);
+        owners.push(owner);
     }
     Ok((hooks, owners))
 }

@@ -231,16 +231,20 @@ fn quote_config(output: &str) -> String {
     )
 }
 
-/// Discovers and loads every hook, stopping at the first that fails.
+/// Discovers and loads every hook (their `--config` run a few at a time); the
+/// error is the first failed hook's in discovery order.
 pub(crate) fn load_all(
     root: &Path,
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
 ) -> Result<Vec<Hook>, LoadError> {
-    discover(root)?
-        .iter()
-        .map(|p| load(root, p, timeout, jq_library))
-        .collect()
+    let paths = discover(root)?;
+    let width = crate::threads::startup_width();
+    crate::threads::map_parallel("hook-config", &paths, width, |p| {
+        load(root, p, timeout, jq_library)
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The hook file name made safe for temp file names: `002-a/b.py` → `002-a-b-py`.

@@ -436,3 +436,46 @@ fn unbindable_debug_socket_exits_1_before_any_hook_runs() {
     }
     assert!(op.runs().is_empty(), "hooks ran: {:?}", op.runs());
 }
+
+/// The hooks' `--config` run a few at a time (each sleeps here, so one after the
+/// other would never overlap), and the hooks still run in their order.
+#[test]
+fn hooks_config_runs_overlap_and_the_order_holds() {
+    let slow = |tag: &str, order: u32| {
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\n\
+             echo \"{tag} start $(date +%s%N)\" >> \"$OUT_DIR/config.log\"\nsleep 0.3\n\
+             echo \"{tag} end $(date +%s%N)\" >> \"$OUT_DIR/config.log\"\n\
+             echo 'configVersion: v1'; echo 'onStartup: {order}'; exit 0\nfi\n\
+             echo '{tag} {{}}' >> \"$OUT_DIR/runs.log\"\n"
+        )
+    };
+    let hooks = [
+        ("a.sh", slow("a", 4)),
+        ("b.sh", slow("b", 3)),
+        ("c.sh", slow("c", 2)),
+        ("d.sh", slow("d", 1)),
+    ];
+    let op = Operator::start(&hooks, &[], &[]);
+    let runs = op.wait_runs(20 * SECOND, |r| r.len() >= 4);
+    let tags: Vec<&str> = runs.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(tags, ["d", "c", "b", "a"]);
+    let log = std::fs::read_to_string(op.dir.0.join("out/config.log")).expect("config.log");
+    let at = |tag: &str, what: &str| -> u128 {
+        log.lines()
+            .find_map(|l| {
+                let mut f = l.split(' ');
+                (f.next() == Some(tag) && f.next() == Some(what)).then(|| f.next()?.parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("no {tag} {what} in {log}"))
+    };
+    let spans: Vec<(u128, u128)> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|t| (at(t, "start"), at(t, "end")))
+        .collect();
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(overlapping, "no two --config ran at once: {log}");
+}
