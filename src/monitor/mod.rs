@@ -28,6 +28,8 @@ mod parse_once;
 mod relist;
 pub(crate) mod runtime;
 pub(crate) mod selectors;
+#[cfg(test)]
+mod shared_watch;
 pub mod store;
 pub(crate) mod sync;
 
@@ -171,7 +173,8 @@ impl Monitor {
         }
     }
 
-    /// The thread body: serves control requests and watch events until stopped.
+    /// The thread body: serves control requests and watch events until stopped or
+    /// until its control channel closes (events after that are dropped).
     pub fn run(mut self, control: Receiver<Control>, stop: Receiver<()>) {
         self.stop = stop.clone();
         loop {

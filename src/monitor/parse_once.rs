@@ -2,9 +2,10 @@
 //! on its way from the API server into a binding's snapshot, whether the list
 //! comes as one watch-list stream or in LIST pages, and whether the binding joins
 //! a new watch or one already running. A v0 hook's context reads nothing back.
-//! Counts come from `parse_count.rs`; the server is an in-process kube-sim.
+//! Counts come from `parse_count.rs`; the server is an in-process kube-sim. The
+//! monitor helpers (`enable`, `hook`) serve `shared_watch.rs` too.
 
-use super::store::SnapshotStore;
+use super::store::{KubeEvent, SnapshotStore};
 use super::{Control, Monitor};
 use crate::hook::Hook;
 use crate::kube::{AuthSettings, Client, ClusterConfig, Event, KubeSettings, TlsSettings};
@@ -28,6 +29,12 @@ fn server(ns: &str, marker: &str) -> (Sim, Client) {
             "data": {"m": marker}});
         sim.create(cm).expect("create");
     }
+    let client = client(&sim);
+    (sim, client)
+}
+
+/// A client for `sim` without a rate limit.
+pub(super) fn client(sim: &Sim) -> Client {
     let cfg = ClusterConfig {
         server: sim.url(),
         tls: TlsSettings::default(),
@@ -39,7 +46,7 @@ fn server(ns: &str, marker: &str) -> (Sim, Client) {
         qps: -1.0,
         ..KubeSettings::default()
     };
-    (sim, Client::new(&cfg, &settings).expect("client"))
+    Client::new(&cfg, &settings).expect("client")
 }
 
 /// The reflector's initial list, paged or streamed: one parse per object, and the
@@ -82,7 +89,7 @@ fn a_listed_object_is_parsed_once_by_the_reflector() {
 }
 
 /// A hook with one binding per YAML entry in `bindings` (under `kubernetes:`).
-fn hook(bindings: &str) -> Hook {
+pub(super) fn hook(bindings: &str) -> Hook {
     let text = format!("configVersion: v1\nkubernetes:\n{bindings}");
     let config = crate::hook::config::parse("parse-once.sh", &text).expect("config");
     let jq_filters = config
@@ -106,8 +113,13 @@ fn hook(bindings: &str) -> Hook {
 }
 
 /// A monitor thread, stopped when dropped.
-struct Running {
-    store: Arc<SnapshotStore>,
+pub(super) struct Running {
+    pub(super) store: Arc<SnapshotStore>,
+    /// The hook events the monitor sends (to the router in the operator).
+    pub(super) events: crossbeam_channel::Receiver<KubeEvent>,
+    /// Held open: the monitor thread ends when its control channel closes, and
+    /// every later event would be lost.
+    _control: crossbeam_channel::Sender<Control>,
     stop: Option<crossbeam_channel::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -123,10 +135,10 @@ impl Drop for Running {
 
 /// Enables `hook` (index 0) on a monitor thread over `client`; returns once the
 /// snapshots hold the initial lists.
-fn enable(client: &Client, hook: Hook) -> Running {
+pub(super) fn enable(client: &Client, hook: Hook) -> Running {
     let bindings = hook.config.kubernetes.len();
     let store = Arc::new(SnapshotStore::new([(0, bindings)]));
-    let (events, _events_rx) = crossbeam_channel::unbounded();
+    let (events_tx, events) = crossbeam_channel::unbounded();
     let metrics = Arc::new(Metrics::new("parse_once_").expect("metrics"));
     let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
     let monitor = Monitor::new(
@@ -136,7 +148,7 @@ fn enable(client: &Client, hook: Hook) -> Running {
         metrics,
         watch_tx,
         watch_rx,
-        events,
+        events_tx,
     );
     let (control, control_rx) = crossbeam_channel::unbounded();
     let (stop, stop_rx) = crossbeam_channel::bounded::<()>(0);
@@ -147,6 +159,8 @@ fn enable(client: &Client, hook: Hook) -> Running {
         .expect("enable");
     let running = Running {
         store,
+        events,
+        _control: control,
         stop: Some(stop),
         thread: Some(thread),
     };

@@ -995,3 +995,82 @@ fn a_field_selector_the_server_refuses_fails_enabling_with_its_reason() {
     );
     assert!(op.runs().is_empty(), "no hook ran");
 }
+
+/// How often each of `bindings` saw ConfigMap `name`: in its Synchronization
+/// objects or as an Added event.
+fn seen_once_each(ctx: &[Value], bindings: &[&str], name: &str) -> Vec<usize> {
+    let count = |c: &Value| match c["type"].as_str() {
+        Some("Synchronization") => c["objects"].as_array().map_or(0, |o| {
+            o.iter()
+                .filter(|o| o["object"]["metadata"]["name"] == name)
+                .count()
+        }),
+        _ => usize::from(c["watchEvent"] == "Added" && c["object"]["metadata"]["name"] == name),
+    };
+    bindings
+        .iter()
+        .map(|b| of(ctx, b).iter().map(count).sum())
+        .collect()
+}
+
+/// Two jqFilter bindings of one hook share one watch. ConfigMaps created while the
+/// operator starts (racing the watch's initial list and the second binding's own
+/// list) and one created after the Synchronization reach each binding exactly once:
+/// in its Synchronization or as an Added event. kube-sim's twin is
+/// `operator_kube::objects_created_during_startup_reach_each_shared_binding_once`.
+#[test]
+fn objects_created_during_startup_reach_each_shared_jq_binding_once() {
+    let _api = api_shared();
+    let ns = cp().namespace("bind-race");
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n\
+         - name: data\n  kind: ConfigMap\n  namespace: {{nameSelector: {{matchNames: [{ns}]}}}}\n  jqFilter: .data\n\
+         - name: names\n  kind: ConfigMap\n  namespace: {{nameSelector: {{matchNames: [{ns}]}}}}\n  jqFilter: .metadata.name\n"
+    );
+    let synced = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let op = admin_operator(&[("race.sh", hook("race", &config, ""))]);
+    let creator = {
+        let (ns, synced) = (ns.clone(), std::sync::Arc::clone(&synced));
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !synced.load(std::sync::atomic::Ordering::SeqCst) {
+                let name = format!("racer-{n}");
+                kubectl(&[
+                    "-n",
+                    &ns,
+                    "create",
+                    "configmap",
+                    &name,
+                    "--from-literal=k=v",
+                ]);
+                n += 1;
+            }
+            n
+        })
+    };
+    wait_binding(&op, "data", 1);
+    wait_binding(&op, "names", 1);
+    synced.store(true, std::sync::atomic::Ordering::SeqCst);
+    let created = creator.join().expect("creator");
+    kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "late",
+        "--from-literal=k=v",
+    ]);
+    create_fence(&ns);
+    op.wait_runs(WAIT, |_| {
+        seen_once_each(&contexts(&op), &["data", "names"], "fence") == [1, 1]
+    });
+    let ctx = contexts(&op);
+    let names = (0..created).map(|n| format!("racer-{n}"));
+    for name in names.chain(["late".to_string()]) {
+        assert_eq!(
+            seen_once_each(&ctx, &["data", "names"], &name),
+            [1, 1],
+            "{name}: {ctx:#?}"
+        );
+    }
+}

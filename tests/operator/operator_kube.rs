@@ -7,6 +7,8 @@ use crate::common;
 use common::{Operator, hook};
 use kube_sim::Sim;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -605,4 +607,109 @@ fn a_failing_jq_filter_skips_only_that_object() {
     assert_eq!(ctx.len(), 2, "{ctx:#?}");
     assert_eq!(ctx[1]["watchEvent"], "Added");
     assert_eq!(ctx[1]["filterResult"], 2);
+}
+
+/// One hook, two bindings on one watch (same kind and namespace, different
+/// jqFilters).
+const TWO_FILTERS: &str = "configVersion: v1\nkubernetes:\n\
+- name: data\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [default]}}\n  jqFilter: .data\n\
+- name: names\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [default]}}\n  jqFilter: .metadata.name";
+
+/// How often each binding saw ConfigMap `name`: in its Synchronization objects or
+/// as an Added event.
+fn seen_by_binding(ctx: &[Value], name: &str) -> Vec<(String, usize)> {
+    ["data", "names"]
+        .iter()
+        .map(|b| {
+            let mine = ctx.iter().filter(|c| c["binding"] == *b);
+            let n = mine
+                .map(|c| match c["type"].as_str() {
+                    Some("Synchronization") => c["objects"].as_array().map_or(0, |o| {
+                        o.iter()
+                            .filter(|o| o["object"]["metadata"]["name"] == name)
+                            .count()
+                    }),
+                    _ if c["watchEvent"] == "Added" => {
+                        usize::from(c["object"]["metadata"]["name"] == name)
+                    }
+                    _ => 0,
+                })
+                .sum();
+            (b.to_string(), n)
+        })
+        .collect()
+}
+
+/// Creates ConfigMap `fence` and waits until both bindings saw it.
+fn fence_both(sim: &Sim, op: &Operator) -> Vec<Value> {
+    sim.create(cm("default", "fence", json!({"v": "fence"})))
+        .expect("create fence");
+    op.wait_runs(WAIT, |_| {
+        seen_by_binding(&contexts(op), "fence")
+            .iter()
+            .all(|(_, n)| *n > 0)
+    });
+    contexts(op)
+}
+
+/// Two jqFilter bindings of one hook share one watch. Objects created while the
+/// operator starts (racing the watch's initial list and the second binding's own
+/// list) until both Synchronizations ran reach each binding exactly once: in its
+/// Synchronization or as an Added event. One created afterwards is an Added event
+/// for each, through its own filter. The real API server's twin is
+/// `bindings::objects_created_during_startup_reach_each_shared_jq_binding_once`
+/// in tests/cluster.
+#[test]
+fn objects_created_during_startup_reach_each_shared_binding_once() {
+    let sim = Arc::new(Sim::start());
+    let synced = Arc::new(AtomicBool::new(false));
+    let op = start(&sim, &[("h.sh", hook("h", TWO_FILTERS, ""))]);
+    let creator = {
+        let (sim, synced) = (Arc::clone(&sim), Arc::clone(&synced));
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !synced.load(Ordering::SeqCst) {
+                let name = format!("racer-{n}");
+                sim.create(cm("default", &name, json!({"k": name})))
+                    .expect("create");
+                n += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            n
+        })
+    };
+    op.wait_runs(WAIT, |_| {
+        let ctx = contexts(&op);
+        ctx.iter()
+            .filter(|c| c["type"] == "Synchronization")
+            .count()
+            == 2
+    });
+    synced.store(true, Ordering::SeqCst);
+    let created = creator.join().expect("creator");
+    assert_eq!(sim.watch_count(), 1, "one stream for both bindings");
+    sim.create(cm("default", "late", json!({"k": "late"})))
+        .expect("create");
+    let ctx = fence_both(&sim, &op);
+    for n in 0..created {
+        let name = format!("racer-{n}");
+        assert_eq!(
+            seen_by_binding(&ctx, &name),
+            [("data".into(), 1), ("names".into(), 1)],
+            "{name}: {ctx:#?}"
+        );
+    }
+    let late: Vec<(&Value, &Value, &Value)> = ctx
+        .iter()
+        .filter(|c| c["object"]["metadata"]["name"] == "late")
+        .map(|c| (&c["binding"], &c["watchEvent"], &c["filterResult"]))
+        .collect();
+    assert_eq!(
+        late,
+        [
+            (&json!("data"), &json!("Added"), &json!({"k": "late"})),
+            (&json!("names"), &json!("Added"), &json!("late"))
+        ],
+        "{ctx:#?}"
+    );
 }
