@@ -191,10 +191,10 @@ pub(crate) fn write_response(
         reason(status),
         body.len()
     );
-    let mut out = Vec::with_capacity(head.len() + body.len());
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(body);
-    w.write_all(&out)?;
+    // Head and body written apart: a large body (a `/metrics` scrape of megabytes)
+    // is not copied once more.
+    w.write_all(head.as_bytes())?;
+    w.write_all(body)?;
     w.flush()
 }
 
