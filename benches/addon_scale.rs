@@ -6,6 +6,8 @@
 //!
 //! - cold converge (start → `/ready`, N releases deployed) / the sum of the N bare
 //!   `helm upgrade --install` run one after the other;
+//! - the same N bare upgrades run as many at once as the operator runs modules of
+//!   one order (the CPU count, at least 2) / that sum: what helm alone reaches here;
 //! - restart with nothing changed (start → `/ready`; 0 new revisions asserted) / that sum;
 //! - a `global` change no template reads (ConfigMap write → the converge's end, 0
 //!   revisions asserted) / that sum;
@@ -128,6 +130,28 @@ fn measure(s: &Setup, c: &Case) {
         c.n,
         "bare releases"
     );
+    // The same N upgrades, as many at once as the operator runs modules of one order
+    // (the CPU count, at least 2): what helm alone makes of this machine's CPUs.
+    let width = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let wide_ns = format!("wide-{tag}");
+    common::addon::create_namespace(&s.client, &wide_ns);
+    let next = std::sync::atomic::AtomicUsize::new(1);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..width {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i > c.n {
+                        break;
+                    }
+                    bare_upgrade(s, c, &layout, &wide_ns, i, "hello");
+                }
+            });
+        }
+    });
+    let wide = started.elapsed();
+
     // One value, three times: the median.
     let bare_one = median(
         (1..=ONE_VALUE_ROUNDS)
@@ -212,6 +236,11 @@ fn measure(s: &Setup, c: &Case) {
         "  cold converge / bare sequential             : {:>5.2}  ({:.2} s; target ≤ 0.6 with one order)",
         ratio(cold),
         secs(cold)
+    );
+    println!(
+        "  bare helm {width} at a time / bare sequential   : {:>5.2}  ({:.2} s; helm alone on these CPUs)",
+        ratio(wide),
+        secs(wide)
     );
     println!(
         "  restart, nothing changed / bare sequential  : {:>5.2}  ({:.2} s; 0 new revisions; target ≤ 0.2)",

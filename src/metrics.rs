@@ -281,7 +281,9 @@ impl Metrics {
     pub fn render(&self) -> Vec<u8> {
         // Sized from the last scrape, so a text of megabytes (addon-operator's
         // histograms of 100 modules) is not copied at each doubling of the buffer.
-        let last = self.last_render_len.load(std::sync::atomic::Ordering::Relaxed);
+        let last = self
+            .last_render_len
+            .load(std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::with_capacity(last + last / 8);
         for family in self.registry.gather() {
             let _ = TextEncoder::new().encode(std::slice::from_ref(&family), &mut out);
@@ -647,6 +649,29 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// Encoded a family at a time into a buffer sized from the last scrape, the text
+    /// is the one the encoder gives for all families at once, scrape after scrape.
+    #[test]
+    fn render_is_the_whole_exposition_every_time() {
+        let m = Metrics::for_addon("ao_", true).expect("metrics");
+        m.live_ticks.inc();
+        m.kube_jq_filter_duration_seconds
+            .with_label_values(&["m", "h", "b", "q", "Pod"])
+            .observe(0.2);
+        let whole = || {
+            let mut out = Vec::new();
+            TextEncoder::new()
+                .encode(&m.registry().gather(), &mut out)
+                .unwrap();
+            out
+        };
+        let first = m.render();
+        assert!(first.len() > 1000);
+        assert_eq!(first, whole());
+        m.live_ticks.inc();
+        assert_eq!(m.render(), whole());
     }
 
     #[test]
