@@ -41,6 +41,8 @@
 //!                     (started by each accept thread: http-N, debug-N, webhook-admission-N …)
 //! module-run-N        addon/parallel.rs       a ParallelModuleRun's modules runs them (as queue-main would);
 //!                     (scoped, by queue-main; joined before the task ends)
+//! hook-config-N       threads::map_parallel   the hooks to load             their --config, parsed (startup only;
+//! helm-version        addon::bind             -                             helm's major; scoped, joined in bind)
 //! ```
 //!
 //! Shutdown flows the other way: the signal stops intake (the `stop` channel is

@@ -2,7 +2,8 @@
 //! and tmp dirs, the queue views, the metrics and debug servers, the object
 //! patcher's client, and the Kubernetes side with the monitor's control and event
 //! channels (made here, in the bind step, because webhook runs read snapshots
-//! through them). Nothing here starts a thread.
+//! through them). Nothing here starts a thread that outlives the bind step (the
+//! hooks' `--config` run a few at a time on scoped threads, `threads::map_parallel`).
 
 use super::{IGNORED_SIGNALS, STOP_SIGNALS};
 use crate::debug::DebugState;
