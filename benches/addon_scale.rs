@@ -375,7 +375,7 @@ fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16)
         run: &run,
         port,
         kubeconfig: &s.sim.kubeconfig,
-        helm: c.helm.as_ref(),
+        helm: c.helm,
         home: &home,
     };
     let mut child = start

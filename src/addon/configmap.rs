@@ -38,7 +38,8 @@ pub enum ConfigError {
         configmap: String,
         /// The key being written; `None` for a read.
         key: Option<String>,
-        error: KubeError,
+        /// Boxed: a Kubernetes error is large, and most results are `Ok`.
+        error: Box<KubeError>,
     },
     /// A write lost every race against other writers.
     Conflict { configmap: String, key: String },
@@ -363,7 +364,7 @@ pub(crate) fn read(
         Err(error) => Err(ConfigError::Kube {
             configmap: format!("{namespace}/{name}"),
             key: None,
-            error,
+            error: Box::new(error),
         }),
     }
 }
@@ -387,7 +388,7 @@ pub(crate) fn write_section(
     let fail = |error: KubeError| ConfigError::Kube {
         configmap: configmap.clone(),
         key: Some(key.to_string()),
-        error,
+        error: Box::new(error),
     };
     for _ in 0..5 {
         let result = match api.get(name) {

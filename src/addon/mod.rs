@@ -176,7 +176,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         .map_err(|e| format!("resource monitor client metrics: {e}"))?;
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
-    let bookkeeping_client = bookkeeping_client(config, &metrics)?;
+    let bookkeeping_client = bookkeeping_client(config, metrics)?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let module_keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
     let kube_config = KubeConfig::from_object(cm.as_ref())

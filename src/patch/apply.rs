@@ -36,7 +36,7 @@ pub fn apply(
     for op in ops.iter().filter(|op| !hook_failed || op.ignore_hook_error) {
         run(client, op, jq_library).map_err(|cause| PatchError::Apply {
             operation: op.description(),
-            cause,
+            cause: Box::new(cause),
         })?;
         ran += 1;
     }

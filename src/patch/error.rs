@@ -28,7 +28,8 @@ pub enum PatchError {
     Apply {
         /// flant's description of the operation: `Create object v1/ConfigMap/ns/name`.
         operation: String,
-        cause: ApplyError,
+        /// Boxed: a Kubernetes error is large, and most results are `Ok`.
+        cause: Box<ApplyError>,
     },
 }
 
@@ -95,7 +96,7 @@ impl PatchError {
     /// Why an operation failed, if one did.
     pub fn apply_error(&self) -> Option<&ApplyError> {
         match self {
-            PatchError::Apply { cause, .. } => Some(cause),
+            PatchError::Apply { cause, .. } => Some(&**cause),
             _ => None,
         }
     }
@@ -210,7 +211,7 @@ mod tests {
     fn applied(cause: ApplyError) -> PatchError {
         PatchError::Apply {
             operation: "Delete object v1/ConfigMap/ns/a".into(),
-            cause,
+            cause: Box::new(cause),
         }
     }
 

@@ -125,33 +125,6 @@ fn service(obj: &mut Value) {
     spec["clusterIPs"] = json!([ip]);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::registry::Registry;
-
-    #[test]
-    fn services_get_a_stable_cluster_ip() {
-        let reg = Registry::builtin();
-        let rt = reg.by_key("/services").unwrap();
-        let svc = || json!({"metadata": {"name": "web", "namespace": "a"}, "spec": {"ports": [{"port": 80}]}});
-        let (mut a, mut b) = (svc(), svc());
-        apply(rt, &mut a);
-        apply(rt, &mut b);
-        let ip = a["spec"]["clusterIP"].as_str().unwrap().to_string();
-        assert!(ip.starts_with("10.96."), "{ip}");
-        assert_eq!(a, b);
-        assert_eq!(a["spec"]["clusterIPs"], json!([ip]));
-        assert_eq!(a["spec"]["ports"][0]["protocol"], "TCP");
-        let mut headless = json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}});
-        apply(rt, &mut headless);
-        assert_eq!(headless["spec"]["clusterIP"], "None");
-        let mut ext = json!({"metadata": {"name": "e"}, "spec": {"type": "ExternalName"}});
-        apply(rt, &mut ext);
-        assert!(ext["spec"].get("clusterIP").is_none());
-    }
-}
-
 /// Whether kube-apiserver keeps `metadata.generation` for this kind (measured on
 /// 1.35): custom resources, CRDs, workloads, Pods, policies and a few more do;
 /// Services, Namespaces, Leases, ConfigMaps and the like do not. Kinds not measured
@@ -177,5 +150,32 @@ pub fn tracks_generation(rt: &ResourceType, obj: &Value) -> bool {
         | ("autoscaling", "horizontalpodautoscalers")
         | ("storage.k8s.io", "storageclasses") => false,
         _ => obj.get("spec").is_some(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    #[test]
+    fn services_get_a_stable_cluster_ip() {
+        let reg = Registry::builtin();
+        let rt = reg.by_key("/services").unwrap();
+        let svc = || json!({"metadata": {"name": "web", "namespace": "a"}, "spec": {"ports": [{"port": 80}]}});
+        let (mut a, mut b) = (svc(), svc());
+        apply(rt, &mut a);
+        apply(rt, &mut b);
+        let ip = a["spec"]["clusterIP"].as_str().unwrap().to_string();
+        assert!(ip.starts_with("10.96."), "{ip}");
+        assert_eq!(a, b);
+        assert_eq!(a["spec"]["clusterIPs"], json!([ip]));
+        assert_eq!(a["spec"]["ports"][0]["protocol"], "TCP");
+        let mut headless = json!({"metadata": {"name": "h"}, "spec": {"clusterIP": "None"}});
+        apply(rt, &mut headless);
+        assert_eq!(headless["spec"]["clusterIP"], "None");
+        let mut ext = json!({"metadata": {"name": "e"}, "spec": {"type": "ExternalName"}});
+        apply(rt, &mut ext);
+        assert!(ext["spec"].get("clusterIP").is_none());
     }
 }
