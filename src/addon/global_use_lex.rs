@@ -4,6 +4,9 @@
 //! this lexer does not know is an error, which the reader takes as "may read
 //! `global`". It never panics on any input (fuzzed through the reader).
 
+/// Most parentheses open at once in one action.
+const MAX_DEPTH: usize = 64;
+
 /// One token of an action.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Tok<'a> {
@@ -113,6 +116,7 @@ impl<'a> Lexer<'a> {
     /// The tokens up to the action's `}}` (or ` -}}`).
     fn action(&mut self) -> Result<Vec<Tok<'a>>, String> {
         let mut toks: Vec<Tok<'a>> = Vec::new();
+        let mut depth = 0usize;
         loop {
             let spaced = self.skip_spaces() > 0 || toks.is_empty();
             let rest = self.rest();
@@ -126,6 +130,15 @@ impl<'a> Lexer<'a> {
             }
             let glued = !spaced && toks.last().is_some_and(Tok::takes_field);
             let tok = self.token(glued)?;
+            match tok {
+                Tok::LParen => depth += 1,
+                Tok::RParen => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            // The reader recurses once per level.
+            if depth > MAX_DEPTH {
+                return Err("parentheses nested too deep".into());
+            }
             toks.push(tok);
         }
     }

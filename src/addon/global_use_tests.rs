@@ -114,6 +114,26 @@ fn a_loop_that_assigns_the_root_later_is_seen() {
     );
 }
 
+/// A long chain of assignments (each round moves the root one variable along) is
+/// not read to its end: the reading is bounded, and the answer is "may read".
+#[test]
+fn a_chain_longer_than_the_rounds_counts_as_reading() {
+    let n = 5_000;
+    let mut text = String::new();
+    for i in 0..=n {
+        text.push_str(&format!("{{{{ $v{i} := \"x\" }}}}"));
+    }
+    // `$v0 = $v1`, …, `$v{n} = $`: each round of reading moves the root one step back.
+    for i in 0..n {
+        text.push_str(&format!("{{{{ $v{i} = $v{} }}}}", i + 1));
+    }
+    text.push_str(&format!("{{{{ $v{n} = $ }}}}{{{{ toYaml $v0 }}}}"));
+    let started = std::time::Instant::now();
+    let why = template_ignores_global(&text).unwrap_err();
+    assert!(why.contains("did not settle"), "{why}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
 #[test]
 fn what_this_reader_does_not_understand_counts_as_reading() {
     may_read("{{ .Values.a & .Values.b }}", "unexpected");
@@ -123,6 +143,15 @@ fn what_this_reader_does_not_understand_counts_as_reading() {
     may_read("{{ else }}", "without a block");
     may_read("{{ /* open", "unclosed comment");
     may_read("{{ (.Values.a }}", "unclosed `(`");
+    // Each level is a recursion of the reader: a deep nest is refused, not followed.
+    let deep = format!(
+        "{{{{ {}.Values.m.a{} }}}}",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
+    may_read(&deep, "nested too deep");
+    let fine = format!("{{{{ {}.Values.m.a{} }}}}", "(".repeat(60), ")".repeat(60));
+    ignores(&fine);
 }
 
 #[test]
