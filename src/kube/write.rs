@@ -203,8 +203,9 @@ impl<'c> Api<'c> {
     }
 
     /// Every page of a LIST, each object decoded once as a reflector decodes its
-    /// list (canonical text, metadata, `apiVersion`/`kind` filled in).
-    pub(crate) fn list_objects(&self, p: &ListParams) -> Result<Vec<Object>, KubeError> {
+    /// list (canonical text, metadata, `apiVersion`/`kind` filled in), with the
+    /// list's resourceVersion (its first page's: later pages continue that snapshot).
+    pub(crate) fn list_objects(&self, p: &ListParams) -> Result<(Vec<Object>, String), KubeError> {
         let mut p = ListParams {
             continue_token: String::new(),
             ..p.clone()
@@ -212,6 +213,7 @@ impl<'c> Api<'c> {
         let api_version = self.resource.api_version();
         let type_meta = Some((api_version.as_str(), self.resource.kind.as_str()));
         let mut objects = Vec::new();
+        let mut version: Option<String> = None;
         loop {
             let path = self.list_path(&p);
             let req = Request {
@@ -227,8 +229,9 @@ impl<'c> Api<'c> {
                     message,
                 })?;
             objects.extend(items.into_iter().map(|i| i.object));
+            let version = version.get_or_insert_with(|| meta.resource_version.clone());
             if meta.continue_token.is_empty() {
-                return Ok(objects);
+                return Ok((objects, version.clone()));
             }
             p.continue_token = meta.continue_token;
         }

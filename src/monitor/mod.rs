@@ -21,6 +21,8 @@
 mod apply;
 pub(crate) mod filter;
 #[cfg(test)]
+mod joined_watch;
+#[cfg(test)]
 mod life;
 mod namespaces;
 #[cfg(test)]
@@ -82,6 +84,11 @@ struct Sub {
     counted: bool,
     /// The jqFilter's text, for error messages ("" without one).
     jq_source: Arc<str>,
+    /// For a binding that joined a running watch with a list of its own: that
+    /// list's resourceVersion. Watch events at or below it were already in the list
+    /// (they were only waiting for the monitor) and are skipped for this binding,
+    /// so its snapshot never goes back to an older state.
+    listed_at: Option<u64>,
 }
 
 /// Where a binding watches: the parts of a watch's identity.
@@ -314,6 +321,7 @@ impl Monitor {
                 .into(),
             counted: !hook.is_internal(),
             jq_source: Arc::from(b.jq_filter.as_deref().unwrap_or_default()),
+            listed_at: None,
         };
         let events = sub.events.clone();
         let template = WatchKey {
@@ -364,8 +372,9 @@ impl Monitor {
     ///
     /// Watches keep no objects of their own (the snapshots do), so a binding that
     /// joins a running watch gets a fresh list. Events the monitor has not yet taken
-    /// from that watch then arrive after the list: those already in it change no
-    /// checksum and run nothing.
+    /// from that watch then arrive after the list: the ones the list already holds
+    /// (resourceVersion at or below the list's, [`Sub::listed_at`]) are skipped for
+    /// the joining binding, so its snapshot never steps back to an older state.
     fn attach(
         &mut self,
         key: WatchKey,
@@ -373,8 +382,13 @@ impl Monitor {
         announce: bool,
         context: &str,
     ) -> Result<Vec<Item>, String> {
+        let mut sub = sub;
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
-            Some(i) => (i, self.list(&key)?),
+            Some(i) => {
+                let (objects, version) = self.list(&key)?;
+                sub.listed_at = version.parse().ok();
+                (i, objects)
+            }
             None => {
                 let (id, handle, objects) = self.start_watch(&key, kube::Cache::Off, context)?;
                 self.watches.push(Watch {
@@ -403,8 +417,8 @@ impl Monitor {
     }
 
     /// Lists a watch's objects for a binding that joins it late, decoded as the
-    /// reflector decodes its list.
-    fn list(&self, key: &WatchKey) -> Result<Vec<Object>, String> {
+    /// reflector decodes its list, with the list's resourceVersion.
+    fn list(&self, key: &WatchKey) -> Result<(Vec<Object>, String), String> {
         let params = kube::ListParams {
             label_selector: key.label.clone(),
             field_selector: key.field.clone(),
@@ -510,7 +524,14 @@ impl Monitor {
             false => with_type_meta(&obj, &watch.key.resource).unwrap_or(obj),
         };
         let mut input = JqInput::default();
+        let version: Option<u64> = obj.meta.resource_version.parse().ok();
         for sub in &subs {
+            if sub
+                .listed_at
+                .is_some_and(|at| version.is_some_and(|v| v <= at))
+            {
+                continue; // already in the list this binding joined with
+            }
             self.apply(sub, kind, &obj, &mut input);
         }
         let elapsed = started.elapsed().as_secs_f64();

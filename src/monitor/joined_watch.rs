@@ -1,0 +1,89 @@
+//! A binding that joins a running watch lists anew; events the watch delivered
+//! before that list but the monitor had not taken yet reach the binding after it.
+//! Those must not take the binding's snapshot back to an older state: the joined
+//! binding skips every event its list already holds (resourceVersion at or below
+//! the list's), while the binding that was there first gets them all. Driven
+//! without the monitor's thread, so the events are queued when the second binding
+//! joins, every run.
+
+use super::Monitor;
+use super::parse_once::{client, hook};
+use super::store::SnapshotStore;
+use super::sync::Input;
+use crate::hook::config::WatchEventType;
+use crate::metrics::Metrics;
+use kube_sim::Sim;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BINDINGS: &str = "\
+- name: first\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [jw]}}\n  jqFilter: .data\n\
+- name: joins\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [jw]}}\n  jqFilter: .data\n";
+
+fn cm(value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "jw"}, "data": {"v": value}})
+}
+
+/// The filter result of each Modified event binding `b` releases, in order.
+fn modified(store: &SnapshotStore, b: usize) -> Vec<String> {
+    (store.step(0, b, Input::Release).events.into_iter())
+        .filter(|e| e.watch_event == WatchEventType::Modified)
+        .map(|e| e.item.filter_result().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_joining_binding_skips_the_events_its_list_already_holds() {
+    let sim = Sim::start();
+    sim.create(cm("1")).expect("create");
+    let hook = hook(BINDINGS);
+    let bindings: Vec<_> = hook.config.kubernetes.clone();
+    let store = Arc::new(SnapshotStore::new([(0, bindings.len())]));
+    let (events_tx, _events) = crossbeam_channel::unbounded();
+    let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
+    let queued = watch_rx.clone();
+    let metrics = Arc::new(Metrics::new("joined_").expect("metrics"));
+    let hooks = Arc::new(vec![hook]);
+    let mut monitor = Monitor::new(
+        client(&sim),
+        Arc::clone(&hooks),
+        Arc::clone(&store),
+        metrics,
+        watch_tx,
+        watch_rx,
+        events_tx,
+    );
+    monitor
+        .enable_binding(&hooks[0], 0, 0, &bindings[0])
+        .expect("first");
+
+    // Two changes the watch delivers while the monitor is busy elsewhere.
+    let mut obj = sim.get("v1", "ConfigMap", "jw", "x").expect("x");
+    for v in ["2", "3"] {
+        obj["data"]["v"] = json!(v);
+        obj = sim.update(obj).expect("update");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while queued.len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the watch did not deliver both changes"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    // The second binding joins now: its list holds "3". Both Synchronizations read
+    // their snapshots (as the queue does) before the monitor takes the two events.
+    monitor
+        .enable_binding(&hooks[0], 0, 1, &bindings[1])
+        .expect("joins");
+    let read = |b| store.step(0, b, Input::ReadForSync).objects;
+    assert_eq!(read(1)[0].filter_result(), Some(r#"{"v":"3"}"#));
+    let _ = read(0);
+    monitor.drain();
+
+    assert_eq!(modified(&store, 0), [r#"{"v":"2"}"#, r#"{"v":"3"}"#]);
+    assert_eq!(modified(&store, 1), Vec::<String>::new());
+}
