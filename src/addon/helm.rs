@@ -58,6 +58,8 @@ pub struct Helm {
     /// Our own binary as helm's post-renderer (the `heritage` label), and the dir
     /// holding its helm 4 plugin; `None` runs helm without one.
     pub(crate) post_renderer: Option<(PathBuf, PathBuf)>,
+    /// Go runtime settings for each helm process (`helm_go_env.rs`).
+    pub(crate) go_env: Vec<(&'static str, String)>,
 }
 
 /// The latest revision of a release.
@@ -105,6 +107,7 @@ impl Helm {
             work_dir: None,
             major: OnceLock::new(),
             post_renderer: None,
+            go_env: super::helm_go_env::helm_go_env(1),
         }
     }
 
@@ -308,7 +311,7 @@ impl Helm {
         if let Some(plugins) = self.plugins_dir() {
             cmd.env("HELM_PLUGINS", plugins);
         }
-        for (var, value) in super::helm_go_env::helm_go_env() {
+        for (var, value) in &self.go_env {
             cmd.env(var, value);
         }
         if let Some(dir) = &self.work_dir {

@@ -271,6 +271,7 @@ fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<H
         .map(Into::into);
     helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
     helm.work_dir = Some(config.tmp_dir.clone());
+    helm.go_env = helm_go_env::helm_go_env(flags.module_run_parallelism);
     // Every released object gets `heritage: addon-operator` from our own binary as
     // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
     match crate::builtin_jq::own_path() {
