@@ -191,17 +191,22 @@ impl<'a> Lexer<'a> {
                 self.at += 1;
                 Ok(Tok::Dot)
             }
-            b'-' | b'+'
-                if self
-                    .peek(1)
-                    .is_some_and(|c| c.is_ascii_digit() || c == b'.') =>
-            {
+            b'-' | b'+' if self.starts_number(1) => {
                 self.at += 1;
                 self.number()
             }
             b'0'..=b'9' => self.number(),
             _ if is_ident(b) => Ok(Tok::Ident(self.word())),
             _ => Err(format!("an unexpected {:?} in an action", b as char)),
+        }
+    }
+
+    /// Whether a number starts `ahead` bytes on: a digit, or `.` and a digit.
+    fn starts_number(&self, ahead: usize) -> bool {
+        match self.peek(ahead) {
+            Some(c) if c.is_ascii_digit() => true,
+            Some(b'.') => self.peek(ahead + 1).is_some_and(|c| c.is_ascii_digit()),
+            _ => false,
         }
     }
 
@@ -220,7 +225,10 @@ impl<'a> Lexer<'a> {
             let sign = matches!(b, b'+' | b'-')
                 && self.at > 0
                 && matches!(self.text.as_bytes()[self.at - 1], b'e' | b'E' | b'p' | b'P');
-            if !(is_ident(b) || b == b'.' || sign) {
+            // A `.` only when a digit follows: `1.Values` is a number and a field
+            // (which Go refuses), never one literal hiding the field.
+            let point = b == b'.' && self.starts_number(0);
+            if !(is_ident(b) || point || sign) {
                 break;
             }
             self.at += 1;

@@ -143,6 +143,9 @@ fn what_this_reader_does_not_understand_counts_as_reading() {
     may_read("{{ else }}", "without a block");
     may_read("{{ /* open", "unclosed comment");
     may_read("{{ (.Values.a }}", "unclosed `(`");
+    // Not a number (Go refuses it too): never a literal that hides `.Values.global`.
+    may_read("{{-.Values.global.x}}", "unexpected");
+    may_read("{{ 1.Values.global.x }}", "`.Values.global`");
     // Each level is a recursion of the reader: a deep nest is refused, not followed.
     let deep = format!(
         "{{{{ {}.Values.m.a{} }}}}",
