@@ -43,8 +43,9 @@ pub enum Event {
     /// as one tree of values and is never parsed again.
     Synced(Vec<Object>),
     /// [`Cache::Off`] only: the complete list after a desync (410), to be diffed by
-    /// the consumer; events missed while disconnected are only in this list.
-    Relisted(Vec<Object>),
+    /// the consumer; events missed while disconnected are only in this list. With
+    /// the list's resourceVersion.
+    Relisted(Vec<Object>, String),
     Added(Object),
     Modified(Object),
     /// The object's last known state.
@@ -413,7 +414,7 @@ impl Reflector {
             };
         }
         self.backoff.reset();
-        if self.finish_list(items) {
+        if self.finish_list(items, &rv) {
             State::Listed { rv }
         } else {
             State::Stopped
@@ -421,7 +422,7 @@ impl Reflector {
     }
 
     /// Installs a complete list: Synced the first time, the diff afterwards.
-    fn finish_list(&mut self, items: Vec<Item>) -> bool {
+    fn finish_list(&mut self, items: Vec<Item>, rv: &str) -> bool {
         if !self.synced {
             self.synced = true;
             let objects = self.lock().fill(items);
@@ -430,6 +431,7 @@ impl Reflector {
         if self.params.cache == Cache::Off {
             return self.send(Event::Relisted(
                 items.into_iter().map(|i| i.object).collect(),
+                rv.to_string(),
             ));
         }
         let changes = self.lock().replace(items);

@@ -2,9 +2,9 @@
 //! before that list but the monitor had not taken yet reach the binding after it.
 //! Those must not take the binding's snapshot back to an older state: the joined
 //! binding skips every event its list already holds (resourceVersion at or below
-//! the list's), while the binding that was there first gets them all. Driven
-//! without the monitor's thread, so the events are queued when the second binding
-//! joins, every run.
+//! the list's) and a relist older than its list, while the binding that was there
+//! first gets them all. Driven without the monitor's thread, so the events are
+//! queued when the second binding joins, every run.
 
 use super::Monitor;
 use super::parse_once::{client, hook};
@@ -86,4 +86,74 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
 
     assert_eq!(modified(&store, 0), [r#"{"v":"2"}"#, r#"{"v":"3"}"#]);
     assert_eq!(modified(&store, 1), Vec::<String>::new());
+}
+
+/// The same for a relist: one the watch made (after a 410) before the second binding
+/// listed, still waiting for the monitor, is older than that binding's list and must
+/// not delete from its snapshot the object created in between.
+#[test]
+fn a_joining_binding_skips_a_relist_older_than_its_list() {
+    let sim = Sim::start();
+    sim.create(cm("1")).expect("create");
+    let hook = hook(BINDINGS);
+    let bindings: Vec<_> = hook.config.kubernetes.clone();
+    let store = Arc::new(SnapshotStore::new([(0, bindings.len())]));
+    let (events_tx, _events) = crossbeam_channel::unbounded();
+    let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
+    let queued = watch_rx.clone();
+    let metrics = Arc::new(Metrics::new("joined_relist_").expect("metrics"));
+    let hooks = Arc::new(vec![hook]);
+    let mut monitor = Monitor::new(
+        client(&sim),
+        Arc::clone(&hooks),
+        Arc::clone(&store),
+        metrics,
+        watch_tx,
+        watch_rx,
+        events_tx,
+    );
+    monitor
+        .enable_binding(&hooks[0], 0, 0, &bindings[0])
+        .expect("first");
+
+    // The watch breaks and its resourceVersion is gone: the reflector lists again
+    // and sends the whole list; it waits, as if the monitor were busy.
+    sim.fail_next(1_000_000, 503);
+    sim.drop_watches();
+    let mut x = sim.get("v1", "ConfigMap", "jw", "x").expect("x");
+    x["data"]["v"] = json!("2");
+    sim.update(x).expect("update");
+    sim.compact();
+    sim.fail_next(0, 503);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "no relist");
+        let Ok(event) = queued.recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        let relisted = matches!(event.1, crate::kube::Event::Relisted(..));
+        monitor.pending.push_back(event);
+        if relisted {
+            break;
+        }
+    }
+
+    // An object created after that relist, then the second binding joins: its own
+    // list holds it.
+    let mut z = cm("z");
+    z["metadata"]["name"] = json!("z");
+    sim.create(z).expect("z");
+    monitor
+        .enable_binding(&hooks[0], 0, 1, &bindings[1])
+        .expect("joins");
+    let read = |b| store.step(0, b, Input::ReadForSync).objects;
+    assert_eq!(read(1).len(), 2);
+    let _ = read(0);
+    monitor.drain();
+
+    let deleted: Vec<String> = (store.step(0, 1, Input::Release).events.into_iter())
+        .filter(|e| e.watch_event == WatchEventType::Deleted)
+        .map(|e| e.item.namespace_and_name().1.to_string())
+        .collect();
+    assert_eq!(deleted, Vec::<String>::new());
 }

@@ -86,8 +86,9 @@ struct Sub {
     jq_source: Arc<str>,
     /// For a binding that joined a running watch with a list of its own: that
     /// list's resourceVersion. Watch events at or below it were already in the list
-    /// (they were only waiting for the monitor) and are skipped for this binding,
-    /// so its snapshot never goes back to an older state.
+    /// (they were only waiting for the monitor) and are skipped for this binding, as
+    /// is a relist of the watch no newer than it (`relist.rs`), so its snapshot
+    /// never goes back to an older state.
     listed_at: Option<u64>,
 }
 
@@ -510,8 +511,9 @@ impl Monitor {
             kube::Event::Modified(o) => (WatchEventType::Modified, o),
             kube::Event::Deleted(o) => (WatchEventType::Deleted, o),
             // The reflector keeps no cache for us: a relist comes whole.
-            kube::Event::Synced(objects) | kube::Event::Relisted(objects) => {
-                return self.on_relist(index, objects);
+            kube::Event::Synced(objects) => return self.on_relist(index, objects, None),
+            kube::Event::Relisted(objects, version) => {
+                return self.on_relist(index, objects, version.parse().ok());
             }
             kube::Event::WatchError { kind, message } => return self.watch_error(kind, &message),
         };

@@ -14,10 +14,16 @@ use std::collections::HashSet;
 
 impl Monitor {
     /// Applies a complete list of watch `index` to every binding on it.
-    pub(super) fn on_relist(&mut self, index: usize, objects: Vec<Object>) {
+    pub(super) fn on_relist(&mut self, index: usize, objects: Vec<Object>, version: Option<u64>) {
         let watch = &self.watches[index];
         let namespace = watch.key.namespace.clone();
-        let subs = watch.subs.clone();
+        // A binding that joined with a list of its own at or after this one's
+        // resourceVersion already holds newer state: this list is not for it.
+        let newer = |at: Option<u64>| at.is_none_or(|at| version.is_none_or(|v| v > at));
+        let subs: Vec<_> = (watch.subs.iter())
+            .filter(|s| newer(s.listed_at))
+            .cloned()
+            .collect();
         let mut listed = HashSet::with_capacity(objects.len());
         for obj in objects {
             listed.insert(item_key(&obj.meta.namespace, &obj.meta.name));

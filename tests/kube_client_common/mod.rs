@@ -70,7 +70,7 @@ pub fn show(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Synced(objs) | Event::Relisted(objs) => {
+            Event::Synced(objs) | Event::Relisted(objs, _) => {
                 let values: Vec<Value> = objs
                     .iter()
                     .filter_map(|j| serde_json::from_str(&j.json).ok())

@@ -77,7 +77,7 @@ impl Reflector {
                 Initial::Skip => return State::InitialEvents { stream, items },
                 Initial::End(rv) => {
                     self.backoff.reset();
-                    return match self.finish_list(items) {
+                    return match self.finish_list(items, &rv) {
                         true => State::Watching { rv, stream },
                         false => State::Stopped,
                     };
