@@ -34,30 +34,60 @@ fn modified(store: &SnapshotStore, b: usize) -> Vec<String> {
         .collect()
 }
 
+/// The monitor (not started) with the first binding enabled, and a view of the
+/// watch events it has not taken yet.
+struct Setup {
+    monitor: Monitor,
+    store: Arc<SnapshotStore>,
+    queued: crossbeam_channel::Receiver<super::WatchEvent>,
+}
+
+impl Setup {
+    fn first_binding(sim: &Sim) -> Setup {
+        let hook = hook(BINDINGS);
+        let store = Arc::new(SnapshotStore::new([(0, hook.config.kubernetes.len())]));
+        let (events_tx, _) = crossbeam_channel::unbounded();
+        let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
+        let queued = watch_rx.clone();
+        let metrics = Arc::new(Metrics::new("joined_").expect("metrics"));
+        let hooks = Arc::new(vec![hook]);
+        let mut monitor = Monitor::new(
+            client(sim),
+            hooks,
+            Arc::clone(&store),
+            metrics,
+            watch_tx,
+            watch_rx,
+            events_tx,
+        );
+        monitor.enable_one(0);
+        Setup {
+            monitor,
+            store,
+            queued,
+        }
+    }
+}
+
+impl Monitor {
+    /// Enables binding `b` of the one hook, as its Enable task would.
+    fn enable_one(&mut self, b: usize) {
+        let hooks = Arc::clone(&self.hooks);
+        let binding = &hooks[0].config.kubernetes[b];
+        self.enable_binding(&hooks[0], 0, b, binding)
+            .expect("enabled");
+    }
+}
+
 #[test]
 fn a_joining_binding_skips_the_events_its_list_already_holds() {
     let sim = Sim::start();
     sim.create(cm("1")).expect("create");
-    let hook = hook(BINDINGS);
-    let bindings: Vec<_> = hook.config.kubernetes.clone();
-    let store = Arc::new(SnapshotStore::new([(0, bindings.len())]));
-    let (events_tx, _events) = crossbeam_channel::unbounded();
-    let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
-    let queued = watch_rx.clone();
-    let metrics = Arc::new(Metrics::new("joined_").expect("metrics"));
-    let hooks = Arc::new(vec![hook]);
-    let mut monitor = Monitor::new(
-        client(&sim),
-        Arc::clone(&hooks),
-        Arc::clone(&store),
-        metrics,
-        watch_tx,
-        watch_rx,
-        events_tx,
-    );
-    monitor
-        .enable_binding(&hooks[0], 0, 0, &bindings[0])
-        .expect("first");
+    let Setup {
+        mut monitor,
+        store,
+        queued,
+    } = Setup::first_binding(&sim);
 
     // Two changes the watch delivers while the monitor is busy elsewhere.
     let mut obj = sim.get("v1", "ConfigMap", "jw", "x").expect("x");
@@ -76,9 +106,7 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
 
     // The second binding joins now: its list holds "3". Both Synchronizations read
     // their snapshots (as the queue does) before the monitor takes the two events.
-    monitor
-        .enable_binding(&hooks[0], 0, 1, &bindings[1])
-        .expect("joins");
+    monitor.enable_one(1);
     let read = |b| store.step(0, b, Input::ReadForSync).objects;
     assert_eq!(read(1)[0].filter_result(), Some(r#"{"v":"3"}"#));
     let _ = read(0);
@@ -95,26 +123,11 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
 fn a_joining_binding_skips_a_relist_older_than_its_list() {
     let sim = Sim::start();
     sim.create(cm("1")).expect("create");
-    let hook = hook(BINDINGS);
-    let bindings: Vec<_> = hook.config.kubernetes.clone();
-    let store = Arc::new(SnapshotStore::new([(0, bindings.len())]));
-    let (events_tx, _events) = crossbeam_channel::unbounded();
-    let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
-    let queued = watch_rx.clone();
-    let metrics = Arc::new(Metrics::new("joined_relist_").expect("metrics"));
-    let hooks = Arc::new(vec![hook]);
-    let mut monitor = Monitor::new(
-        client(&sim),
-        Arc::clone(&hooks),
-        Arc::clone(&store),
-        metrics,
-        watch_tx,
-        watch_rx,
-        events_tx,
-    );
-    monitor
-        .enable_binding(&hooks[0], 0, 0, &bindings[0])
-        .expect("first");
+    let Setup {
+        mut monitor,
+        store,
+        queued,
+    } = Setup::first_binding(&sim);
 
     // The watch breaks and its resourceVersion is gone: the reflector lists again
     // and sends the whole list; it waits, as if the monitor were busy.
@@ -143,9 +156,7 @@ fn a_joining_binding_skips_a_relist_older_than_its_list() {
     let mut z = cm("z");
     z["metadata"]["name"] = json!("z");
     sim.create(z).expect("z");
-    monitor
-        .enable_binding(&hooks[0], 0, 1, &bindings[1])
-        .expect("joins");
+    monitor.enable_one(1);
     let read = |b| store.step(0, b, Input::ReadForSync).objects;
     assert_eq!(read(1).len(), 2);
     let _ = read(0);
