@@ -35,8 +35,9 @@ pub(crate) fn spawn_scoped<'scope, T: Send + 'scope>(
 }
 
 /// `f` of every item, up to `width` at a time (the caller's thread is one of them),
-/// in the items' order. For short startup work that runs child processes (the
-/// hooks' `--config`); threads that cannot start leave their share to the others.
+/// in the items' order: the hooks' `--config` at startup (`hook-config-N`), the
+/// module runs of a `ParallelModuleRun` (`module-run-N`). A thread that cannot
+/// start leaves its share to the others.
 pub(crate) fn map_parallel<T: Sync, R: Send>(
     name: &str,
     items: &[T],
@@ -59,7 +60,9 @@ pub(crate) fn map_parallel<T: Sync, R: Send>(
     };
     std::thread::scope(|scope| {
         for i in 1..width.min(items.len()) {
-            if spawn_scoped(scope, &format!("{name}-{i}"), work).is_err() {
+            if let Err(e) = spawn_scoped(scope, &format!("{name}-{i}"), work) {
+                // The caller's thread still does every item, fewer at once.
+                crate::log::error("work goes on with fewer threads", &[("error", &e)]);
                 break;
             }
         }

@@ -27,8 +27,6 @@ use crate::queue::worker::Handler;
 use crate::queue::{GroupRun, Outcome, Step, Target, Task};
 use crate::startup::MAIN_QUEUE;
 use std::collections::VecDeque;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What one module's run leaves for the main queue.
 #[derive(Default)]
@@ -52,33 +50,9 @@ impl AddonHandler {
                 ("parallelism", &parallelism.to_string()),
             ],
         );
-        let next = AtomicUsize::new(0);
-        let left: Vec<Mutex<Left>> = runs.iter().map(|_| Mutex::default()).collect();
-        let work = || {
-            loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let (Some(run), Some(slot)) = (runs.get(k), left.get(k)) else {
-                    break;
-                };
-                let done = self.member(run, event);
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = done;
-            }
-        };
-        std::thread::scope(|scope| {
-            for i in 1..parallelism.min(runs.len()) {
-                let name = format!("module-run-{i}");
-                if let Err(e) = crate::threads::spawn_scoped(scope, &name, work) {
-                    // The queue's own thread still runs every module, fewer at once.
-                    log::error("module runs go on with fewer threads", &[("error", &e)]);
-                    break;
-                }
-            }
-            work();
-        });
-        let left: Vec<Left> = left
-            .into_iter()
-            .map(|l| l.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        let width = parallelism.min(runs.len());
+        let left =
+            crate::threads::map_parallel("module-run", runs, width, |run| self.member(run, event));
         let mut tasks: Vec<Task> = Vec::new();
         let mut after: Vec<Task> = Vec::new();
         for l in left {
