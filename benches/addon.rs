@@ -363,20 +363,7 @@ fn write_direct_values(layout: &Path, name: &str, i: usize) -> PathBuf {
 
 /// Runs helm with `args`; its wall time. Fails unless it exits as `must_succeed` says.
 fn helm(s: &Setup, args: &[&str], must_succeed: bool) -> Duration {
-    let started = Instant::now();
-    let out = Command::new(&s.helm)
-        .args(args)
-        .env("HOME", s.work.join("home"))
-        .output()
-        .expect("run helm");
-    let took = started.elapsed();
-    assert_eq!(
-        out.status.success(),
-        must_succeed,
-        "helm {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    took
+    common::addon::timed_helm(&s.helm, &s.work.join("home"), args, must_succeed)
 }
 
 /// Number of helm release Secrets in `ns` whose status label is `deployed`.

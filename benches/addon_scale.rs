@@ -30,7 +30,7 @@ use common::pods::KubeSim;
 use serde_json::json;
 use shell_operator::kube::Client;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Longest wait for a converge or a revision.
@@ -320,19 +320,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// Runs helm; its wall time. Panics on a failure.
 fn run(s: &Setup, helm: &Path, args: &[&str]) -> Duration {
-    let started = Instant::now();
-    let out = Command::new(helm)
-        .args(args)
-        .env("HOME", s.work.join("home"))
-        .output()
-        .expect("run helm");
-    let took = started.elapsed();
-    assert!(
-        out.status.success(),
-        "helm {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    took
+    common::addon::timed_helm(helm, &s.work.join("home"), args, true)
 }
 
 /// Writes the `k`-th unused `global` value; the time until that converge ends.

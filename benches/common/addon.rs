@@ -7,6 +7,7 @@
 use serde_json::json;
 use shell_operator::kube::{Client, ListParams, Patch, PatchParams};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Module `i`'s directory (its order: `i`, or 1 for all) and release name.
 pub fn module_name(i: usize, one_order: bool) -> (String, String) {
@@ -139,4 +140,23 @@ impl AddonStart<'_> {
             .env("HOME", self.home);
         cmd
     }
+}
+
+/// Runs `helm` with `args` and HOME `home`; its wall time. Panics, with helm's
+/// stderr, unless it exits as `must_succeed` says.
+pub fn timed_helm(helm: &Path, home: &Path, args: &[&str], must_succeed: bool) -> Duration {
+    let started = Instant::now();
+    let out = std::process::Command::new(helm)
+        .args(args)
+        .env("HOME", home)
+        .output()
+        .expect("run helm");
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.success(),
+        must_succeed,
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
 }
