@@ -148,8 +148,8 @@ fn idle_rss(s: &Setup) {
     let sample = |child: &Child, _port: u16| {
         std::thread::sleep(Duration::from_secs(2));
         (
-            proc_status_kb(child.id(), "VmRSS:"),
-            proc_status_kb(child.id(), "VmHWM:"),
+            common::addon::proc_kb(child.id(), "VmRSS:"),
+            common::addon::proc_kb(child.id(), "VmHWM:"),
         )
     };
     let (took, (rss, hwm)) = run_operator(s, &layout, "idle", Some(&sample), &[]);
@@ -195,7 +195,7 @@ fn monitor_cost(s: &Setup) {
         let before = (monitor_requests(port), cpu_ticks(child.id()));
         std::thread::sleep(Duration::from_secs(PERIODS));
         let after = (monitor_requests(port), cpu_ticks(child.id()));
-        let rss = proc_status_kb(child.id(), "VmRSS:");
+        let rss = common::addon::proc_kb(child.id(), "VmRSS:");
         (after.0 - before.0, after.1 - before.1, rss)
     };
     let env = [("ADDON_OPERATOR_RESOURCES_CHECK_PERIOD", "1s")];
@@ -395,13 +395,9 @@ fn run_operator<T: Default>(
     env: &[(&str, &str)],
 ) -> (Duration, T) {
     create_namespace(s, ns);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = common::addon::free_port();
     let run = layout.join(format!("run-{ns}"));
     std::fs::create_dir_all(&run).expect("run dir");
-    let log = std::fs::File::create(run.join("operator.log")).expect("log file");
     let started = Instant::now();
     let home = s.work.join("home");
     let start = common::addon::AddonStart {
@@ -414,14 +410,7 @@ fn run_operator<T: Default>(
         helm: &s.helm,
         home: &home,
     };
-    let mut child = start
-        .command()
-        .envs(env.iter().copied())
-        .stdout(log.try_clone().expect("log file"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {}: {e}", s.operator.display()));
-    wait_ready(&mut child, port, &run.join("operator.log"));
+    let mut child = start.spawn_ready(env, READY_TIMEOUT);
     let took = started.elapsed();
     let deployed = deployed_releases(s, ns);
     let measured = sample.map(|f| f(&child, port)).unwrap_or_default();
@@ -434,32 +423,4 @@ fn run_operator<T: Default>(
         run.join("operator.log").display()
     );
     (took, measured)
-}
-
-/// Polls `/ready` every 10 ms; fails with the log if the operator exits or times out.
-fn wait_ready(child: &mut Child, port: u16, log: &Path) {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    while !common::ready(port) {
-        let exited = child.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            let text = std::fs::read_to_string(log).unwrap_or_default();
-            let _ = child.kill();
-            panic!("addon-operator not ready ({exited:?}); log:\n{text}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// A `/proc/<pid>/status` field in kB (0 when unreadable).
-fn proc_status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }

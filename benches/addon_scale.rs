@@ -30,7 +30,7 @@ use common::pods::KubeSim;
 use serde_json::json;
 use shell_operator::kube::Client;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Longest wait for a converge or a revision.
@@ -346,14 +346,9 @@ fn converges_done(port: u16) -> f64 {
 
 /// Starts the operator in `ns`; the time to `/ready`, the process and its port.
 fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = common::addon::free_port();
     let run = layout.join(format!("run-{ns}"));
     std::fs::create_dir_all(&run).expect("run dir");
-    let log = run.join("operator.log");
-    let file = std::fs::File::create(&log).expect("log file");
     let started = Instant::now();
     let home = s.work.join("home");
     let start = common::addon::AddonStart {
@@ -366,22 +361,7 @@ fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16)
         helm: c.helm,
         home: &home,
     };
-    let mut child = start
-        .command()
-        .stdout(Stdio::from(file.try_clone().expect("log file")))
-        .stderr(Stdio::from(file))
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {}: {e}", s.operator.display()));
-    let deadline = Instant::now() + TIMEOUT;
-    while !common::ready(port) {
-        let exited = child.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            let _ = child.kill();
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            panic!("addon-operator not ready ({exited:?}); log:\n{text}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let child = start.spawn_ready(&[], TIMEOUT);
     (started.elapsed(), child, port)
 }
 

@@ -142,6 +142,42 @@ impl AddonStart<'_> {
     }
 }
 
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl AddonStart<'_> {
+    /// Starts the operator with `env` added, its output in `<run>/operator.log`, and
+    /// waits for `/ready` (polled every 10 ms). Panics with the log if it exits first
+    /// or `timeout` passes.
+    pub fn spawn_ready(&self, env: &[(&str, &str)], timeout: Duration) -> std::process::Child {
+        let log = self.run.join("operator.log");
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut child = self
+            .command()
+            .envs(env.iter().copied())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.operator.display()));
+        let deadline = Instant::now() + timeout;
+        while !super::ready(self.port) {
+            let exited = child.try_wait().ok().flatten();
+            if exited.is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("addon-operator not ready ({exited:?}); log:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child
+    }
+}
+
 /// Runs `helm` with `args` and HOME `home`; its wall time. Panics, with helm's
 /// stderr, unless it exits as `must_succeed` says.
 pub fn timed_helm(helm: &Path, home: &Path, args: &[&str], must_succeed: bool) -> Duration {
