@@ -197,10 +197,17 @@ impl Store {
 
     /// Current objects of a resource (all namespaces), in key order.
     pub fn list(&self, rt: &ResourceType) -> Vec<Value> {
+        self.list_matching(rt, |_| true)
+    }
+
+    /// The objects of a resource that `keep` accepts, copied; the others are
+    /// only looked at.
+    pub fn list_matching(&self, rt: &ResourceType, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
         let key = rt.key();
         self.objects
             .range((key.clone(), String::new(), String::new())..)
             .take_while(|((r, _, _), _)| *r == key)
+            .filter(|(_, v)| keep(v))
             .map(|(_, v)| Value::clone(v))
             .collect()
     }

@@ -186,8 +186,9 @@ pub fn stream<W: Write>(
             _ => None,
         };
         st.subscribe(&key, from).map(|sub| {
+            // Only what the watch selects is copied (under the store's lock).
             let initial = if matches!(plan.start, Start::State | Start::InitialEvents) {
-                st.list(&plan.rt)
+                st.list_matching(&plan.rt, |o| plan.filter.matches(o))
             } else {
                 Vec::new()
             };
@@ -249,7 +250,7 @@ fn run<W: Write>(
     rv_now: u64,
     probe: &TcpStream,
 ) -> io::Result<bool> {
-    for obj in initial.into_iter().filter(|o| w.plan.filter.matches(o)) {
+    for obj in initial {
         w.send("ADDED", &obj)?;
     }
     if w.plan.start == Start::InitialEvents {
