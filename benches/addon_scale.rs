@@ -8,6 +8,11 @@
 //!   `helm upgrade --install` run one after the other;
 //! - the same N bare upgrades run as many at once as the operator runs modules of
 //!   one order (the CPU count, at least 2) / that sum: what helm alone reaches here;
+//! - the cold converge / those parallel bare upgrades;
+//!
+//!   these three are medians of three trials, each trial timing the bare upgrades and
+//!   then the operator, each in a namespace of its own (a single sample of a second
+//!   varies by a tenth on a 2-CPU machine);
 //! - restart with nothing changed (start → `/ready`; 0 new revisions asserted) / that sum;
 //! - a `global` change no template reads (ConfigMap write → the converge's end, 0
 //!   revisions asserted) / that sum;
@@ -118,58 +123,57 @@ fn measure(s: &Setup, c: &Case) {
     let layout = s.work.join(format!("layout-{tag}"));
     write_layout(&layout, c.n, c.one_order);
 
-    // Bare helm: N upgrades in a row, then one upgrade with a new value.
-    let bare_ns = format!("bare-{tag}");
-    common::addon::create_namespace(&s.client, &bare_ns);
-    let mut bare = Duration::ZERO;
-    for i in 1..=c.n {
-        bare += bare_upgrade(s, c, &layout, &bare_ns, i, "hello");
+    // Cold converge, COLD_TRIALS times: bare helm's N upgrades in a row, the same N
+    // as many at once as the operator runs modules of one order (the CPU count, at
+    // least 2: what helm alone makes of this machine's CPUs), and the operator's cold
+    // converge, each in a namespace of its own. The figures are the medians.
+    let mut trials = Vec::new();
+    let mut cold_peak = 0;
+    for t in 1..=COLD_TRIALS {
+        let bare = bare_upgrades(s, c, &layout, &format!("bare-{tag}-{t}"), 1);
+        let wide = bare_upgrades(
+            s,
+            c,
+            &layout,
+            &format!("wide-{tag}-{t}"),
+            module_run_width(),
+        );
+        let ns = format!("op-{tag}-{t}");
+        common::addon::create_namespace(&s.client, &ns);
+        let (cold, mut child, _) = start(s, c, &layout, &ns);
+        assert_eq!(
+            common::addon::revisions(&s.client, &ns),
+            c.n,
+            "cold converge releases"
+        );
+        cold_peak = cold_peak.max(proc_kb(child.id(), "VmHWM:"));
+        stop(&mut child);
+        trials.push(Trial { bare, wide, cold });
     }
-    assert_eq!(
-        common::addon::revisions(&s.client, &bare_ns),
-        c.n,
-        "bare releases"
-    );
-    // The same N upgrades, as many at once as the operator runs modules of one order
-    // (the CPU count, at least 2): what helm alone makes of this machine's CPUs.
-    let width = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    let wide_ns = format!("wide-{tag}");
-    common::addon::create_namespace(&s.client, &wide_ns);
-    let next = std::sync::atomic::AtomicUsize::new(1);
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..width {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i > c.n {
-                        break;
-                    }
-                    bare_upgrade(s, c, &layout, &wide_ns, i, "hello");
-                }
-            });
-        }
-    });
-    let wide = started.elapsed();
+    let ratios = |part: fn(&Trial) -> Duration| {
+        median_f64(
+            trials
+                .iter()
+                .map(|t| secs(part(t)) / secs(t.bare))
+                .collect(),
+        )
+    };
+    let (cold_ratio, wide_ratio) = (ratios(|t| t.cold), ratios(|t| t.wide));
+    let bare = median(trials.iter().map(|t| t.bare).collect());
+    let cold = median(trials.iter().map(|t| t.cold).collect());
+    let wide = median(trials.iter().map(|t| t.wide).collect());
+    let ours_to_wide = median_f64(trials.iter().map(|t| secs(t.cold) / secs(t.wide)).collect());
 
-    // One value, three times: the median.
+    // One value, three times: the median (bare, in the last trial's namespace).
+    let bare_ns = format!("bare-{tag}-{COLD_TRIALS}");
     let bare_one = median(
         (1..=ONE_VALUE_ROUNDS)
             .map(|k| bare_upgrade(s, c, &layout, &bare_ns, 1, &format!("changed-{k}")))
             .collect(),
     );
 
-    // The operator: cold converge, then a restart with nothing changed.
-    let ns = format!("op-{tag}");
-    common::addon::create_namespace(&s.client, &ns);
-    let (cold, mut child, _) = start(s, c, &layout, &ns);
-    assert_eq!(
-        common::addon::revisions(&s.client, &ns),
-        c.n,
-        "cold converge releases"
-    );
-    let cold_peak = proc_kb(child.id(), "VmHWM:");
-    stop(&mut child);
+    // The operator again on the last trial's releases: a restart with nothing changed.
+    let ns = format!("op-{tag}-{COLD_TRIALS}");
     let (restart, mut child, port) = start(s, c, &layout, &ns);
     assert_eq!(
         common::addon::revisions(&s.client, &ns),
@@ -222,7 +226,6 @@ fn measure(s: &Setup, c: &Case) {
     let peak = cold_peak.max(restart_peak).max(changes_peak);
     stop(&mut child);
 
-    let secs = |d: Duration| d.as_secs_f64();
     let ratio = |d: Duration| secs(d) / secs(bare);
     println!(
         "{} · N={} · {orders}: bare sequential helm upgrade --install {:.2} s ({:.0} ms each), one bare upgrade {:.3} s",
@@ -233,14 +236,20 @@ fn measure(s: &Setup, c: &Case) {
         secs(bare_one)
     );
     println!(
-        "  cold converge / bare sequential             : {:>5.2}  ({:.2} s; target ≤ 0.6 with one order)",
-        ratio(cold),
+        "  cold converge / bare sequential             : {:>5.2}  ({:.2} s; target ≤ 0.6 with one order; median of {COLD_TRIALS})",
+        cold_ratio,
         secs(cold)
     );
     println!(
-        "  bare helm {width} at a time / bare sequential   : {:>5.2}  ({:.2} s; helm alone on these CPUs)",
-        ratio(wide),
+        "  bare helm {} at a time / bare sequential   : {:>5.2}  ({:.2} s; helm alone on these CPUs; median of {COLD_TRIALS})",
+        module_run_width(),
+        wide_ratio,
         secs(wide)
+    );
+    println!(
+        "  cold converge / bare helm {} at a time      : {:>5.2}  (the operator against helm alone at its parallelism)",
+        module_run_width(),
+        ours_to_wide
     );
     println!(
         "  restart, nothing changed / bare sequential  : {:>5.2}  ({:.2} s; 0 new revisions; target ≤ 0.2)",
@@ -283,6 +292,59 @@ fn measure(s: &Setup, c: &Case) {
 /// Resets the process's VmHWM to its current VmRSS (`/proc/<pid>/clear_refs`, 5).
 fn reset_peak(pid: u32) {
     let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
+/// How many times the cold converge and the bare upgrades it is compared with run.
+const COLD_TRIALS: usize = 3;
+
+/// How many modules of one order the operator runs at once by default: the CPU
+/// count, at least 2.
+fn module_run_width() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// One trial of the cold converge and the bare upgrades it is compared with.
+struct Trial {
+    bare: Duration,
+    wide: Duration,
+    cold: Duration,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn median_f64(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// The N bare `helm upgrade --install` in a new namespace `ns`, `width` at a time;
+/// the wall time of all of them.
+fn bare_upgrades(s: &Setup, c: &Case, layout: &Path, ns: &str, width: usize) -> Duration {
+    common::addon::create_namespace(&s.client, ns);
+    let next = std::sync::atomic::AtomicUsize::new(1);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..width {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i > c.n {
+                        break;
+                    }
+                    bare_upgrade(s, c, layout, ns, i, "hello");
+                }
+            });
+        }
+    });
+    let took = started.elapsed();
+    assert_eq!(
+        common::addon::revisions(&s.client, ns),
+        c.n,
+        "bare releases in {ns}"
+    );
+    took
 }
 
 /// One bare `helm upgrade --install` of module `i` with the values the operator gives it.
