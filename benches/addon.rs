@@ -30,7 +30,7 @@ use serde_json::json;
 use shell_operator::kube::{Client, ListParams};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MODULES: usize = 20;
 const GLOBAL_HOOKS: usize = 10;
@@ -395,32 +395,25 @@ fn run_operator<T: Default>(
     env: &[(&str, &str)],
 ) -> (Duration, T) {
     create_namespace(s, ns);
-    let port = common::addon::free_port();
-    let run = layout.join(format!("run-{ns}"));
-    std::fs::create_dir_all(&run).expect("run dir");
-    let started = Instant::now();
     let home = s.work.join("home");
     let start = common::addon::AddonStart {
         operator: &s.operator,
-        ns,
-        layout,
-        run: &run,
-        port,
         kubeconfig: &s.sim.kubeconfig,
         helm: &s.helm,
         home: &home,
     };
-    let mut child = start.spawn_ready(env, READY_TIMEOUT);
-    let took = started.elapsed();
+    let mut ready = start.ready(ns, layout, env, READY_TIMEOUT);
     let deployed = deployed_releases(s, ns);
-    let measured = sample.map(|f| f(&child, port)).unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
+    let measured = sample
+        .map(|f| f(&ready.child, ready.port))
+        .unwrap_or_default();
+    let _ = ready.child.kill();
+    let _ = ready.child.wait();
     assert_eq!(
         deployed,
         MODULES,
         "releases deployed by the operator in {ns}; log {}",
-        run.join("operator.log").display()
+        ready.run.join("operator.log").display()
     );
-    (took, measured)
+    (ready.took, measured)
 }

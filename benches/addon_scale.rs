@@ -408,23 +408,15 @@ fn converges_done(port: u16) -> f64 {
 
 /// Starts the operator in `ns`; the time to `/ready`, the process and its port.
 fn start(s: &Setup, c: &Case, layout: &Path, ns: &str) -> (Duration, Child, u16) {
-    let port = common::addon::free_port();
-    let run = layout.join(format!("run-{ns}"));
-    std::fs::create_dir_all(&run).expect("run dir");
-    let started = Instant::now();
     let home = s.work.join("home");
     let start = common::addon::AddonStart {
         operator: &s.operator,
-        ns,
-        layout,
-        run: &run,
-        port,
         kubeconfig: &s.sim.kubeconfig,
         helm: c.helm,
         home: &home,
     };
-    let child = start.spawn_ready(&[], TIMEOUT);
-    (started.elapsed(), child, port)
+    let ready = start.ready(ns, layout, &[], TIMEOUT);
+    (ready.took, ready.child, ready.port)
 }
 
 fn stop(child: &mut Child) {

@@ -105,41 +105,24 @@ pub fn proc_kb(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// How one bench starts `addon-operator start`: the layout's `modules` and
-/// `global-hooks`, the run's tmp dir and debug socket under `run`, metrics on
-/// 127.0.0.1:`port`, helm from `helm` with HOME `home`.
+/// How a bench starts `addon-operator start`: the binary, the cluster's
+/// kubeconfig, helm, and the HOME it gets.
 pub struct AddonStart<'a> {
     pub operator: &'a Path,
-    pub ns: &'a str,
-    pub layout: &'a Path,
-    pub run: &'a Path,
-    pub port: u16,
     pub kubeconfig: &'a Path,
     pub helm: &'a Path,
     pub home: &'a Path,
 }
 
-impl AddonStart<'_> {
-    /// The command, without stdout, stderr or extra environment.
-    pub fn command(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(self.operator);
-        cmd.args(["addon-operator", "start", "--namespace", self.ns])
-            .arg("--modules-dir")
-            .arg(self.layout.join("modules"))
-            .arg("--global-hooks-dir")
-            .arg(self.layout.join("global-hooks"))
-            .arg("--tmp-dir")
-            .arg(self.run.join("tmp"))
-            .arg("--debug-unix-socket")
-            .arg(self.run.join("debug.socket"))
-            .args(["--prometheus-listen-address", "127.0.0.1"])
-            .args(["--prometheus-listen-port", &self.port.to_string()])
-            .arg("--kube-config")
-            .arg(self.kubeconfig)
-            .env("HELM_BIN_PATH", self.helm)
-            .env("HOME", self.home);
-        cmd
-    }
+/// An operator that answered `/ready`.
+pub struct Ready {
+    /// From spawn to the first `/ready`.
+    pub took: Duration,
+    pub child: std::process::Child,
+    /// Its metrics port.
+    pub port: u16,
+    /// Its run dir (tmp dir, debug socket, `operator.log`).
+    pub run: std::path::PathBuf,
 }
 
 /// A free TCP port on 127.0.0.1.
@@ -151,21 +134,41 @@ pub fn free_port() -> u16 {
 }
 
 impl AddonStart<'_> {
-    /// Starts the operator with `env` added, its output in `<run>/operator.log`, and
-    /// waits for `/ready` (polled every 10 ms). Panics with the log if it exits first
-    /// or `timeout` passes.
-    pub fn spawn_ready(&self, env: &[(&str, &str)], timeout: Duration) -> std::process::Child {
-        let log = self.run.join("operator.log");
+    /// Starts the operator for namespace `ns` on `layout`'s `modules` and
+    /// `global-hooks`, with `env` added: its tmp dir, debug socket and
+    /// `operator.log` under `layout/run-<ns>`, metrics on a free port of 127.0.0.1.
+    /// Waits for `/ready` (polled every 10 ms); panics with the log if the process
+    /// exits first or `timeout` passes.
+    pub fn ready(&self, ns: &str, layout: &Path, env: &[(&str, &str)], timeout: Duration) -> Ready {
+        let port = free_port();
+        let run = layout.join(format!("run-{ns}"));
+        std::fs::create_dir_all(&run).expect("run dir");
+        let log = run.join("operator.log");
         let file = std::fs::File::create(&log).expect("log file");
-        let mut child = self
-            .command()
+        let started = Instant::now();
+        let mut child = std::process::Command::new(self.operator)
+            .args(["addon-operator", "start", "--namespace", ns])
+            .arg("--modules-dir")
+            .arg(layout.join("modules"))
+            .arg("--global-hooks-dir")
+            .arg(layout.join("global-hooks"))
+            .arg("--tmp-dir")
+            .arg(run.join("tmp"))
+            .arg("--debug-unix-socket")
+            .arg(run.join("debug.socket"))
+            .args(["--prometheus-listen-address", "127.0.0.1"])
+            .args(["--prometheus-listen-port", &port.to_string()])
+            .arg("--kube-config")
+            .arg(self.kubeconfig)
+            .env("HELM_BIN_PATH", self.helm)
+            .env("HOME", self.home)
             .envs(env.iter().copied())
             .stdout(file.try_clone().expect("log file"))
             .stderr(file)
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", self.operator.display()));
         let deadline = Instant::now() + timeout;
-        while !super::ready(self.port) {
+        while !super::ready(port) {
             let exited = child.try_wait().ok().flatten();
             if exited.is_some() || Instant::now() > deadline {
                 let _ = child.kill();
@@ -174,7 +177,12 @@ impl AddonStart<'_> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        child
+        Ready {
+            took: started.elapsed(),
+            child,
+            port,
+            run,
+        }
     }
 }
 

@@ -34,8 +34,8 @@ fn modified(store: &SnapshotStore, b: usize) -> Vec<String> {
         .collect()
 }
 
-/// The monitor (not started) with the first binding enabled, and a view of the
-/// watch events it has not taken yet.
+/// The monitor (not started) with the first binding enabled on a sim that holds
+/// ConfigMap `x` at `v: "1"`, and a view of the watch events it has not taken yet.
 struct Setup {
     monitor: Monitor,
     store: Arc<SnapshotStore>,
@@ -44,6 +44,7 @@ struct Setup {
 
 impl Setup {
     fn first_binding(sim: &Sim) -> Setup {
+        sim.create(cm("1")).expect("create");
         let hook = hook(BINDINGS);
         let store = Arc::new(SnapshotStore::new([(0, hook.config.kubernetes.len())]));
         let (events_tx, _) = crossbeam_channel::unbounded();
@@ -82,12 +83,7 @@ impl Monitor {
 #[test]
 fn a_joining_binding_skips_the_events_its_list_already_holds() {
     let sim = Sim::start();
-    sim.create(cm("1")).expect("create");
-    let Setup {
-        mut monitor,
-        store,
-        queued,
-    } = Setup::first_binding(&sim);
+    let mut s = Setup::first_binding(&sim);
 
     // Two changes the watch delivers while the monitor is busy elsewhere.
     let mut obj = sim.get("v1", "ConfigMap", "jw", "x").expect("x");
@@ -96,7 +92,7 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
         obj = sim.update(obj).expect("update");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    while queued.len() < 2 {
+    while s.queued.len() < 2 {
         assert!(
             Instant::now() < deadline,
             "the watch did not deliver both changes"
@@ -106,14 +102,14 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
 
     // The second binding joins now: its list holds "3". Both Synchronizations read
     // their snapshots (as the queue does) before the monitor takes the two events.
-    monitor.enable_one(1);
-    let read = |b| store.step(0, b, Input::ReadForSync).objects;
+    s.monitor.enable_one(1);
+    let read = |b| s.store.step(0, b, Input::ReadForSync).objects;
     assert_eq!(read(1)[0].filter_result(), Some(r#"{"v":"3"}"#));
     let _ = read(0);
-    monitor.drain();
+    s.monitor.drain();
 
-    assert_eq!(modified(&store, 0), [r#"{"v":"2"}"#, r#"{"v":"3"}"#]);
-    assert_eq!(modified(&store, 1), Vec::<String>::new());
+    assert_eq!(modified(&s.store, 0), [r#"{"v":"2"}"#, r#"{"v":"3"}"#]);
+    assert_eq!(modified(&s.store, 1), Vec::<String>::new());
 }
 
 /// The same for a relist: one the watch made (after a 410) before the second binding
@@ -122,12 +118,7 @@ fn a_joining_binding_skips_the_events_its_list_already_holds() {
 #[test]
 fn a_joining_binding_skips_a_relist_older_than_its_list() {
     let sim = Sim::start();
-    sim.create(cm("1")).expect("create");
-    let Setup {
-        mut monitor,
-        store,
-        queued,
-    } = Setup::first_binding(&sim);
+    let mut s = Setup::first_binding(&sim);
 
     // The watch breaks and its resourceVersion is gone: the reflector lists again
     // and sends the whole list; it waits, as if the monitor were busy.
@@ -141,11 +132,11 @@ fn a_joining_binding_skips_a_relist_older_than_its_list() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         assert!(Instant::now() < deadline, "no relist");
-        let Ok(event) = queued.recv_timeout(Duration::from_millis(100)) else {
+        let Ok(event) = s.queued.recv_timeout(Duration::from_millis(100)) else {
             continue;
         };
         let relisted = matches!(event.1, crate::kube::Event::Relisted(..));
-        monitor.pending.push_back(event);
+        s.monitor.pending.push_back(event);
         if relisted {
             break;
         }
@@ -156,13 +147,13 @@ fn a_joining_binding_skips_a_relist_older_than_its_list() {
     let mut z = cm("z");
     z["metadata"]["name"] = json!("z");
     sim.create(z).expect("z");
-    monitor.enable_one(1);
-    let read = |b| store.step(0, b, Input::ReadForSync).objects;
+    s.monitor.enable_one(1);
+    let read = |b| s.store.step(0, b, Input::ReadForSync).objects;
     assert_eq!(read(1).len(), 2);
     let _ = read(0);
-    monitor.drain();
+    s.monitor.drain();
 
-    let deleted: Vec<String> = (store.step(0, 1, Input::Release).events.into_iter())
+    let deleted: Vec<String> = (s.store.step(0, 1, Input::Release).events.into_iter())
         .filter(|e| e.watch_event == WatchEventType::Deleted)
         .map(|e| e.item.namespace_and_name().1.to_string())
         .collect();
