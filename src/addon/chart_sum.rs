@@ -27,17 +27,17 @@ pub(crate) fn decision_checksum(
         .iter()
         .map(|(p, d)| (p.as_path(), d.as_slice()))
         .collect();
-    let hashed = match global_use::chart_ignores_global(&refs) {
-        Ok(()) => without_global(values),
+    let text = match global_use::chart_ignores_global(&refs) {
+        Ok(()) => serde_json::to_string(&without_global(values)),
         Err(why) => {
             log::debug(
                 "the chart may read global values",
                 &[("chart", &chart.display().to_string()), ("why", &why)],
             );
-            values.clone()
+            serde_json::to_string(values)
         }
-    };
-    let text = serde_json::to_string(&hashed).map_err(|e| format!("checksum: {e}"))?;
+    }
+    .map_err(|e| format!("checksum: {e}"))?;
     Ok(hash(&text, &files))
 }
 

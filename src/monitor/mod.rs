@@ -379,11 +379,10 @@ impl Monitor {
     fn attach(
         &mut self,
         key: WatchKey,
-        sub: Sub,
+        mut sub: Sub,
         announce: bool,
         context: &str,
     ) -> Result<Vec<Item>, String> {
-        let mut sub = sub;
         let (index, objects) = match self.watches.iter().position(|w| w.key == key) {
             Some(i) => {
                 let (objects, version) = self.list(&key)?;
