@@ -234,7 +234,7 @@ pub fn addon_configmap(data: &[u8]) {
             json!({"data": {"global": t, "myModule": t, "otherModuleEnabled": t}})
         }
     };
-    let _ = KubeConfig::from_object(Some(&object));
+    let _ = KubeConfig::from_object(Some(&object), &["myModule", "otherModule"]);
 }
 
 /// A values patch (`$VALUES_JSON_PATCH_PATH` / `$CONFIG_VALUES_JSON_PATCH_PATH`),

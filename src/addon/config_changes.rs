@@ -5,9 +5,10 @@
 //! The ConfigMap task is never stuck behind a failing module: failed runs leave
 //! the queue (`lifecycle.rs`).
 
-use super::configmap::{ConfigError, KubeConfig};
+use super::configmap::{ConfigError, KubeConfig, UnknownKey};
 use super::engine::AddonHandler;
 use super::lifecycle::Input;
+use super::state::AddonMetrics;
 use crate::log;
 use crate::queue::Task;
 
@@ -21,7 +22,8 @@ impl AddonHandler {
             let text = items.first()?.object.clone()?;
             serde_json::from_str::<serde_json::Value>(&text).ok()
         });
-        let config = KubeConfig::from_object(object.as_ref())
+        let keys = shared.layout.module_keys();
+        let config = KubeConfig::from_object(object.as_ref(), &keys)
             .and_then(|c| self.check_config(&c).map(|()| c));
         let config = match config {
             Ok(c) => {
@@ -47,6 +49,9 @@ impl AddonHandler {
         if st.config == config {
             return Vec::new();
         }
+        if st.config.unknown != config.unknown {
+            report_unknown_keys(&shared.metrics, &shared.config_map, &config.unknown);
+        }
         let reload = st.config.global != config.global || st.config.enabled != config.enabled;
         st.global.config = config.global.clone();
         let mut changed = Vec::new();
@@ -66,6 +71,16 @@ impl AddonHandler {
             let event = "KubeConfigChanged".to_string();
             return st.lifecycle.step(Input::ConvergeRequested { event });
         }
+        let layout = &shared.layout;
+        let scripted = changed
+            .iter()
+            .any(|&m| layout.modules[m].enabled_script.is_some());
+        drop(st);
+        if scripted && self.enabled_modules_moved() {
+            let event = "KubeConfigChanged".to_string();
+            return shared.step(Input::ConvergeRequested { event });
+        }
+        let mut st = shared.lock();
         let mut tasks = Vec::new();
         for module in changed {
             let event = "KubeConfig-Changed-Modules".to_string();
@@ -74,13 +89,29 @@ impl AddonHandler {
         tasks
     }
 
-    /// Keys of modules that exist, config schemas of the global section and of
-    /// every module section: every error at once.
+    /// Whether the `enabled` scripts, run again with the values as they are now,
+    /// enable other modules than the lifecycle has (the docs' script that disables
+    /// its module when its own section says so); a failing script is a yes, so the
+    /// converge that follows reports and retries it.
+    fn enabled_modules_moved(&self) -> bool {
+        let copy = self.shared.lock().clone();
+        match super::enabled::compute(&self.shared, &copy) {
+            Ok(enabled) => {
+                let moved = enabled != copy.lifecycle.enabled_modules();
+                if moved {
+                    log::info("enabled modules change with the ConfigMap", &[]);
+                }
+                moved
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// Config schemas of the global section and of every module section: every
+    /// error at once.
     pub(super) fn check_config(&self, config: &KubeConfig) -> Result<(), ConfigError> {
         let layout = &self.shared.layout;
-        let keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
-        let mut errors: Vec<ConfigError> =
-            config.check_module_keys(&keys).err().into_iter().collect();
+        let mut errors: Vec<ConfigError> = Vec::new();
         let st = self.shared.lock();
         let invalid = |r: Result<(), _>| r.err().map(ConfigError::Invalid);
         errors.extend(invalid(st.global.check_config(&config.global)));
@@ -110,5 +141,21 @@ impl AddonHandler {
         }
         *refused = Some(data);
         false
+    }
+}
+
+/// Warns about each ConfigMap key of a module that does not exist (with the module
+/// key it most likely meant) and sets `config_unknown_module_keys` to exactly them.
+pub(super) fn report_unknown_keys(metrics: &AddonMetrics, configmap: &str, unknown: &[UnknownKey]) {
+    metrics.config_unknown_module_keys.reset();
+    for key in unknown {
+        log::warn(
+            "ConfigMap key of no module ignored",
+            &[("configmap", configmap), ("error", &key.to_string())],
+        );
+        metrics
+            .config_unknown_module_keys
+            .with_label_values(&[&key.key])
+            .set(1.0);
     }
 }

@@ -3,16 +3,19 @@
 //! hooks' config patches back.
 //!
 //! `data.global` is the YAML of the global section, `data.<moduleKey>` a module's
-//! section (a map), `data.<moduleKey>Enabled` exactly `"true"` or `"false"`. A key
-//! that does not round-trip camelCase → kebab-case → camelCase, bad YAML or a bad
-//! flag makes the whole ConfigMap invalid: the caller keeps the last good one.
+//! section (a map), `data.<moduleKey>Enabled` exactly `"true"` or `"false"`. Bad
+//! YAML or a bad flag of `global` or of a module that exists makes the whole
+//! ConfigMap invalid: the caller keeps the last good one. A key of a module that
+//! does not exist (a module removed from the image, a typo) is set aside unread, as
+//! flant does: it never stops startup nor freezes later edits; the caller warns
+//! about it ([`UnknownKey`], with the nearest module key) and counts it.
 //! A ConfigMap that does not exist is an empty configuration.
 //!
-//! Errors are a [`ConfigError`]: unreadable keys, keys of modules that do not
-//! exist, sections that break a schema, or the API server refusing a read or write;
-//! each names the ConfigMap key and says what to change.
+//! Errors are a [`ConfigError`]: unreadable keys, sections that break a schema, or
+//! the API server refusing a read or write; each names the ConfigMap key and says
+//! what to change.
 
-use super::values::{ValuesError, module_name_of_key, values_key};
+use super::values::ValuesError;
 use crate::json_kind::json_kind;
 use crate::kube::{Client, KubeError, Resource};
 use serde_json::{Map, Value, json};
@@ -25,10 +28,8 @@ use std::fmt;
 pub enum ConfigError {
     /// `data` is over the cap.
     TooLarge { size: usize },
-    /// Keys that cannot be read (bad YAML, a bad flag, not a module key), every one.
+    /// Keys that cannot be read (bad YAML, a bad flag), every one.
     Unreadable(Vec<String>),
-    /// Sections or flags of modules that do not exist, every one.
-    UnknownModules(Vec<String>),
     /// A section breaks its scope's config schema.
     Invalid(ValuesError),
     /// Several of the above, found by one check.
@@ -50,8 +51,8 @@ pub enum ConfigError {
 
 impl ConfigError {
     #[cfg(test)]
-    /// True when the ConfigMap's text could not be read at all (as opposed to
-    /// keys of unknown modules or a schema violation).
+    /// True when the ConfigMap's text could not be read at all (as opposed to a
+    /// schema violation).
     pub(crate) fn is_unreadable(&self) -> bool {
         match self {
             ConfigError::TooLarge { .. } | ConfigError::Unreadable(_) => true,
@@ -77,7 +78,7 @@ impl fmt::Display for ConfigError {
             ConfigError::TooLarge { size } => {
                 write!(f, "data is {size} bytes; at most {MAX_DATA} are read")
             }
-            ConfigError::Unreadable(all) | ConfigError::UnknownModules(all) => match all.len() {
+            ConfigError::Unreadable(all) => match all.len() {
                 1 => f.write_str(&all[0]),
                 n => write!(f, "{n} errors: {}", all.join("; ")),
             },
@@ -145,14 +146,40 @@ pub(crate) struct KubeConfig {
     /// `<key>Maintenance` by values key (flant's newer key): `true` for
     /// `NoResourceReconciliation` (helm leaves the release alone), `false` for `""`.
     pub(crate) maintenance: BTreeMap<String, bool>,
+    /// Keys of modules that do not exist, set aside unread (ConfigMap key order).
+    pub(crate) unknown: Vec<UnknownKey>,
+}
+
+/// A ConfigMap key of no module: ignored, warned about and counted.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UnknownKey {
+    /// The key as written in the ConfigMap.
+    pub(crate) key: String,
+    /// The module key it most likely meant (a typo), if one is close.
+    pub(crate) nearest: Option<String>,
+}
+
+impl fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key '{}' belongs to no module; ignored", self.key)?;
+        match &self.nearest {
+            Some(near) => write!(f, " (did you mean '{near}'?)"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Most a ConfigMap's data may hold (the API server's own limit is 1 MiB).
 const MAX_DATA: usize = 4 << 20;
 
 impl KubeConfig {
-    /// Parses a ConfigMap object (its `data`); `None` is a deleted or absent ConfigMap.
-    pub(crate) fn from_object(object: Option<&Value>) -> Result<KubeConfig, ConfigError> {
+    /// Parses a ConfigMap object (its `data`); `None` is a deleted or absent
+    /// ConfigMap. `known` are the values keys of the discovered modules: keys of
+    /// any other module are set aside unread ([`KubeConfig::unknown`]).
+    pub(crate) fn from_object(
+        object: Option<&Value>,
+        known: &[&str],
+    ) -> Result<KubeConfig, ConfigError> {
         let mut config = KubeConfig {
             global: json!({}),
             ..KubeConfig::default()
@@ -173,12 +200,30 @@ impl KubeConfig {
         // Every bad key is reported at once, so one edit can fix them all.
         let mut errors = Vec::new();
         for (key, value) in data {
+            if !belongs_to(key, known) {
+                let nearest = nearest(key, known).map(str::to_string);
+                let key = key.clone();
+                config.unknown.push(UnknownKey { key, nearest });
+                continue;
+            }
             let read = match value.as_str() {
                 Some(text) => config.read_key(key, text),
                 None => Err(format!("key '{key}': value is not a string")),
             };
             errors.extend(read.err());
         }
+        // A map under `<known>Maintenance` is the section of a module of that key.
+        let (modules, unknown): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            std::mem::take(&mut config.modules)
+                .into_iter()
+                .partition(|(k, _)| known.contains(&k.as_str()));
+        config.modules = modules;
+        config
+            .unknown
+            .extend(unknown.into_keys().map(|key| UnknownKey {
+                nearest: nearest(&key, known).map(str::to_string),
+                key,
+            }));
         config.check_disable_forms(data, &mut errors);
         match errors.is_empty() {
             true => Ok(config),
@@ -202,42 +247,6 @@ impl KubeConfig {
         }
     }
 
-    /// Refuses every section or flag of a module that does not exist, naming the
-    /// key (`known`: the values keys of the discovered modules); all at once.
-    pub(crate) fn check_module_keys(&self, known: &[&str]) -> Result<(), ConfigError> {
-        let unknown = |key: &str, shown: String| {
-            (!known.contains(&key)).then(|| {
-                format!(
-                    "key '{shown}': no module has the values key '{key}'{}",
-                    hint(known)
-                )
-            })
-        };
-        let mut errors: Vec<String> = self
-            .modules
-            .keys()
-            .filter_map(|k| unknown(k, k.clone()))
-            .collect();
-        errors.extend(
-            self.enabled
-                .keys()
-                .filter(|k| !self.modules.contains_key(*k))
-                .filter_map(|k| match self.section_flags.contains(k) {
-                    true => unknown(k, k.clone()),
-                    false => unknown(k, format!("{k}Enabled")),
-                }),
-        );
-        errors.extend(
-            self.maintenance
-                .keys()
-                .filter_map(|k| unknown(k, format!("{k}Maintenance"))),
-        );
-        match errors.is_empty() {
-            true => Ok(()),
-            false => Err(ConfigError::UnknownModules(errors)),
-        }
-    }
-
     fn read_key(&mut self, key: &str, text: &str) -> Result<(), String> {
         if self.read_maintenance(key, text)? {
             return Ok(());
@@ -247,7 +256,6 @@ impl KubeConfig {
             return Ok(());
         }
         if let Some(module_key) = key.strip_suffix("Enabled") {
-            check_key(key, module_key)?;
             let flag = match text.trim() {
                 "true" => true,
                 "false" => false,
@@ -260,7 +268,6 @@ impl KubeConfig {
             self.enabled.insert(module_key.to_string(), flag);
             return Ok(());
         }
-        check_key(key, key)?;
         // The seeds' `<key>: "false"` disables the module (and "true" enables it):
         // the flag, with an empty section.
         if let Some(flag) = section_flag(text) {
@@ -290,7 +297,6 @@ impl KubeConfig {
             }
             _ => return Ok(false),
         };
-        check_key(key, module_key)?;
         self.maintenance.insert(module_key.to_string(), state);
         Ok(true)
     }
@@ -319,22 +325,63 @@ fn section_flag(text: &str) -> Option<bool> {
     }
 }
 
-/// ` (module keys: a, b)`: what the key could have been.
-fn hint(known: &[&str]) -> String {
-    match known.is_empty() {
-        true => " (there are no modules)".to_string(),
-        false => format!(" (module keys: {})", known.join(", ")),
-    }
+/// Whether `key` is `global` or a key of one of the `known` modules: its section,
+/// its seeds' flag form, `<key>Enabled` or `<key>Maintenance`.
+fn belongs_to(key: &str, known: &[&str]) -> bool {
+    let of = |k: Option<&str>| k.is_some_and(|k| known.contains(&k));
+    key == "global"
+        || of(Some(key))
+        || of(key.strip_suffix("Enabled"))
+        || of(key.strip_suffix("Maintenance"))
 }
 
-/// A module key must survive camelCase → kebab-case → camelCase.
-fn check_key(key: &str, module_key: &str) -> Result<(), String> {
-    if module_key.is_empty() || values_key(&module_name_of_key(module_key)) != module_key {
-        return Err(format!(
-            "key '{key}': not a module key (must be the camelCase of a kebab-case module name)"
-        ));
+/// The module key closest to `key` (its `Enabled`/`Maintenance` suffix aside) by
+/// edit distance, when it is close enough to be a typo: at most a third of its
+/// length, and at least one edit allowed.
+fn nearest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    let stem = ["Enabled", "Maintenance"]
+        .iter()
+        .find_map(|s| key.strip_suffix(s).filter(|k| !k.is_empty()))
+        .unwrap_or(key);
+    // The API server allows keys of 253 characters; a longer one is no typo.
+    if key.len() > 253 {
+        return None;
     }
-    Ok(())
+    let limit = (stem.chars().count() / 3).max(1);
+    known
+        .iter()
+        .map(|k| (edit_distance(stem, k).min(edit_distance(key, k)), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// Edit distance with adjacent transpositions (optimal string alignment),
+/// case-insensitive: `wbe` for `web` and `Mymodule` for `myModule` are one typo.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_lowercase().chars().collect();
+    let b: Vec<char> = b.to_lowercase().chars().collect();
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// A section's YAML: a map (empty text is an empty map).
@@ -455,40 +502,32 @@ fn configmaps() -> Resource {
 mod tests {
     use super::*;
 
-    /// A ConfigMap that cannot be read and one with keys of unknown modules are told
-    /// apart by their variant; the text stays as before.
-    #[test]
-    fn unreadable_and_unknown_keys_are_different_variants() {
-        let bad =
-            KubeConfig::from_object(Some(&cm(json!({"global": "a: [1"})))).expect_err("bad YAML");
-        assert!(bad.is_unreadable() && !bad.is_schema_violation(), "{bad:?}");
-        let c = KubeConfig::from_object(Some(&cm(json!({"wbe": "a: 1"})))).expect("readable");
-        let unknown = c.check_module_keys(&["web"]).expect_err("unknown");
-        assert!(
-            matches!(&unknown, ConfigError::UnknownModules(k) if k.len() == 1)
-                && !unknown.is_unreadable(),
-            "{unknown:?}"
-        );
-        let both = ConfigError::Several(vec![unknown, bad]);
-        assert!(both.is_unreadable());
-        assert!(
-            both.to_string()
-                .starts_with("key 'wbe': no module has the values key 'wbe'")
-        );
-    }
+    /// Known keys for the tests: the seeds' modules and a few more.
+    const KNOWN: &[&str] = &[
+        "someModule",
+        "other",
+        "anotherModule",
+        "simpleModule",
+        "foo",
+        "web",
+    ];
 
     fn cm(data: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "data": data})
     }
 
+    fn parse(data: Value) -> Result<KubeConfig, ConfigError> {
+        KubeConfig::from_object(Some(&cm(data)), KNOWN)
+    }
+
     #[test]
     fn sections_and_flags_are_read() {
-        let c = KubeConfig::from_object(Some(&cm(json!({
+        let c = parse(json!({
             "global": "param1: 200\n",
             "someModule": "param1: Long string\nparam2: FOO\n",
             "someModuleEnabled": "true",
             "otherEnabled": "false",
-        }))))
+        }))
         .expect("valid");
         assert_eq!(c.global, json!({"param1": 200}));
         assert_eq!(
@@ -498,102 +537,123 @@ mod tests {
         assert_eq!(c.enabled.get("someModule"), Some(&true));
         assert_eq!(c.enabled.get("other"), Some(&false));
         assert_eq!(c.section("absent"), json!({}));
-        assert_eq!(
-            KubeConfig::from_object(None).expect("absent").global,
-            json!({})
-        );
+        assert!(c.unknown.is_empty());
+        let absent = KubeConfig::from_object(None, KNOWN).expect("absent");
+        assert_eq!(absent.global, json!({}));
     }
 
     #[test]
-    fn a_bad_key_makes_the_whole_configmap_invalid() {
+    fn a_bad_key_of_a_known_module_makes_the_whole_configmap_invalid() {
         for (data, needle) in [
-            (
-                json!({"Malformed-section-name": "a: 1"}),
-                "Malformed-section-name",
-            ),
             (json!({"anotherModule": "yes"}), "must be a map"),
             (json!({"fooEnabled": "yes"}), "fooEnabled"),
             (json!({"global": "a: [1"}), "bad YAML"),
             (json!({"fooMaintenance": "Off"}), "NoResourceReconciliation"),
         ] {
-            let err = KubeConfig::from_object(Some(&cm(data)))
-                .expect_err("invalid")
-                .to_string();
-            assert!(err.contains(needle), "{err}");
+            let err = parse(data).expect_err("invalid");
+            assert!(err.is_unreadable() && !err.is_schema_violation(), "{err:?}");
+            assert!(err.to_string().contains(needle), "{err}");
         }
     }
 
     #[test]
     fn the_seeds_false_form_disables_a_module() {
-        let c = KubeConfig::from_object(Some(&cm(json!({
+        let c = parse(json!({
             "anotherModule": "false",
             "simpleModule": "modParam2: newValue2\n",
-        }))))
+        }))
         .expect("the seeds' example is valid");
         assert_eq!(c.enabled.get("anotherModule"), Some(&false));
         assert_eq!(c.section("anotherModule"), json!({}));
-        assert!(
-            c.check_module_keys(&["anotherModule", "simpleModule"])
-                .is_ok()
-        );
-        let err = KubeConfig::from_object(Some(&cm(json!({
-            "web": "false", "webEnabled": "true",
-        }))))
-        .expect_err("contradiction")
-        .to_string();
+        assert!(c.unknown.is_empty());
+        let err = parse(json!({"web": "false", "webEnabled": "true"}))
+            .expect_err("contradiction")
+            .to_string();
         assert!(err.contains("'webEnabled' says true"), "{err}");
     }
 
     #[test]
     fn every_error_is_reported_at_once() {
-        let err = KubeConfig::from_object(Some(&cm(json!({
+        let err = parse(json!({
             "global": "a: [1",
             "fooEnabled": "yes",
-            "Bad-key": "a: 1",
-        }))))
+            "web": "[1, 2]",
+        }))
         .expect_err("invalid")
         .to_string();
         assert!(err.starts_with("3 errors: "), "{err}");
-        for needle in ["'global'", "'fooEnabled'", "'Bad-key'"] {
+        for needle in ["'global'", "'fooEnabled'", "'web'"] {
             assert!(err.contains(needle), "{needle}: {err}");
         }
     }
 
+    /// flant ignores keys of modules that do not exist (a module removed from the
+    /// image, a typo): they are set aside unread, even when their text is bad, and
+    /// never make the rest of the ConfigMap invalid.
     #[test]
-    fn sections_of_modules_that_do_not_exist_are_refused() {
-        let c = KubeConfig::from_object(Some(&cm(json!({
+    fn keys_of_modules_that_do_not_exist_are_set_aside() {
+        let c = parse(json!({
             "wbe": "a: 1\n",
             "nosuchModuleEnabled": "true",
             "gone": "false",
             "wbeMaintenance": "NoResourceReconciliation",
+            "removedModule": "not: [valid",
+            "Malformed-section-name": "a: 1",
             "webMaintenance": "",
             "web": "a: 2\n",
             "webEnabled": "true",
-        }))))
-        .expect("parses");
-        let err = c
-            .check_module_keys(&["web"])
-            .expect_err("unknown keys")
-            .to_string();
-        assert!(err.starts_with("4 errors: "), "{err}");
-        for needle in [
-            "key 'wbe': no module has the values key 'wbe' (module keys: web)",
-            "key 'nosuchModuleEnabled'",
-            "key 'gone'",
-            "key 'wbeMaintenance'",
-        ] {
-            assert!(err.contains(needle), "{needle}: {err}");
-        }
+            "global": "g: 1\n",
+        }))
+        .expect("the known keys are valid");
+        assert_eq!(c.section("web"), json!({"a": 2}));
+        assert_eq!(c.enabled.get("web"), Some(&true));
+        assert_eq!(c.global, json!({"g": 1}));
+        assert_eq!(c.modules.len(), 1);
+        assert_eq!(c.enabled.len(), 1);
+        let unknown: Vec<(&str, Option<&str>)> = c
+            .unknown
+            .iter()
+            .map(|u| (u.key.as_str(), u.nearest.as_deref()))
+            .collect();
+        assert_eq!(
+            unknown,
+            [
+                ("Malformed-section-name", None),
+                ("gone", None),
+                ("nosuchModuleEnabled", None),
+                ("removedModule", None),
+                ("wbe", Some("web")),
+                ("wbeMaintenance", Some("web")),
+            ]
+        );
+        assert_eq!(
+            c.unknown[4].to_string(),
+            "key 'wbe' belongs to no module; ignored (did you mean 'web'?)"
+        );
+    }
+
+    #[test]
+    fn the_nearest_module_key_is_a_likely_typo_only() {
+        let known = ["ingressNginx", "certManager", "foo"];
+        assert_eq!(nearest("ingresNginx", &known), Some("ingressNginx"));
+        assert_eq!(nearest("certmanagerEnabled", &known), Some("certManager"));
+        assert_eq!(nearest("fo", &known), Some("foo"));
+        assert_eq!(nearest("monitoring", &known), None);
+        assert_eq!(nearest("x", &[]), None);
     }
 
     #[test]
     fn maintenance_keys_of_flants_newer_releases_are_read() {
-        let c = KubeConfig::from_object(Some(&cm(json!({
-            "fooMaintenance": "NoResourceReconciliation",
-            "barMaintenance": "",
-            "bazMaintenance": "noresourcereconciliation",
-            "quxMaintenance": "a: 1\n",
-        }))))
+        let known = ["foo", "bar", "baz", "other", "quxMaintenance"];
+        let c = KubeConfig::from_object(
+            Some(&cm(json!({
+                "fooMaintenance": "NoResourceReconciliation",
+                "barMaintenance": "",
+                "bazMaintenance": "noresourcereconciliation",
+                "quxMaintenance": "a: 1\n",
+            }))),
+            &known,
+        )
         .expect("valid");
         assert!(c.no_resource_reconciliation("foo"));
         assert!(!c.no_resource_reconciliation("bar"));

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 pub use super::helm_error::HelmError;
+use super::post_render;
 use super::release_record::StoredRecord;
 use crate::process::{ExitStatus, run_captured};
 
@@ -72,6 +73,35 @@ pub struct Release {
     pub checksum: Option<String>,
     /// The revision's storage Secret and record, when read from helm's Secrets.
     pub stored: Option<StoredRecord>,
+    /// Installed or upgraded while its module was in maintenance (the release label
+    /// [`MAINTENANCE_LABEL`] is `"true"`, as flant's newer releases write it).
+    pub maintenance: bool,
+}
+
+/// One `helm upgrade --install` of a module's release ([`Helm::upgrade_with`]).
+pub struct UpgradeArgs<'a> {
+    pub release: &'a str,
+    pub chart: &'a Path,
+    pub values_file: &'a Path,
+    /// Ours: the release label `moduleChecksum`.
+    pub checksum: &'a str,
+    /// flant's: the release value `_addonOperatorModuleChecksum`.
+    pub flant_checksum: &'a str,
+    /// The module is in maintenance: the release label [`MAINTENANCE_LABEL`] says so.
+    pub maintenance: bool,
+    /// A file with the deployed release's manifest: stop without a revision when
+    /// the render makes the same objects (needs our post-renderer).
+    pub unless_same_as: Option<&'a Path>,
+}
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upgraded {
+    /// helm stored a new revision.
+    Done,
+    /// The render makes the deployed release's objects: helm was stopped before it
+    /// stored a revision.
+    Unchanged,
 }
 
 /// One object of a rendered manifest.
@@ -201,8 +231,7 @@ impl Helm {
         Ok(Some(Release {
             revision,
             status,
-            checksum: None,
-            stored: None,
+            ..Release::default()
         }))
     }
 
@@ -218,11 +247,7 @@ impl Helm {
         self.template(release, chart, values_file, &[])
     }
 
-    /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
-    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<flant_checksum>
-    /// --labels moduleChecksum=<checksum>`: the label carries our checksum (what we
-    /// decide on), the value flant's (the MD5 of [`Self::render_plain`]), so that
-    /// flant's operator taking the release back finds it up to date.
+    /// [`Self::upgrade_with`] out of maintenance, with no deduplication.
     pub fn upgrade(
         &self,
         release: &str,
@@ -231,15 +256,39 @@ impl Helm {
         checksum: &str,
         flant_checksum: &str,
     ) -> Result<(), HelmError> {
-        let chart = path_arg(chart)?;
-        let values = path_arg(values_file)?;
+        let args = UpgradeArgs {
+            release,
+            chart,
+            values_file,
+            checksum,
+            flant_checksum,
+            maintenance: false,
+            unless_same_as: None,
+        };
+        self.upgrade_with(&args).map(drop)
+    }
+
+    /// `helm upgrade <release> <chart> --install --namespace ns --history-max N --timeout T
+    /// --skip-crds --values <file> --set-string _addonOperatorModuleChecksum=<flant_checksum>
+    /// --labels moduleChecksum=<checksum>,<MAINTENANCE_LABEL>=<maintenance>`: the label
+    /// carries our checksum (what we decide on), the value flant's (the MD5 of
+    /// [`Self::render_plain`]), so that flant's operator taking the release back finds
+    /// it up to date. With `unless_same_as`, our post-renderer compares the render
+    /// with that manifest and stops helm before it stores a revision when they hold
+    /// the same objects: [`Upgraded::Unchanged`].
+    pub fn upgrade_with(&self, a: &UpgradeArgs) -> Result<Upgraded, HelmError> {
+        let chart = path_arg(a.chart)?;
+        let values = path_arg(a.values_file)?;
         let history = self.history_max.to_string();
         let timeout = go_duration(self.timeout);
-        let set = format!("{CHECKSUM_VALUE}={flant_checksum}");
-        let label = format!("{CHECKSUM_LABEL}={checksum}");
+        let set = format!("{CHECKSUM_VALUE}={}", a.flant_checksum);
+        let label = format!(
+            "{CHECKSUM_LABEL}={},{MAINTENANCE_LABEL}={}",
+            a.checksum, a.maintenance
+        );
         let mut args = vec![
             "upgrade",
-            release,
+            a.release,
             chart,
             "--install",
             "--history-max",
@@ -256,8 +305,19 @@ impl Helm {
         ];
         let post = self.post_renderer_args()?;
         args.extend(post.iter().map(String::as_str));
-        self.run(&format!("upgrade {release}"), &args, true)
-            .map(|_| ())
+        let what = format!("upgrade {}", a.release);
+        let Some(released) = a.unless_same_as.filter(|_| self.post_renderer.is_some()) else {
+            return self.run(&what, &args, true).map(|_| Upgraded::Done);
+        };
+        let marker = post_render::unchanged_marker(released);
+        let _ = std::fs::remove_file(&marker);
+        let env = [(post_render::RELEASED_ENV, released.as_os_str())];
+        let result = self.run_with_env(&what, &args, &env);
+        let unchanged = std::fs::remove_file(&marker).is_ok();
+        match result {
+            Err(_) if unchanged => Ok(Upgraded::Unchanged),
+            other => other.map(|_| Upgraded::Done),
+        }
     }
 
     /// `helm uninstall <release> --namespace ns`; `Ok(false)` when it did not exist.
@@ -299,6 +359,8 @@ impl Helm {
     fn command(&self, args: &[&str], namespaced: bool) -> Command {
         let mut cmd = Command::new(&self.bin);
         cmd.args(args);
+        // Only a deduplicating upgrade hands its post-renderer a manifest.
+        cmd.env_remove(post_render::RELEASED_ENV);
         if namespaced {
             cmd.arg("--namespace").arg(&self.namespace);
             if let Some(k) = &self.kubeconfig {
@@ -334,7 +396,22 @@ impl Helm {
     /// Runs helm; stdout on success, else an error with the status and stderr.
     /// `what` names the operation in errors (`upgrade demo`).
     fn run(&self, what: &str, args: &[&str], namespaced: bool) -> Result<String, HelmError> {
-        let mut cmd = self.command(args, namespaced);
+        self.run_command(what, self.command(args, namespaced))
+    }
+
+    /// [`Self::run`] of a namespaced command with `env` added (for its post-renderer).
+    fn run_with_env(
+        &self,
+        what: &str,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<String, HelmError> {
+        let mut cmd = self.command(args, true);
+        cmd.envs(env.iter().copied());
+        self.run_command(what, cmd)
+    }
+
+    fn run_command(&self, what: &str, mut cmd: Command) -> Result<String, HelmError> {
         let limit = self.timeout.saturating_add(PROCESS_GRACE);
         let bin = self.bin.display().to_string();
         let out = run_captured(&mut cmd, Some(limit), MAX_OUTPUT).map_err(|error| {
@@ -493,6 +570,7 @@ fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
         let mut value = serde_json::Value::deserialize(doc)
             .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
         without_our_heritage(&mut value);
+        without_helm_annotation(&mut value);
         let hook = &value["metadata"]["annotations"]["helm.sh/hook"];
         if value.is_null() || !hook.is_null() {
             continue;
@@ -501,6 +579,28 @@ fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
     }
     docs.sort();
     Ok(docs)
+}
+
+/// The annotation helm 4 puts on each document it hands a post-renderer (and takes
+/// off again after): the template file it came from.
+const POSTRENDER_FILENAME: &str = "postrenderer.helm.sh/postrender-filename";
+
+/// Removes [`POSTRENDER_FILENAME`] from `value` and the items of a List, and the
+/// annotations map if that empties it, so a post-renderer's input compares equal
+/// to the release's manifest.
+fn without_helm_annotation(value: &mut serde_json::Value) {
+    if let Some(items) = value.get_mut("items").and_then(|i| i.as_array_mut()) {
+        items.iter_mut().for_each(without_helm_annotation);
+    }
+    let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+        return;
+    };
+    let Some(notes) = meta.get_mut("annotations").and_then(|a| a.as_object_mut()) else {
+        return;
+    };
+    if notes.remove(POSTRENDER_FILENAME).is_some() && notes.is_empty() {
+        meta.remove("annotations");
+    }
 }
 
 /// Removes `heritage: addon-operator` (what our post-renderer writes) from the labels
@@ -568,49 +668,71 @@ fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> 
 
 /// What the upgrade decision asks outside itself, each only when it needs it.
 pub struct UpgradeFacts<'a> {
-    /// The chart rendered with the current values (`helm template`).
-    pub rendered: &'a dyn Fn() -> Result<String, String>,
     /// The manifest of the release's last revision.
-    pub released: &'a dyn Fn() -> Result<String, String>,
+    pub released: Box<dyn Fn() -> Result<String, String> + 'a>,
     /// Whether an object is in the cluster.
-    pub exists: &'a dyn Fn(&ObjectRef) -> Result<bool, String>,
-    /// Whether the current values and chart differ from the release's only in
-    /// `global` (the checksum with the release's `global` in place is the stored one).
-    pub only_global_changed: &'a dyn Fn() -> Result<bool, String>,
+    pub exists: Box<dyn Fn(&ObjectRef) -> Result<bool, String> + 'a>,
 }
 
-/// The upgrade decision of spec §5.3, the one production runs: `Some(reason)` when
-/// an upgrade must run — `release absent`, `status <s>` (anything but deployed),
-/// `values or chart changed` (the stored checksum differs and not only through
-/// `global`), `rendered objects changed` (a change only through `global`, or a
-/// release with no stored checksum, that renders objects other than the release's),
-/// `resource <ns>/<kind>/<name> absent` (an object of the release's manifest is
-/// gone); `None` = skip. So an unchanged module asks only for the release's manifest
-/// and the cluster's objects, a changed one asks nothing (the upgrade follows), and
-/// only a change through `global` (which most templates do not read) is rendered.
-/// Errors of `facts` are returned.
+/// An upgrade the decision calls for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upgrade {
+    /// Why, for the log: see [`upgrade_reason`].
+    pub reason: String,
+    /// Only the values or the chart changed: helm renders them and our
+    /// post-renderer stops the upgrade before helm stores a revision when the
+    /// rendered objects are the release's (the documented deduplication).
+    pub unless_same: bool,
+}
+
+impl Upgrade {
+    fn always(reason: String) -> Option<Upgrade> {
+        let unless_same = false;
+        Some(Upgrade {
+            reason,
+            unless_same,
+        })
+    }
+}
+
+/// The upgrade decision of spec §5.3, the one production runs: `Some` when helm
+/// must run — `release absent`, `status <s>` (anything but deployed),
+/// `maintenance ended` (the release is labelled as installed in maintenance, and
+/// the module no longer is), `values or chart changed` (the checksum differs:
+/// helm runs, but stops without a revision when the render makes the release's
+/// objects, [`Upgrade::unless_same`]), `resource <ns>/<kind>/<name> absent` (an
+/// object of the release's manifest is gone); `None` = skip. So an unchanged
+/// module asks only for the release's manifest and the cluster's objects, and a
+/// changed one asks nothing: one helm process decides and upgrades. Errors of
+/// `facts` are returned.
 pub fn upgrade_reason(
     last: Option<&Release>,
     checksum: &str,
     facts: &UpgradeFacts,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Upgrade>, String> {
     let Some(last) = last else {
-        return Ok(Some("release absent".to_string()));
+        return Ok(Upgrade::always("release absent".to_string()));
     };
     if last.status != "deployed" {
-        return Ok(Some(format!("status {}", last.status)));
+        return Ok(Upgrade::always(format!("status {}", last.status)));
+    }
+    if last.maintenance {
+        return Ok(Upgrade::always("maintenance ended".to_string()));
     }
     if last.checksum.as_deref() != Some(checksum) {
-        if last.checksum.is_some() && !(facts.only_global_changed)()? {
-            return Ok(Some("values or chart changed".to_string()));
-        }
-        if !same_objects(&(facts.rendered)()?, &(facts.released)()?)? {
-            return Ok(Some("rendered objects changed".to_string()));
-        }
+        return Ok(Some(Upgrade {
+            reason: "values or chart changed".to_string(),
+            unless_same: true,
+        }));
     }
+    Ok(absent_object(facts)?.and_then(|obj| Upgrade::always(format!("resource {obj} absent"))))
+}
+
+/// The first object of the release's manifest that is not in the cluster.
+pub fn absent_object(facts: &UpgradeFacts) -> Result<Option<ObjectRef>, String> {
     for obj in manifest_objects(&(facts.released)()?)? {
         if !(facts.exists)(&obj)? {
-            return Ok(Some(format!("resource {obj} absent")));
+            return Ok(Some(obj));
         }
     }
     Ok(None)
@@ -639,6 +761,10 @@ pub(crate) fn record_checksum(
 
 /// The release label that carries the checksum (flant's newer name).
 pub(crate) const CHECKSUM_LABEL: &str = "moduleChecksum";
+
+/// The release label that says a module was in maintenance at its last upgrade
+/// (`"true"`; `"false"` otherwise), flant's newer name.
+pub(crate) const MAINTENANCE_LABEL: &str = "maintenance.deckhouse.io/no-resource-reconciliation";
 
 /// Secrets, where helm stores releases (`sh.helm.release.v1.<name>.v<N>`).
 pub(crate) fn secrets_resource() -> crate::kube::Resource {
@@ -711,6 +837,7 @@ pub(crate) fn releases_from_secrets(
             status: label("status").unwrap_or("").to_string(),
             checksum: label(CHECKSUM_LABEL).map(String::from),
             stored,
+            maintenance: label(MAINTENANCE_LABEL) == Some("true"),
         };
         out.insert(name.to_string(), release);
     }

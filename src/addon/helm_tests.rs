@@ -64,114 +64,107 @@ fn deployed(sum: Option<&str>) -> Release {
         revision: 3,
         status: "deployed".into(),
         checksum: sum.map(String::from),
-        stored: None,
+        ..Release::default()
     }
 }
 
 const TWO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n---\n\
                    apiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n  namespace: ns\n";
-const ONE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n";
 
-/// The decision with `rendered` and `released` manifests and `exists` for objects;
-/// also what it asked: "global", "rendered", "released", then each object's name. A
-/// current checksum starting with `g` stands for values that differ from the
-/// release's only in `global`.
+/// The decision with the `released` manifest and `exists` for objects; also what
+/// it asked: "released", then each object's name.
 fn decide(
     last: Option<&Release>,
     sum: &str,
-    released: &str,
     exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
-) -> (Result<Option<String>, String>, Vec<String>) {
+) -> (Result<Option<Upgrade>, String>, Vec<String>) {
     let asked = RefCell::new(Vec::new());
     let note = |what: &str| asked.borrow_mut().push(what.to_string());
-    let rendered = || {
-        note("rendered");
-        Ok(TWO.to_string())
-    };
-    let released = || {
-        note("released");
-        Ok(released.to_string())
-    };
-    let exists = |o: &ObjectRef| {
-        note(&o.name);
-        exists(o)
-    };
-    let only_global = || {
-        note("global");
-        Ok(sum.starts_with('g'))
-    };
     let facts = UpgradeFacts {
-        rendered: &rendered,
-        released: &released,
-        exists: &exists,
-        only_global_changed: &only_global,
+        released: Box::new(|| {
+            note("released");
+            Ok(TWO.to_string())
+        }),
+        exists: Box::new(|o: &ObjectRef| {
+            note(&o.name);
+            exists(o)
+        }),
     };
     let r = upgrade_reason(last, sum, &facts);
+    drop(facts);
     (r, asked.into_inner())
+}
+
+fn upgrade(reason: &str, unless_same: bool) -> Option<Upgrade> {
+    let reason = reason.to_string();
+    Some(Upgrade {
+        reason,
+        unless_same,
+    })
 }
 
 #[test]
 fn upgrade_reason_covers_each_case() {
     let all = |_: &ObjectRef| Ok(true);
-    let reason = |last: Option<&Release>, sum: &str, released: &str| {
-        decide(last, sum, released, &all).0.unwrap()
-    };
-    assert_eq!(reason(None, "x", TWO).as_deref(), Some("release absent"));
+    let reason = |last: Option<&Release>, sum: &str| decide(last, sum, &all).0.unwrap();
+    assert_eq!(reason(None, "x"), upgrade("release absent", false));
     let failed = Release {
         status: "failed".into(),
         ..deployed(Some("x"))
     };
+    assert_eq!(reason(Some(&failed), "x"), upgrade("status failed", false));
+    let maintained = Release {
+        maintenance: true,
+        ..deployed(Some("x"))
+    };
     assert_eq!(
-        reason(Some(&failed), "x", TWO).as_deref(),
-        Some("status failed")
+        reason(Some(&maintained), "x"),
+        upgrade("maintenance ended", false)
     );
-    // Another checksum: the values or the chart changed, so upgrade without a render.
-    let changed = Some("values or chart changed");
-    assert_eq!(
-        reason(Some(&deployed(Some("old"))), "x", TWO).as_deref(),
-        changed
-    );
-    // A change only through `global`, or no stored checksum: rendered and compared.
-    let rendered = Some("rendered objects changed");
-    assert_eq!(
-        reason(Some(&deployed(Some("old"))), "gx", ONE).as_deref(),
-        rendered
-    );
-    assert_eq!(reason(Some(&deployed(None)), "x", ONE).as_deref(), rendered);
-    assert_eq!(reason(Some(&deployed(Some("old"))), "gx", TWO), None);
-    assert_eq!(reason(Some(&deployed(None)), "x", TWO), None);
-    assert_eq!(reason(Some(&deployed(Some("x"))), "x", ONE), None);
+    // Another checksum, or none stored: helm renders, and the post-renderer stops
+    // it when the objects are the release's.
+    let changed = upgrade("values or chart changed", true);
+    assert_eq!(reason(Some(&deployed(Some("old"))), "x"), changed);
+    assert_eq!(reason(Some(&deployed(None)), "x"), changed);
+    assert_eq!(reason(Some(&deployed(Some("x"))), "x"), None);
 
     let no_secret = |o: &ObjectRef| Ok(o.kind != "Secret");
-    let (r, asked) = decide(Some(&deployed(Some("x"))), "x", TWO, &no_secret);
-    assert_eq!(r.unwrap().as_deref(), Some("resource ns/Secret/b absent"));
+    let (r, asked) = decide(Some(&deployed(Some("x"))), "x", &no_secret);
+    assert_eq!(r.unwrap(), upgrade("resource ns/Secret/b absent", false));
     assert_eq!(
         asked,
         ["released", "a", "b"],
-        "same checksum: nothing rendered, the release's own objects checked"
+        "same checksum: the release's own objects checked"
     );
 
     let broken = |_: &ObjectRef| Err("api down".to_string());
-    let (r, _) = decide(Some(&deployed(Some("x"))), "x", TWO, &broken);
+    let (r, _) = decide(Some(&deployed(Some("x"))), "x", &broken);
     assert_eq!(r.unwrap_err(), "api down");
 }
 
 #[test]
-fn upgrade_reason_asks_nothing_when_the_release_must_change() {
+fn upgrade_reason_asks_nothing_when_helm_runs_anyway() {
     let never = |_: &ObjectRef| -> Result<bool, String> { panic!("asked the cluster") };
-    let (r, asked) = decide(None, "new", TWO, &never);
-    assert_eq!(r.unwrap().as_deref(), Some("release absent"));
+    let (r, asked) = decide(None, "new", &never);
+    assert_eq!(r.unwrap(), upgrade("release absent", false));
     assert!(asked.is_empty(), "{asked:?}");
-    let (r, asked) = decide(Some(&deployed(Some("old"))), "new", ONE, &never);
-    assert_eq!(r.unwrap().as_deref(), Some("values or chart changed"));
-    assert_eq!(
-        asked,
-        ["global"],
-        "a changed module is neither rendered nor read"
-    );
-    let (r, asked) = decide(Some(&deployed(Some("old"))), "gnew", ONE, &never);
-    assert_eq!(r.unwrap().as_deref(), Some("rendered objects changed"));
-    assert_eq!(asked, ["global", "rendered", "released"]);
+    let (r, asked) = decide(Some(&deployed(Some("old"))), "new", &never);
+    assert_eq!(r.unwrap(), upgrade("values or chart changed", true));
+    assert!(asked.is_empty(), "a changed module is not read: {asked:?}");
+}
+
+/// helm 4 hands its post-renderer each object with the annotation naming its
+/// template (and takes it off after): the post-renderer's deduplication compares
+/// that input with the release's manifest, which lacks it.
+#[test]
+fn same_objects_ignores_helm_4_s_post_renderer_annotation() {
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c1\n  annotations:\n    \
+                 postrenderer.helm.sh/postrender-filename: 'c/templates/cm.yaml'\ndata:\n  a: \"1\"\n";
+    let released = "---\n# Source: c/templates/cm.yaml\n{\"apiVersion\": \"v1\", \"data\": {\"a\": \"1\"}, \
+                    \"kind\": \"ConfigMap\", \"metadata\": {\"labels\": {\"heritage\": \"addon-operator\"}, \"name\": \"c1\"}}\n";
+    assert!(same_objects(input, released).unwrap());
+    let kept = input.replace("  annotations:\n", "  annotations:\n    keep: me\n");
+    assert!(!same_objects(&kept, released).unwrap());
 }
 
 #[test]

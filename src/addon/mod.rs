@@ -178,9 +178,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let bookkeeping_client = bookkeeping_client(config, metrics)?;
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
-    let module_keys: Vec<&str> = layout.modules.iter().map(|m| m.key.as_str()).collect();
-    let kube_config = KubeConfig::from_object(cm.as_ref())
-        .and_then(|c| c.check_module_keys(&module_keys).map(|()| c))
+    let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
@@ -196,6 +194,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         ),
     }
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+    let configmap_name = format!("{namespace}/{}", flags.config_map);
+    config_changes::report_unknown_keys(&metrics, &configmap_name, &kube_config.unknown);
     metrics.count_bindings(&hooks, &owners, &layout);
     let mut layout = layout;
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)

@@ -174,15 +174,8 @@ impl AddonHandler {
 
     pub(super) fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), String> {
         let module = &self.shared.layout.modules[m];
-        let values = {
+        let (values, maintenance) = {
             let st = self.shared.lock();
-            if st.config.no_resource_reconciliation(&module.key) {
-                log::info(
-                    "module in maintenance (NoResourceReconciliation): helm upgrade skipped",
-                    &[("module", &module.name)],
-                );
-                return Ok(());
-            }
             let enabled = st.enabled_names(&self.shared.layout, None);
             let (_, values) = st.module_files(m, enabled)?;
             let section = values.get(&module.key).cloned().unwrap_or_default();
@@ -190,7 +183,8 @@ impl AddonHandler {
                 .scope
                 .check_helm(&section)
                 .map_err(|e| format!("check helm values: {e}"))?;
-            values
+            let maintenance = st.config.no_resource_reconciliation(&module.key);
+            (values, maintenance)
         };
         let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
         let stem = format!("{}.module-values.yaml", module.name);
@@ -199,16 +193,20 @@ impl AddonHandler {
         let given = Given {
             file: file.path(),
             values: &values,
+            maintenance,
         };
         self.upgrade_if_needed(&module.name, &module.chart, &given, event)
     }
 
     /// Upgrades when [`helm::upgrade_reason`] says so. The release, its manifest and
-    /// its values are read from its storage Secrets, so an unchanged module, and a
-    /// first install or a changed module (one `helm upgrade`), spawn no helm process
-    /// but the upgrade; only a change through `global` is rendered (`helm template`)
-    /// to see whether it changes objects. A revision left pending by a killed helm is
-    /// removed first (then its status is the reason).
+    /// its values are read from its storage Secrets, so an unchanged module spawns
+    /// no helm process, and a changed one spawns one: `helm upgrade`, which our
+    /// post-renderer stops before a revision when the render makes the release's
+    /// objects (then the checksum moves to the release, and a vanished object still
+    /// calls for a real upgrade). A revision left pending by a killed helm is removed
+    /// first (then its status is the reason). A module in maintenance
+    /// (`NoResourceReconciliation`) is installed once, labelled so, and then left
+    /// alone until maintenance ends.
     pub(super) fn upgrade_if_needed(
         &self,
         name: &str,
@@ -216,70 +214,165 @@ impl AddonHandler {
         given: &Given,
         event: &str,
     ) -> Result<(), String> {
-        let helm = &self.shared.helm;
         let metrics = &self.shared.metrics;
         let checksum = super::chart_sum::decision_checksum(given.values, chart)?;
-        let (reason, last, kept_flant_checksum) =
-            metrics.helm_op(name, event, "check-upgrade", || {
-                let last = self.last_release(name)?;
-                if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
-                    self.clear_pending(name, r)?;
-                }
-                let record = OnceCell::new();
-                let stored = || {
-                    let r = record.get_or_init(|| self.release_record(name, event, last.as_ref()));
-                    r.as_ref().map_err(String::clone)
-                };
-                let file = given.file;
-                let rendered = || {
-                    metrics.helm_op(name, event, "template", || {
-                        Ok(helm.render(name, chart, file)?)
-                    })
-                };
-                let lists = RefCell::new(HashMap::new());
-                let stored_sum = last.as_ref().and_then(|r| r.checksum.as_deref());
-                let facts = helm::UpgradeFacts {
-                    rendered: &rendered,
-                    released: &|| stored().map(|r| r.manifest.clone()),
-                    exists: &|obj| self.object_listed(obj, &mut lists.borrow_mut()),
-                    only_global_changed: &|| Ok(only_global_changed(given.values, stored()?)),
-                };
-                let reason = helm::upgrade_reason(last.as_ref(), &checksum, &facts)?;
-                // Our checksum unchanged (an object to heal, a status to fix): so is
-                // flant's, kept in the stored values; no render needed for it.
-                let flant_checksum = (helm.flant_checksum && stored_sum == Some(checksum.as_str()))
-                    .then(|| {
-                        stored().ok()?.config[helm::CHECKSUM_VALUE]
-                            .as_str()
-                            .map(str::to_string)
-                    })
-                    .flatten();
-                Ok::<_, String>((reason, last, flant_checksum))
-            })?;
-        let Some(reason) = reason else {
-            log::info("helm upgrade not needed", &[("module", name)]);
-            self.keep_checksum(name, last.as_ref(), &checksum);
+        let record = OnceCell::new();
+        let lists = RefCell::new(HashMap::new());
+        let (decision, last) = metrics.helm_op(name, event, "check-upgrade", || {
+            let last = self.last_release(name)?;
+            if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
+                self.clear_pending(name, r)?;
+            }
+            if given.maintenance && last.is_some() {
+                return Ok::<_, String>((None, last));
+            }
+            let decision = {
+                let facts = self.facts(name, event, last.as_ref(), &record, &lists);
+                helm::upgrade_reason(last.as_ref(), &checksum, &facts)?
+            };
+            Ok((decision, last))
+        })?;
+        let Some(decision) = decision else {
+            if given.maintenance {
+                // The release keeps the checksum it has: once maintenance ends, a
+                // change made meanwhile is still a change.
+                log::info(
+                    "module in maintenance (NoResourceReconciliation): helm upgrade skipped",
+                    &[("module", name)],
+                );
+            } else {
+                log::info("helm upgrade not needed", &[("module", name)]);
+                self.keep_checksum(name, last.as_ref(), &checksum);
+            }
             return Ok(());
         };
-        log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
-        let upgrade = || {
+        log::info(
+            "helm upgrade",
+            &[("module", name), ("reason", &decision.reason)],
+        );
+        let released = match decision.unless_same {
+            true => self.released_file(name, &record, last.as_ref(), event),
+            false => None,
+        };
+        let upgrade = Upgrade {
+            name,
+            chart,
+            given,
+            checksum: &checksum,
+            last: last.as_ref(),
+            event,
+        };
+        let upgraded = self.run_upgrade(&upgrade, released.as_ref().map(|f| f.path()))?;
+        if upgraded == helm::Upgraded::Done {
+            return Ok(());
+        }
+        let facts = self.facts(name, event, last.as_ref(), &record, &lists);
+        match helm::absent_object(&facts)? {
+            Some(obj) => {
+                let reason = format!("resource {obj} absent");
+                log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
+                self.run_upgrade(&upgrade, None).map(drop)
+            }
+            None => {
+                log::info(
+                    "helm upgrade not needed: the rendered objects are the release's",
+                    &[("module", name)],
+                );
+                self.keep_checksum(name, last.as_ref(), &checksum);
+                Ok(())
+            }
+        }
+    }
+
+    /// What the decision asks, answered lazily: the release's manifest (its record,
+    /// read once into `record`) and the cluster's objects (listed once per kind into
+    /// `lists`).
+    fn facts<'a>(
+        &'a self,
+        name: &'a str,
+        event: &'a str,
+        last: Option<&'a helm::Release>,
+        record: &'a OnceCell<Result<Record, String>>,
+        lists: &'a RefCell<HashMap<ListKey, BTreeSet<String>>>,
+    ) -> helm::UpgradeFacts<'a> {
+        helm::UpgradeFacts {
+            released: Box::new(move || {
+                let r = record.get_or_init(|| self.release_record(name, event, last));
+                r.as_ref()
+                    .map(|r| r.manifest.clone())
+                    .map_err(String::clone)
+            }),
+            exists: Box::new(move |obj| self.object_listed(obj, &mut lists.borrow_mut())),
+        }
+    }
+
+    /// The deployed release's manifest in a temp file for the post-renderer to
+    /// compare with; `None` (a plain upgrade) when it cannot be read or written.
+    fn released_file(
+        &self,
+        name: &str,
+        record: &OnceCell<Result<Record, String>>,
+        last: Option<&helm::Release>,
+        event: &str,
+    ) -> Option<crate::executor::ChildFile> {
+        let record = record.get_or_init(|| self.release_record(name, event, last));
+        let stem = format!("{name}.released-manifest.yaml");
+        let file = record.as_ref().map_err(String::clone).and_then(|r| {
+            crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, r.manifest.as_bytes())
+                .map_err(|e| e.to_string())
+        });
+        file.inspect_err(|e| {
+            log::warn(
+                "cannot read the deployed manifest; upgrading without deduplication",
+                &[("module", name), ("error", e)],
+            )
+        })
+        .ok()
+    }
+
+    /// One `helm upgrade` (timed as the `upgrade` operation), stopped by the
+    /// post-renderer when `released` is given and the render makes its objects.
+    fn run_upgrade(&self, u: &Upgrade, released: Option<&Path>) -> Result<helm::Upgraded, String> {
+        let helm = &self.shared.helm;
+        let run = || {
             // With --flant-checksum, flant's: the MD5 of the plain `helm template`
             // output with the surrounding white space trimmed (as v1.5.0 reads it),
             // so flant's operator finds the release up to date after a switch back.
-            let value = match &kept_flant_checksum {
-                _ if !helm.flant_checksum => checksum.clone(),
-                Some(kept) => kept.clone(),
+            let value = match self.kept_flant_checksum(u) {
+                _ if !helm.flant_checksum => u.checksum.to_string(),
+                Some(kept) => kept,
                 None => {
-                    let plain = helm.render_plain(name, chart, given.file)?;
+                    let plain = helm.render_plain(u.name, u.chart, u.given.file)?;
                     crate::md5::md5_hex(plain.trim().as_bytes())
                 }
             };
-            helm.upgrade(name, chart, given.file, &checksum, &value)
+            helm.upgrade_with(&helm::UpgradeArgs {
+                release: u.name,
+                chart: u.chart,
+                values_file: u.given.file,
+                checksum: u.checksum,
+                flant_checksum: &value,
+                maintenance: u.given.maintenance,
+                unless_same_as: released,
+            })
         };
-        let result = metrics.helm_op(name, event, "upgrade", upgrade);
+        let result = (self.shared.metrics).helm_op(u.name, u.event, "upgrade", run);
         // Even a failed upgrade may have written objects.
         self.shared.lock().listed.clear();
         Ok(result?)
+    }
+
+    /// flant's checksum kept in the release's values when our checksum is unchanged
+    /// (an object to heal, a status to fix): no render needed for it.
+    fn kept_flant_checksum(&self, u: &Upgrade) -> Option<String> {
+        let last = u.last?;
+        if !self.shared.helm.flant_checksum || last.checksum.as_deref() != Some(u.checksum) {
+            return None;
+        }
+        let record = last.stored.as_ref()?.decode().ok()?;
+        record.config[helm::CHECKSUM_VALUE]
+            .as_str()
+            .map(str::to_string)
     }
 
     /// The manifest and values of the release's latest revision: decoded from its
@@ -438,25 +531,20 @@ pub(super) fn secrets_driver() -> bool {
     matches!(driver.as_str(), "" | "secret" | "secrets")
 }
 
-/// What a module run gives helm: the values file and its values.
+/// What a module run gives helm: the values file and its values, and whether the
+/// module is in maintenance.
 pub(super) struct Given<'a> {
     pub(crate) file: &'a Path,
     pub(crate) values: &'a serde_json::Value,
+    pub(crate) maintenance: bool,
 }
 
-/// Whether the module's own values are those stored with the release's latest
-/// revision, so only `global` or the chart can have changed: then a render decides.
-/// Compared without `global` and flant's checksum value. (Not through the stored
-/// checksum: [`AddonHandler::keep_checksum`] moves that label after a render showed
-/// no change, while the stored values stay those of the last upgrade.)
-fn only_global_changed(values: &serde_json::Value, record: &Record) -> bool {
-    let mine = own_values(values);
-    mine.is_some() && mine == own_values(&record.config)
-}
-
-/// The top-level sections of `values` but `global` and flant's checksum value.
-fn own_values(values: &serde_json::Value) -> Option<Vec<(&String, &serde_json::Value)>> {
-    let map = values.as_object()?;
-    let own = |k: &String| k != "global" && k != helm::CHECKSUM_VALUE;
-    Some(map.iter().filter(|(k, _)| own(k)).collect())
+/// One module's upgrade, as [`AddonHandler::run_upgrade`] runs it.
+struct Upgrade<'a> {
+    name: &'a str,
+    chart: &'a Path,
+    given: &'a Given<'a>,
+    checksum: &'a str,
+    last: Option<&'a helm::Release>,
+    event: &'a str,
 }

@@ -58,6 +58,13 @@ pub(crate) struct Layout {
     pub(crate) global_hooks_root: PathBuf,
 }
 
+impl Layout {
+    /// The values key of every module (the ConfigMap keys that are a module's).
+    pub(crate) fn module_keys(&self) -> Vec<&str> {
+        self.modules.iter().map(|m| m.key.as_str()).collect()
+    }
+}
+
 /// Reads the modules directories and the global hooks directory.
 pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, String> {
     let global_dir = &flags.global_hooks_dir;

@@ -5,6 +5,13 @@
 //! an executable (`--post-renderer <binary> --post-renderer-args post-renderer`);
 //! helm 4 only takes plugins, so [`write_plugin`] makes one that runs the binary.
 //!
+//! Deduplication (seed 004, "Releases deduplication"): for an upgrade whose values
+//! changed, the operator names a file holding the deployed release's manifest in
+//! [`RELEASED_ENV`]; when the render makes the same objects, the post-renderer
+//! writes [`unchanged_marker`] and fails, so helm stops before it stores a
+//! revision, and the operator reads the marker as "nothing to upgrade". One helm
+//! process both renders and upgrades; no `helm template` runs first.
+//!
 //! A manifest must mean the same after it as before, labels aside. helm reads
 //! manifests as YAML 1.1 (go-yaml v2: plain `off` is false, `0644` is 420), so the
 //! stream is read that way ([`super::yaml11`]) and each document is written as JSON,
@@ -21,6 +28,20 @@ pub(crate) const HERITAGE: (&str, &str) = ("heritage", "addon-operator");
 
 /// The most a manifest stream may hold.
 const MAX_MANIFEST: u64 = 64 << 20;
+
+/// The environment variable naming the deployed manifest to compare with.
+pub(crate) const RELEASED_ENV: &str = "ADDON_OPERATOR_RELEASED_MANIFEST";
+
+/// The exit code of a deliberate stop (helm reports it as a failure).
+const UNCHANGED_EXIT: i32 = 3;
+
+/// The file the post-renderer creates when it stops an upgrade that would change
+/// nothing: `<released>.unchanged`.
+pub(crate) fn unchanged_marker(released: &Path) -> PathBuf {
+    let mut name = released.as_os_str().to_owned();
+    name.push(".unchanged");
+    PathBuf::from(name)
+}
 
 /// The helm 4 plugin's name.
 pub(crate) const PLUGIN_NAME: &str = "addon-operator-post-renderer";
@@ -82,17 +103,51 @@ pub(crate) fn main() -> i32 {
         eprintln!("post-renderer: the manifest is larger than {MAX_MANIFEST} bytes");
         return 1;
     }
-    match label(&input) {
-        Ok(out) => match std::io::stdout().write_all(out.as_bytes()) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("post-renderer: {e}");
-                1
-            }
-        },
+    let out = match label(&input) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("post-renderer: {e}");
+            return 1;
+        }
+    };
+    if let Some(released) = std::env::var_os(RELEASED_ENV).map(PathBuf::from)
+        && same_as_released(&out, &released)
+    {
+        let marker = unchanged_marker(&released);
+        if let Err(e) = std::fs::write(&marker, b"") {
+            eprintln!("post-renderer: {}: {e}", marker.display());
+            return 1;
+        }
+        eprintln!(
+            "post-renderer: the rendered objects are the deployed release's; \
+             stopping the upgrade so that no revision is stored (deduplication)"
+        );
+        return UNCHANGED_EXIT;
+    }
+    match std::io::stdout().write_all(out.as_bytes()) {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("post-renderer: {e}");
             1
+        }
+    }
+}
+
+/// Whether `rendered` holds the objects of the manifest in file `released`; a file
+/// that cannot be read or compared is "not the same" (the upgrade goes on).
+fn same_as_released(rendered: &str, released: &Path) -> bool {
+    let mut text = String::new();
+    let read = std::fs::File::open(released)
+        .and_then(|f| f.take(MAX_MANIFEST + 1).read_to_string(&mut text));
+    if let Err(e) = read {
+        eprintln!("post-renderer: {}: {e}", released.display());
+        return false;
+    }
+    match super::helm::same_objects(rendered, &text) {
+        Ok(same) => same,
+        Err(e) => {
+            eprintln!("post-renderer: comparing with the deployed release: {e}");
+            false
         }
     }
 }

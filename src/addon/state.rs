@@ -200,6 +200,8 @@ impl State {
 /// addon-operator's own metrics (flant's names, with the operator's prefix).
 pub(crate) struct AddonMetrics {
     pub(crate) config_values_errors_total: IntCounter,
+    /// `{key}`: 1 for each ConfigMap key of a module that does not exist (ignored).
+    pub(crate) config_unknown_module_keys: GaugeVec,
     pub(crate) modules_discover_errors_total: IntCounter,
     /// The seeds' name of the same counter (flant's binary exports the one above).
     pub(crate) module_discover_errors_total: IntCounter,
@@ -293,6 +295,16 @@ impl AddonMetrics {
             config_values_errors_total: r.counter(
                 "config_values_errors_total",
                 "ConfigMap contents rejected (bad YAML, keys or values)",
+            )?,
+            config_unknown_module_keys: r.add(
+                "config_unknown_module_keys",
+                GaugeVec::new(
+                    Opts::new(
+                        format!("{prefix}config_unknown_module_keys"),
+                        "ConfigMap keys of modules that do not exist, ignored (1 each)",
+                    ),
+                    &["key"],
+                ),
             )?,
             modules_discover_errors_total: r.counter(
                 "modules_discover_errors_total",

@@ -55,16 +55,14 @@ impl World {
         p
     }
 
-    /// The production decision for release `greeter` with `rendered` as the chart's
-    /// current output.
-    fn reason(&self, last: Option<&Release>, sum: &str, rendered: &str) -> Option<String> {
+    /// The production decision for release `greeter`: why it upgrades, if it does.
+    fn reason(&self, last: Option<&Release>, sum: &str) -> Option<String> {
         let facts = UpgradeFacts {
-            rendered: &|| Ok(rendered.to_string()),
-            released: &|| Ok(self.helm.manifest("greeter")?),
-            exists: &|o| object_exists_in(&self.client, o, NS),
-            only_global_changed: &|| Ok(false),
+            released: Box::new(|| Ok(self.helm.manifest("greeter")?)),
+            exists: Box::new(|o| object_exists_in(&self.client, o, NS)),
         };
-        upgrade_reason(last, sum, &facts).expect("upgrade_reason")
+        let decision = upgrade_reason(last, sum, &facts).expect("upgrade_reason");
+        decision.map(|u| u.reason)
     }
 }
 
@@ -105,15 +103,12 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
 
     assert_eq!(w.helm.last_release("greeter").unwrap(), None);
     assert_eq!(w.helm.list().unwrap(), Vec::<String>::new());
-    assert_eq!(
-        w.reason(None, &sum1, &manifest).as_deref(),
-        Some("release absent")
-    );
+    assert_eq!(w.reason(None, &sum1).as_deref(), Some("release absent"));
 
     // The value `_addonOperatorModuleChecksum` holds flant's checksum (the MD5 of
     // the plain render), never ours: read through helm's commands (not the storage
-    // Secret's label) a release has no checksum of ours, so the decision compares
-    // the rendered objects.
+    // Secret's label) a release has no checksum of ours, so helm must render it
+    // (an upgrade the post-renderer stops when nothing changed).
     w.helm
         .upgrade("greeter", &chart, &values, &sum1, "flant-1")
         .unwrap();
@@ -121,8 +116,7 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     let expected = Release {
         revision: 1,
         status: "deployed".into(),
-        checksum: None,
-        stored: None,
+        ..Release::default()
     };
     assert_eq!(last.as_ref(), Some(&expected));
     let obj = w
@@ -131,11 +125,20 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         .expect("ConfigMap installed");
     assert_eq!(obj["data"]["greeting"], "hi");
 
-    // Nothing changed: skip. Rendered object deleted behind helm's back: upgrade.
-    assert_eq!(w.reason(last.as_ref(), &sum1, &manifest), None);
+    assert_eq!(
+        w.reason(last.as_ref(), &sum1).as_deref(),
+        Some("values or chart changed")
+    );
+    // Nothing changed (the checksum as the storage Secret's label gives it): skip.
+    // Rendered object deleted behind helm's back: upgrade.
+    let last = last.map(|r| Release {
+        checksum: Some(sum1.clone()),
+        ..r
+    });
+    assert_eq!(w.reason(last.as_ref(), &sum1), None);
     w.sim.delete("v1", "ConfigMap", NS, "greeter-cm").unwrap();
     assert_eq!(
-        w.reason(last.as_ref(), &sum1, &manifest).as_deref(),
+        w.reason(last.as_ref(), &sum1).as_deref(),
         Some("resource /ConfigMap/greeter-cm absent")
     );
 
@@ -145,8 +148,8 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
     let sum2 = sum_of(&manifest2);
     assert_ne!(sum1, sum2);
     assert_eq!(
-        w.reason(last.as_ref(), &sum2, &manifest2).as_deref(),
-        Some("rendered objects changed")
+        w.reason(last.as_ref(), &sum2).as_deref(),
+        Some("values or chart changed")
     );
     w.helm
         .upgrade("greeter", &chart, &values2, &sum2, "flant-2")
@@ -159,7 +162,11 @@ fn release_lifecycle(bin: PathBuf, major: u32) {
         .get("v1", "ConfigMap", NS, "greeter-cm")
         .expect("ConfigMap back");
     assert_eq!(obj["data"]["greeting"], "bye");
-    assert_eq!(w.reason(Some(&last), &sum2, &manifest2), None);
+    let last = Release {
+        checksum: Some(sum2.clone()),
+        ..last
+    };
+    assert_eq!(w.reason(Some(&last), &sum2), None);
 
     assert_eq!(w.helm.list().unwrap(), ["greeter"]);
     assert!(w.helm.uninstall("greeter").unwrap());
@@ -236,7 +243,7 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
     );
     assert_eq!(w.helm.list().unwrap(), ["greeter"]);
     assert_eq!(
-        w.reason(Some(&last), &sum, &manifest).as_deref(),
+        w.reason(Some(&last), &sum).as_deref(),
         Some("status failed")
     );
 
@@ -245,7 +252,11 @@ fn failed_release_is_listed_and_retried(bin: PathBuf, major: u32) {
         .unwrap();
     let last = w.helm.last_release("greeter").unwrap().expect("release");
     assert_eq!((last.revision, last.status.as_str()), (2, "deployed"));
-    assert_eq!(w.reason(Some(&last), &sum, &manifest), None);
+    let last = Release {
+        checksum: Some(sum.clone()),
+        ..last
+    };
+    assert_eq!(w.reason(Some(&last), &sum), None);
 }
 
 #[test]
@@ -335,7 +346,7 @@ fn pending_release_is_listed(bin: PathBuf, major: u32) {
     );
     assert_eq!(w.helm.list().unwrap(), ["stuck"]);
     assert_eq!(
-        w.reason(Some(&last), "sum", "").as_deref(),
+        w.reason(Some(&last), "sum").as_deref(),
         Some("status pending-install")
     );
 }

@@ -6,6 +6,7 @@
 mod common;
 
 mod autoheal;
+mod contract;
 mod deploy;
 mod ha;
 mod hardening;

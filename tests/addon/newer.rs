@@ -1,8 +1,8 @@
 //! Configurations written for flant's newer addon-operator releases (issue 30 item
-//! 6) start ours: a `<module>Maintenance` key in the ConfigMap (helm leaves that
-//! module's release alone until it is cleared), a `beforeDeleteHelm` hook (run
-//! right before `helm uninstall`), executables under a module's `hooks/venv/` (not
-//! hooks), and an OpenAPI `$ref` to another file of the module's `openapi/`.
+//! 6) start ours: a `beforeDeleteHelm` hook (run right before `helm uninstall`),
+//! executables under a module's `hooks/venv/` (not hooks), and an OpenAPI `$ref` to
+//! another file of the module's `openapi/`. The `<module>Maintenance` key is in
+//! `contract.rs`.
 
 use crate::harness::{Addon, chart, rec};
 use serde_json::{Value, json};
@@ -31,39 +31,6 @@ fn eventually(addon: &Addon, what: &str, f: impl Fn() -> bool) {
 fn rendered_values(addon: &Addon, name: &str) -> Option<Value> {
     let cm = addon.object("v1", "ConfigMap", name)?;
     serde_json::from_str(cm["data"]["values"].as_str()?).ok()
-}
-
-#[test]
-fn a_maintenance_key_is_accepted_and_keeps_helm_off_the_module_until_cleared() {
-    let mut layout: Vec<(String, String)> = vec![
-        (
-            "modules/values.yaml".into(),
-            "kept: {a: 1}\nkeptEnabled: true\n".into(),
-        ),
-        (
-            "modules/001-kept/hooks/h".into(),
-            rec("kept", r#"{"configVersion":"v1","beforeHelm":1}"#, ""),
-        ),
-    ];
-    layout.extend(chart("modules/001-kept", "kept", "kept"));
-    let cm = json!({"keptMaintenance": "NoResourceReconciliation"});
-    let addon = Addon::start(&refs(&layout), Some(cm), 4);
-    addon.wait_ready();
-    // The module ran (its beforeHelm hook), helm did not touch its release.
-    assert!(addon.steps().contains(&"kept".to_string()));
-    assert!(
-        !addon.steps().iter().any(|s| s.starts_with("helm:upgrade")),
-        "{:?}",
-        addon.steps()
-    );
-    addon.wait_log(&["module in maintenance", "kept"], LONG);
-    assert!(addon.revisions("kept").is_empty());
-    // Cleared: the module runs again and helm installs its release.
-    addon.set_config("keptMaintenance", "");
-    eventually(&addon, "release kept installed", || {
-        rendered_values(&addon, "kept") == Some(json!({"a": 1}))
-    });
-    assert_eq!(addon.revisions("kept"), vec![1]);
 }
 
 #[test]

@@ -18,7 +18,9 @@ mod tests;
 
 pub(crate) use error::ValuesError;
 pub(crate) use merge::merge;
-pub(crate) use names::{module_name_of_key, parse_dir_name, values_key};
+#[cfg(test)]
+pub(crate) use names::module_name_of_key;
+pub(crate) use names::{parse_dir_name, values_key};
 pub(crate) use patch::{
     PatchOp, apply_lenient, apply_strict, compact, parse_patch, root_of, to_json,
 };

@@ -8,9 +8,10 @@
 //! there against that file. A `$ref` of the main document that is only a fragment
 //! (`#/definitions/x`) stays for the validator, as before.
 //!
-//! Only files inside the folder are read: an absolute path, a URL (`http:`,
-//! `file:`, ...) or a path that leaves the folder (`..`, a symlink out of it) is
-//! refused, with the schema file and the `$ref` named. Cycles stop at [`MAX_DEPTH`].
+//! Only files inside the folder are read, however the path is written (relative,
+//! or absolute to a file in the folder): a URL (`http:`, `file:`, ...) or a path
+//! that resolves outside the folder (`..`, an absolute path elsewhere, a symlink
+//! out of it) is refused, with the schema file and the `$ref` named. Cycles stop at [`MAX_DEPTH`].
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -139,9 +140,7 @@ impl Resolver {
         if remote {
             return Err("remote refs are not supported: only files of the openapi folder".into());
         }
-        if Path::new(path).is_absolute() {
-            return Err("absolute paths are refused: only files of the openapi folder".into());
-        }
+        // An absolute path is as good as a relative one when it resolves inside.
         let joined = dir.join(path);
         let real = joined
             .canonicalize()
@@ -235,6 +234,24 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// flant reads an absolute `$ref` to a file of the module's own folder.
+    #[test]
+    fn an_absolute_path_to_a_file_of_the_folder_is_read() {
+        let d = folder(
+            "absolute",
+            &[("openapi/defs.yaml", "port: {type: integer, default: 80}\n")],
+        );
+        let dir = d.join("openapi").canonicalize().expect("canonical");
+        let target = format!("{}/./defs.yaml#/port", dir.display());
+        let mut schema = json!({"properties": {"port": {"$ref": target}}});
+        inline_file_refs(&mut schema, Some(&dir), "config-values.yaml").expect("inside");
+        assert_eq!(
+            schema["properties"]["port"],
+            json!({"type": "integer", "default": 80})
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn refs_outside_the_folder_remote_or_cyclic_are_refused_naming_the_file() {
         let d = folder(
@@ -253,7 +270,7 @@ mod tests {
                 "remote refs are not supported",
             ),
             ("file:///etc/passwd", "remote refs are not supported"),
-            ("/etc/hostname", "absolute paths are refused"),
+            ("/etc/hostname", "outside the openapi folder"),
             ("a.yaml", "a cycle"),
             ("missing.yaml", "missing.yaml"),
             ("a.yaml#/nope", "nothing at #/nope"),
