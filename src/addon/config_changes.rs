@@ -1,7 +1,10 @@
 //! How the addon engine reacts to its ConfigMap: the watch's current object is
 //! parsed and checked against the schemas; a bad one changes nothing (logged and
 //! counted), a good one is applied at once and the lifecycle is told: a converge
-//! (global section or `*Enabled` flags changed) or the changed modules' values.
+//! (global section or `*Enabled` flags changed, or `enabled` scripts that answer
+//! otherwise after a module's section changed) or the changed modules' values.
+//! Keys of modules that do not exist are set aside (warned about and counted when
+//! they change), never a reason to refuse the rest.
 //! The ConfigMap task is never stuck behind a failing module: failed runs leave
 //! the queue (`lifecycle.rs`).
 

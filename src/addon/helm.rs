@@ -7,12 +7,15 @@
 //!   above 64 MiB is refused; helm's stderr reaches every error text (cut at 64 KiB).
 //! - [`manifest_objects`] lists the objects of a rendered manifest stream.
 //! - [`checksum`] hashes the rendered manifest and the chart's files (FNV-1a 128).
-//! - [`upgrade_reason`] is the dedup decision of §5.3: why an upgrade must run, or
+//! - [`upgrade_reason`] is the decision of §5.3: why an upgrade must run, or
 //!   `None` to skip it; the module run answers its "is the object still there"
 //!   question from [`object_names`] (one list per kind and namespace).
+//! - [`Helm::upgrade_with`] deduplicates: given the deployed manifest, our
+//!   post-renderer stops helm before it stores a revision when the render makes
+//!   the same objects ([`same_objects`]).
 //!
 //! The module run (`module_run.rs`) calls checksum → last release → upgrade_reason
-//! (which renders and reads the release's manifest only when it must) → upgrade.
+//! (which reads the release's manifest only when it must) → upgrade.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,7 @@
 //! A module's run and delete in the addon engine: startup (its CRDs, onStartup hooks, then
 //! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
-//! decision of spec §5.3, a revision left pending by a killed helm), afterHelm hooks;
+//! decision of spec §5.3 with the release deduplicated by its rendered objects,
+//! maintenance, a revision left pending by a killed helm), afterHelm hooks;
 //! and ModuleDelete (schedules and watches off, beforeDeleteHelm, helm uninstall,
 //! afterDeleteHelm).
 //! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it

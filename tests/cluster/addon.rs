@@ -1,7 +1,7 @@
 //! addon-operator against the real API server, each test with helm 3.17 and helm
 //! 4.1 (which applies server-side): a module's release installed, upgraded by a
 //! ConfigMap change, healed after kubectl deletes one of its objects, and removed when
-//! the module is disabled; a chart full of YAML 1.1 forms stored exactly as helm
+//! the module is disabled; a value no template reads making no revision; a chart full of YAML 1.1 forms stored exactly as helm
 //! means it without our post-renderer; and the post-renderer's output read by the
 //! real kubectl as it reads the input.
 //!
@@ -351,6 +351,61 @@ fn module_lifecycle(major: u32) {
         "name",
     ]);
     assert_eq!(secrets.trim(), "", "no release storage left");
+}
+
+/// Seed 004, "Releases deduplication", on the real API server: a module hook that
+/// records a new value no template reads every second makes no new revision
+/// (helm renders, our post-renderer stops it); a value the chart reads does.
+fn identical_manifests_make_no_revision(major: u32) {
+    let _api = api_shared();
+    let ns = cp().namespace(&format!("addon-dedup{major}"));
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let mut files = echo_module();
+    files.push((
+        "modules/001-echo/hooks/stamp",
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then\n\
+         echo '{\"configVersion\":\"v1\",\"schedule\":[{\"name\":\"s\",\"crontab\":\"* * * * * *\"}]}'\n\
+         exit 0\nfi\n\
+         echo \"[{\\\"op\\\":\\\"add\\\",\\\"path\\\":\\\"/echo/stampedAt\\\",\\\"value\\\":\\\"$(date +%s%N)\\\"}]\" > \"$VALUES_JSON_PATCH_PATH\"\n"
+            .into(),
+    ));
+    let op = AddonOperator::start(&ns, major, &files);
+    op.wait_ready();
+    let one = vec![("echo".into(), "1".into(), "deployed".into())];
+    op.wait("revision 1", || (releases(major, &ns) == one).then_some(()));
+    op.wait("three stopped upgrades", || {
+        let stopped = op
+            .logs()
+            .matches("the rendered objects are the release's")
+            .count();
+        (stopped >= 3).then_some(())
+    });
+    assert_eq!(releases(major, &ns), one, "identical manifests");
+    let history = helm(major, &ns, &["history", "echo", "-o", "json"]);
+    let history: Value = serde_json::from_str(&history).expect("history json");
+    assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+    assert!(!op.logs().contains("module run failed"), "{}", op.logs());
+
+    patch_addon_config(&ns, r#"{"data":{"echo":"greeting: changed\n"}}"#);
+    op.wait("the changed ConfigMap", || {
+        get("configmap", &ns, "echo-config").filter(|c| c["data"]["greeting"] == "changed")
+    });
+    let two = vec![("echo".into(), "2".into(), "deployed".into())];
+    op.wait("revision 2", || (releases(major, &ns) == two).then_some(()));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(releases(major, &ns), two, "the stamps go on, no revision");
+}
+
+#[test]
+fn identical_manifests_make_no_revision_with_helm3() {
+    identical_manifests_make_no_revision(3);
+}
+
+#[test]
+fn identical_manifests_make_no_revision_with_helm4() {
+    identical_manifests_make_no_revision(4);
 }
 
 /// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).
