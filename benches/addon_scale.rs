@@ -17,8 +17,10 @@
 //! - a `global` change no template reads (ConfigMap write → the converge's end, 0
 //!   revisions asserted) / that sum;
 //! - one module's value (ConfigMap write → its next revision stored, the median of
-//!   three changes) / one bare `helm upgrade` of that module with the same new value
-//!   (the median of three);
+//!   three changes) / one bare `helm upgrade` of that module with the same new value;
+//! - one module's value no template reads (ConfigMap write → that module's run done,
+//!   no revision: the deduplicating upgrade stopped by the post-renderer) / one bare
+//!   `helm upgrade` (medians of three);
 //! - VmRSS idle after the restart, idle again after eight `global` changes in a row
 //!   (N = 100), and the peak VmHWM: of the cold converge's process, of the restart,
 //!   and of the changes after it (the restarted process's peak reset before them).
@@ -212,6 +214,24 @@ fn measure(s: &Setup, c: &Case) {
     }
     let one = median(ones);
 
+    // One module's value no template reads (seed 004, "Releases deduplication"):
+    // ConfigMap write → that module's run done, three times; no revision.
+    let mut unused = Vec::new();
+    for k in 1..=ONE_VALUE_ROUNDS {
+        let runs = module_runs(port, &first);
+        let started = Instant::now();
+        let config = format!("message: changed-{ONE_VALUE_ROUNDS}\nunusedKnob: {k}\n");
+        common::addon::set_config(&s.client, &ns, &first, &config);
+        poll(|| module_runs(port, &first) > runs, "the module's run");
+        unused.push(started.elapsed());
+    }
+    let unused = median(unused);
+    assert_eq!(
+        common::addon::helm_secrets(&s.client, &ns, &selector),
+        ONE_VALUE_ROUNDS + 1,
+        "a value no template reads made a revision"
+    );
+
     // Memory after repeated converges (N = 100).
     let after = if c.n >= 100 {
         for k in 2..=GLOBAL_CHANGES {
@@ -265,6 +285,11 @@ fn measure(s: &Setup, c: &Case) {
         "  one module's value / one bare helm upgrade  : {:>5.2}  ({:.3} s; target ≤ 1.3)",
         secs(one) / secs(bare_one),
         secs(one)
+    );
+    println!(
+        "  one value no template reads / one bare upgr.: {:>5.2}  ({:.3} s; 0 revisions; target ≤ 1.0)",
+        secs(unused) / secs(bare_one),
+        secs(unused)
     );
     let mib = |kb: u64| kb as f64 / 1024.0;
     match after {
@@ -395,6 +420,16 @@ fn global_change(s: &Setup, ns: &str, port: u16, k: usize) -> Duration {
         "the converge after a global change",
     );
     started.elapsed()
+}
+
+/// How many runs of `module` ended (`addon_operator_module_run_seconds_count`).
+fn module_runs(port: u16, module: &str) -> f64 {
+    let body = common::http_get_body(port, "/metrics");
+    let prefix = format!("addon_operator_module_run_seconds_count{{module=\"{module}\"");
+    body.lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// The sum of `addon_operator_convergence_seconds` (grows when a converge ends).
