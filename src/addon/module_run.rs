@@ -220,9 +220,13 @@ impl AddonHandler {
         let record = OnceCell::new();
         let lists = RefCell::new(HashMap::new());
         let (decision, last) = metrics.helm_op(name, event, "check-upgrade", || {
-            let last = self.last_release(name)?;
+            let mut last = self.last_release(name)?;
             if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
                 self.clear_pending(name, r)?;
+            }
+            if last.as_ref().is_some_and(|r| r.status == "uninstalling") {
+                self.clear_uninstalling(name)?;
+                last = None;
             }
             if given.maintenance && last.is_some() {
                 return Ok::<_, String>((None, last));
@@ -481,6 +485,41 @@ impl AddonHandler {
             Err(e) if e.status_code() == Some(404) => Ok(()),
             Err(e) => Err(format!("release {name}: deleting {secret}: {e}")),
         }
+    }
+
+    /// A release whose latest revision is `uninstalling` (a `helm uninstall` that
+    /// was killed, and the module enabled again) makes helm refuse every upgrade
+    /// ("has no deployed releases"): every storage Secret of the release is deleted,
+    /// so the next upgrade installs it afresh, taking over the objects that are left.
+    fn clear_uninstalling(&self, name: &str) -> Result<(), String> {
+        if !secrets_driver() {
+            return Err(format!(
+                "release {name} is uninstalling and HELM_DRIVER is not secrets: recover it by hand"
+            ));
+        }
+        log::warn(
+            "installing again a release left uninstalling by an interrupted helm",
+            &[("module", name)],
+        );
+        let api = (self.shared.client).api(&helm::secrets_resource(), Some(&self.shared.namespace));
+        let params = crate::kube::ListParams {
+            label_selector: format!("owner=helm,name={name}"),
+            ..Default::default()
+        };
+        let list = api
+            .list_all(&params)
+            .map_err(|e| format!("release {name}: listing its Secrets: {e}"))?;
+        for secret in &list.items {
+            let Some(secret) = secret["metadata"]["name"].as_str() else {
+                continue;
+            };
+            match api.delete(secret, None) {
+                Ok(()) => {}
+                Err(e) if e.status_code() == Some(404) => {}
+                Err(e) => return Err(format!("release {name}: deleting {secret}: {e}")),
+            }
+        }
+        Ok(())
     }
 
     /// The release's latest revision: the converge's list if it has the module's

@@ -408,6 +408,69 @@ fn identical_manifests_make_no_revision_with_helm4() {
     identical_manifests_make_no_revision(4);
 }
 
+/// addon-operator#496: an uninstall interrupted (the operator killed mid-`helm
+/// uninstall`, then the module enabled again) leaves the release's latest revision
+/// `uninstalling`; helm then refuses every upgrade ("has no deployed releases") and
+/// lists nothing. The next module run recovers: the release is installed afresh,
+/// taking over the objects that are left and creating the ones already deleted.
+fn an_interrupted_uninstall_is_recovered(major: u32) {
+    use base64::Engine;
+    let _api = api_shared();
+    let ns = cp().namespace(&format!("addon-uninst{major}"));
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let op = AddonOperator::start(&ns, major, &echo_module());
+    op.wait_ready();
+    let one = vec![("echo".into(), "1".into(), "deployed".into())];
+    op.wait("revision 1", || (releases(major, &ns) == one).then_some(()));
+    let manifest = helm(major, &ns, &["get", "manifest", "echo"]);
+    drop(op);
+
+    // What a killed `helm uninstall` leaves: the revision marked uninstalling, one
+    // object already gone. (helm reads a record that is not gzipped.)
+    let record = json!({
+        "name": "echo", "namespace": ns, "version": 1, "manifest": manifest, "config": {},
+        "info": {"status": "uninstalling", "description": "Deletion in progress"},
+        "chart": {"metadata": {"apiVersion": "v2", "name": "echo", "version": "0.1.0"}},
+    });
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let data = b64(b64(record.to_string().as_bytes()).as_bytes());
+    kubectl(&["-n", &ns, "delete", "secret", "sh.helm.release.v1.echo.v1"]);
+    apply(&format!(
+        "apiVersion: v1\nkind: Secret\ntype: helm.sh/release.v1\nmetadata:\n  name: sh.helm.release.v1.echo.v1\n  \
+         namespace: {ns}\n  labels: {{owner: helm, name: echo, status: uninstalling, version: \"1\"}}\ndata:\n  release: {data}\n"
+    ));
+    kubectl(&["-n", &ns, "delete", "service", "echo"]);
+    let stuck = helm(major, &ns, &["history", "echo", "-o", "json"]);
+    assert!(stuck.contains("uninstalling"), "{stuck}");
+
+    let op = AddonOperator::start(&ns, major, &echo_module());
+    op.wait_ready();
+    op.wait("the release deployed again", || {
+        (releases(major, &ns) == one).then_some(())
+    });
+    let svc = op.wait("Service echo back", || get("service", &ns, "echo"));
+    assert_eq!(svc["metadata"]["labels"]["heritage"], "addon-operator");
+    assert!(get("deployment", &ns, "echo").is_some(), "taken over");
+    assert!(
+        op.logs()
+            .contains("left uninstalling by an interrupted helm"),
+        "the recovery is logged:\n{}",
+        op.logs()
+    );
+}
+
+#[test]
+fn an_interrupted_uninstall_is_recovered_with_helm3() {
+    an_interrupted_uninstall_is_recovered(3);
+}
+
+#[test]
+fn an_interrupted_uninstall_is_recovered_with_helm4() {
+    an_interrupted_uninstall_is_recovered(4);
+}
+
 /// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).
 fn patch_addon_config(ns: &str, patch: &str) {
     kubectl(&[
