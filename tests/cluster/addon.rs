@@ -408,15 +408,19 @@ fn identical_manifests_make_no_revision_with_helm4() {
     identical_manifests_make_no_revision(4);
 }
 
-/// addon-operator#496: an uninstall interrupted (the operator killed mid-`helm
-/// uninstall`, then the module enabled again) leaves the release's latest revision
-/// `uninstalling`; helm then refuses every upgrade ("has no deployed releases") and
-/// lists nothing. The next module run recovers: the release is installed afresh,
-/// taking over the objects that are left and creating the ones already deleted.
-fn an_interrupted_uninstall_is_recovered(major: u32) {
+/// A release a killed helm left behind, recovered by the next module run:
+/// `uninstalling` (addon-operator#496: an uninstall interrupted, then the module
+/// enabled again; helm refuses every upgrade, "has no deployed releases") is
+/// installed afresh, taking over the objects that are left and creating the ones
+/// already deleted; `pending-install`, `pending-upgrade` and `pending-rollback` on top
+/// of the deployed revision ("another operation is in progress") are dropped and
+/// the release upgraded. The states are written as helm writes them (a record that
+/// is not gzipped, which helm reads) with the operator stopped.
+fn an_interrupted_helm_is_recovered(major: u32, status: &str) {
     use base64::Engine;
     let _api = api_shared();
-    let ns = cp().namespace(&format!("addon-uninst{major}"));
+    let tag = status.replace("pending-", "p");
+    let ns = cp().namespace(&format!("addon-{tag}{major}"));
     apply(&format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
     ));
@@ -427,48 +431,65 @@ fn an_interrupted_uninstall_is_recovered(major: u32) {
     let manifest = helm(major, &ns, &["get", "manifest", "echo"]);
     drop(op);
 
-    // What a killed `helm uninstall` leaves: the revision marked uninstalling, one
-    // object already gone. (helm reads a record that is not gzipped.)
+    let version = if status == "uninstalling" { 1 } else { 2 };
     let record = json!({
-        "name": "echo", "namespace": ns, "version": 1, "manifest": manifest, "config": {},
-        "info": {"status": "uninstalling", "description": "Deletion in progress"},
+        "name": "echo", "namespace": ns, "version": version, "manifest": manifest,
+        "config": {}, "info": {"status": status, "description": "interrupted"},
         "chart": {"metadata": {"apiVersion": "v2", "name": "echo", "version": "0.1.0"}},
     });
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let data = b64(b64(record.to_string().as_bytes()).as_bytes());
-    kubectl(&["-n", &ns, "delete", "secret", "sh.helm.release.v1.echo.v1"]);
+    let secret = format!("sh.helm.release.v1.echo.v{version}");
+    if version == 1 {
+        kubectl(&["-n", &ns, "delete", "secret", &secret]);
+    }
     apply(&format!(
-        "apiVersion: v1\nkind: Secret\ntype: helm.sh/release.v1\nmetadata:\n  name: sh.helm.release.v1.echo.v1\n  \
-         namespace: {ns}\n  labels: {{owner: helm, name: echo, status: uninstalling, version: \"1\"}}\ndata:\n  release: {data}\n"
+        "apiVersion: v1\nkind: Secret\ntype: helm.sh/release.v1\nmetadata:\n  name: {secret}\n  \
+         namespace: {ns}\n  labels: {{owner: helm, name: echo, status: {status}, version: \"{version}\"}}\n\
+         data:\n  release: {data}\n"
     ));
     kubectl(&["-n", &ns, "delete", "service", "echo"]);
     let stuck = helm(major, &ns, &["history", "echo", "-o", "json"]);
-    assert!(stuck.contains("uninstalling"), "{stuck}");
+    assert!(stuck.contains(status), "{stuck}");
 
     let op = AddonOperator::start(&ns, major, &echo_module());
     op.wait_ready();
-    op.wait("the release deployed again", || {
-        (releases(major, &ns) == one).then_some(())
+    let want = vec![("echo".into(), version.to_string(), "deployed".into())];
+    op.wait("the release deployed", || {
+        (releases(major, &ns) == want).then_some(())
     });
     let svc = op.wait("Service echo back", || get("service", &ns, "echo"));
     assert_eq!(svc["metadata"]["labels"]["heritage"], "addon-operator");
-    assert!(get("deployment", &ns, "echo").is_some(), "taken over");
-    assert!(
-        op.logs()
-            .contains("left uninstalling by an interrupted helm"),
-        "the recovery is logged:\n{}",
-        op.logs()
-    );
+    assert!(get("deployment", &ns, "echo").is_some(), "kept");
+    let logged = match status {
+        "uninstalling" => "left uninstalling by an interrupted helm",
+        _ => "left pending by an interrupted helm",
+    };
+    assert!(op.logs().contains(logged), "{logged}:\n{}", op.logs());
 }
 
 #[test]
-fn an_interrupted_uninstall_is_recovered_with_helm3() {
-    an_interrupted_uninstall_is_recovered(3);
+fn an_interrupted_helm_is_recovered_with_helm3() {
+    for status in [
+        "uninstalling",
+        "pending-install",
+        "pending-upgrade",
+        "pending-rollback",
+    ] {
+        an_interrupted_helm_is_recovered(3, status);
+    }
 }
 
 #[test]
-fn an_interrupted_uninstall_is_recovered_with_helm4() {
-    an_interrupted_uninstall_is_recovered(4);
+fn an_interrupted_helm_is_recovered_with_helm4() {
+    for status in [
+        "uninstalling",
+        "pending-install",
+        "pending-upgrade",
+        "pending-rollback",
+    ] {
+        an_interrupted_helm_is_recovered(4, status);
+    }
 }
 
 /// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).
