@@ -319,6 +319,13 @@ impl Bound {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
+    /// Which hooks' admission entries are registered at startup: not those of
+    /// module hooks (a module's run registers them, its delete removes them).
+    pub(crate) fn webhooks_at_start(&self) -> Vec<bool> {
+        let of_module = |o: &Owner| matches!(o, Owner::Module(_));
+        self.owners.iter().map(|o| !of_module(o)).collect()
+    }
+
     /// Step 2: the shared state the engine, the values hook and the routes use.
     pub(crate) fn start(
         self,
@@ -326,6 +333,7 @@ impl Bound {
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+        webhooks: crate::webhook::ModuleWebhooks,
     ) -> Result<Started, String> {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
@@ -351,6 +359,7 @@ impl Bound {
             store,
             refused_config: Mutex::new(None),
             crds: self.crds,
+            webhooks,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {

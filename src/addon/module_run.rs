@@ -131,7 +131,9 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         log::info("module startup", &[("module", name), ("event", event)]);
+        self.follow_webhooks(m, true)?;
         self.install_crds(m, name)?;
+        self.configure_conversions(m)?;
         let hooks = self.shared.hooks_of(Owner::Module(m));
         let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
         for i in on_startup {
@@ -159,6 +161,37 @@ impl AddonHandler {
         }
         tasks.extend(self.shared.step(Input::StartupDone { module: m }));
         Ok(tasks)
+    }
+
+    /// Registers (`enabled`) or removes the admission entries of module `m`'s
+    /// hooks: a module's webhooks are called only while it is enabled.
+    fn follow_webhooks(&self, m: usize, enabled: bool) -> Result<(), String> {
+        let Some(registrar) = &self.shared.webhooks.admission else {
+            return Ok(());
+        };
+        let hooks: Vec<usize> = self
+            .shared
+            .hooks_of(Owner::Module(m))
+            .map(|(i, _)| i)
+            .collect();
+        registrar
+            .set_active(&hooks, enabled)
+            .map_err(|e| format!("the module's admission webhooks: {e}"))
+    }
+
+    /// Sets the conversion webhook of every CRD module `m`'s hooks convert, right
+    /// after its CRDs are installed and before helm creates custom resources; the
+    /// conversion stays while the module is off (stored objects may need it).
+    fn configure_conversions(&self, m: usize) -> Result<(), String> {
+        let Some(converter) = &self.shared.webhooks.conversion else {
+            return Ok(());
+        };
+        let hooks = self.shared.hooks_of(Owner::Module(m));
+        let crds: BTreeSet<&str> = hooks
+            .flat_map(|(_, h)| h.config.conversion.iter().map(|b| b.crd_name.as_str()))
+            .collect();
+        crds.into_iter()
+            .try_for_each(|crd| converter.configure(crd))
     }
 
     /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
@@ -540,6 +573,7 @@ impl AddonHandler {
         let name = self.module_name(m);
         let event = self.shared.lock().lifecycle.activation(m);
         log::info("module delete", &[("module", &name)]);
+        self.follow_webhooks(m, false)?;
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if !hook.config.schedule.is_empty() {
                 let _ = self.shared.scheduler.send(Control::Disable(i));

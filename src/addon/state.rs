@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     /// The ConfigMap `data` refused last (logged and counted once, not again when
     /// only its metadata changes); `None` after a good one.
     pub(crate) refused_config: Mutex<Option<serde_json::Value>>,
+    /// The webhook registrations module runs follow: a module's admission entries
+    /// are registered while it is enabled, its CRDs' conversion set before helm.
+    pub(crate) webhooks: crate::webhook::ModuleWebhooks,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
     pub(crate) crds: super::crds::ModuleCrds,
 }
