@@ -34,6 +34,7 @@ mod module_run;
 pub(crate) mod modules;
 mod parallel;
 pub(crate) mod post_render;
+mod release;
 pub(crate) mod release_record;
 mod resources;
 mod state;
