@@ -145,7 +145,10 @@ impl AddonHandler {
         st.releases.clear();
         st.listed.clear();
         let changed = hash(&st.global_checksum()) != before;
-        tasks.extend(st.lifecycle.step(Input::ConvergeDone { changed }));
+        tasks.extend(
+            self.shared
+                .step_locked(&mut st, Input::ConvergeDone { changed }),
+        );
         tasks
     }
 

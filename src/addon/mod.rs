@@ -64,6 +64,7 @@ use modules::{Layout, Owner};
 use state::{AddonMetrics, ModuleState, Shared, State};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use values::{Schemas, Scope};
 
 /// Name of the operator's own ConfigMap watch in the hook list (and in `hook list`).
@@ -242,21 +243,20 @@ impl Inputs {
         &self.rx
     }
 
-    /// Steps one input; returns its tasks with their queue.
-    pub(crate) fn step(&self, input: Input) -> Vec<(String, Task)> {
-        let tasks = self.shared.lock().lifecycle.step(input);
-        on_main(tasks)
+    /// Steps one input; returns its tasks with their queue, and when the next
+    /// retry is due. A step on another thread that changes that time sends a
+    /// `Tick` here (`Shared::step`), so the router learns it without asking.
+    pub(crate) fn step(&self, input: Input) -> (Vec<(String, Task)>, Option<Instant>) {
+        let mut st = self.shared.lock();
+        let tasks = st.lifecycle.step(input);
+        (on_main(tasks), st.lifecycle.next_due())
     }
 
-    /// When the next retry is due.
-    pub(crate) fn due(&self) -> Option<std::time::Instant> {
-        self.shared.lock().lifecycle.next_due()
-    }
-
-    /// Queues the retries that are due.
-    pub(crate) fn tick(&self) -> Vec<(String, Task)> {
-        let now = std::time::Instant::now();
-        on_main(self.shared.lock().lifecycle.step(Input::Tick { now }))
+    /// Queues the retries that are due; when the next one is.
+    pub(crate) fn tick(&self) -> (Vec<(String, Task)>, Option<Instant>) {
+        self.step(Input::Tick {
+            now: Instant::now(),
+        })
     }
 }
 

@@ -93,7 +93,8 @@ impl AddonHandler {
         let (enabled, started) = {
             let mut st = self.shared.lock();
             let event = event.to_string();
-            st.lifecycle.step(Input::RunStarted { module: m, event });
+            self.shared
+                .step_locked(&mut st, Input::RunStarted { module: m, event });
             (st.lifecycle.may_run(m), st.lifecycle.is_started(m))
         };
         if !enabled {

@@ -121,11 +121,14 @@ impl Shared {
     /// the tasks it returns run next.
     /// A retry it schedules wakes the router, which keeps the retry timer.
     pub(crate) fn step(&self, input: Input) -> Vec<Task> {
-        let mut st = self.lock();
+        self.step_locked(&mut self.lock(), input)
+    }
+
+    /// [`Self::step`] for a caller that holds the state's lock already.
+    pub(crate) fn step_locked(&self, st: &mut State, input: Input) -> Vec<Task> {
         let before = st.lifecycle.next_due();
         let tasks = st.lifecycle.step(input);
         let due = st.lifecycle.next_due();
-        drop(st);
         if due.is_some() && due != before {
             let now = Instant::now();
             self.send(Input::Tick { now });
