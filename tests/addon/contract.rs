@@ -170,7 +170,8 @@ fn configmap_keys_of_unknown_modules_never_stop_startup_nor_freeze_edits() {
 
 /// Seed 004, "Enabled script": the docs' script disables its module when
 /// `param2` is `stopMePlease`; setting it in the module's own ConfigMap section
-/// disables the module at once, and clearing it enables it again.
+/// disables the module at once, and clearing it enables it again. Its runs are
+/// measured as flant measures them (found by the generated corpus).
 #[test]
 fn an_edit_of_a_module_section_runs_its_enabled_script_again() {
     let script = r#"#!/bin/sh
@@ -191,6 +192,21 @@ if [ "$param2" = "stopMePlease" ]; then echo false > "$MODULE_ENABLED_RESULT"; e
     eventually(&addon, "installed", || {
         rendered_values(&addon, "simple") == Some(json!({"param2": "go"}))
     });
+    // As flant: the script's CPU and memory, as module hook `enabled`.
+    let metrics = addon.metrics();
+    let series = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!("addon_operator_module_hook_run_{name}{{"))
+                    && l.contains("hook=\"enabled\"")
+                    && l.contains("binding=\"enabled\"")
+                    && l.contains("module=\"simple-module\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    assert!(series("user_cpu_seconds_count") >= Some(1.0), "{metrics}");
+    assert!(series("max_rss_bytes") > Some(0.0), "{metrics}");
 
     addon.set_config("simpleModule", "param2: stopMePlease\n");
     eventually(&addon, "disabled by its enabled script", || {
