@@ -2,27 +2,15 @@
 //! state's lock (issue 42): while the API server does not answer that write, events
 //! are still routed and other queues' hooks still run.
 
-use crate::harness::{Addon, NS, rec};
+use crate::harness::{Addon, NS, rec, within};
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
 
 /// The runs recorded under `tag`.
 fn runs_of(addon: &Addon, tag: &str) -> usize {
     addon.runs().iter().filter(|(t, _)| t == tag).count()
-}
-
-fn wait(addon: &Addon, what: &str, timeout: Duration, f: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < timeout,
-            "{what}: not within {timeout:?}; logs:\n{}",
-            addon.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn binding(name: &str, label: &str, queue: &str) -> String {
@@ -66,12 +54,12 @@ fn events_are_routed_while_a_config_patch_waits_for_the_api_server() {
     // The API server stops answering the operator; its watches keep streaming.
     addon.sim.pause_client("op");
     addon.sim.create(cm("trigger", "write")).expect("create");
-    wait(&addon, "the writer ran", LONG, || {
+    within(&addon, "the writer ran", LONG, || {
         runs_of(&addon, "writer") == 1
     });
     std::thread::sleep(Duration::from_millis(500));
     addon.sim.create(cm("event", "watch")).expect("create");
-    wait(
+    within(
         &addon,
         "the watcher ran while the write waits",
         Duration::from_secs(10),
@@ -80,7 +68,7 @@ fn events_are_routed_while_a_config_patch_waits_for_the_api_server() {
     assert!(addon.configmap_data().is_null(), "the write is still held");
 
     addon.sim.resume_client("op");
-    wait(&addon, "the config patch saved", LONG, || {
+    within(&addon, "the config patch saved", LONG, || {
         addon.configmap_data()["w"].as_str() == Some("saved: x\n")
     });
 }

@@ -3,7 +3,7 @@
 //! plugin's noise, the ConfigMap's refusals, the debug CLI and its help.
 
 use crate::common::{http_get, metric, run_binary};
-use crate::harness::{Addon, NS, chart, rec};
+use crate::harness::{Addon, NS, chart, rec, refs};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -86,10 +86,6 @@ const ONLY_ON_FAILURE: &[&str] = &[
     "modules_helm_release_redeployed_total",
     "modules_absent_resources_total",
 ];
-
-fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
-    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
 
 /// Metric family names of a scrape (histogram samples folded into their family).
 fn families(body: &str) -> BTreeSet<String> {
