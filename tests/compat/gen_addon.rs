@@ -7,7 +7,9 @@
 //! `kubernetes` bindings — and the ConfigMap it starts with and the steps it goes
 //! through (module and global edits, sections of unknown modules, `<module>Enabled`
 //! flips with a section edit, enable/disable/re-enable, a watched object changing).
-//! [`Case::without`] drops one part, which the minimiser uses.
+//! `<module>Maintenance` is not generated: v1.5.0 lacks it and refuses the key (it
+//! reads it as the section of a module `<module>-maintenance`, which must be a map).
+//! `Case::without` (gen_addon_files.rs) drops one part, which the minimiser uses.
 
 use std::collections::BTreeMap;
 
@@ -202,17 +204,6 @@ impl Case {
         if g.rng.chance(12) {
             start.push((None, "ghost".into(), Some("a: 1\n".into())));
         }
-        if g.rng.chance(10) {
-            let m = &modules[g.rng.below(modules.len())];
-            let key = format!("{}Maintenance", m.key);
-            start.push((Some(m.name), key.clone(), Some("NoResourceReconciliation".into())));
-            steps.push(Step {
-                what: format!("{key} removed"),
-                data: vec![(Some(m.name), key, None)],
-                watched: None,
-                check: Check::All,
-            });
-        }
         for _ in 0..3 + g.rng.below(4) {
             g.step(&modules, &mut steps);
         }
@@ -339,7 +330,7 @@ fn the_generator_is_deterministic_and_writes_valid_yaml() {
         let case = Case::generate(seed);
         assert_eq!(case.describe(), Case::generate(seed).describe(), "seed {seed}");
         assert!(!case.modules.is_empty() && case.steps.len() >= 3, "seed {seed}");
-        for (path, text) in case.files("ns").iter().filter(|(p, _)| p.ends_with(".yaml")) {
+        for (path, text) in case.files("ns").iter().filter(|(p, _)| p.ends_with(".yaml") && !p.contains("/templates/")) {
             serde_yaml::from_str::<serde_json::Value>(text).unwrap_or_else(|e| panic!("seed {seed} {path}: {e}\n{text}"));
         }
     }
