@@ -25,7 +25,6 @@ pub(crate) fn patch(path: &str, value: &str) -> String {
     )
 }
 
-
 /// Runs recorded from index `from` on, grouped by tag (in order within a tag), with
 /// the differences [`crate::addon::ALLOWED`] names taken out of both sides.
 pub(crate) fn runs_since(op: &AddonOp, from: usize) -> BTreeMap<String, Vec<Value>> {
@@ -132,7 +131,6 @@ pub(crate) fn diff_maps<T: PartialEq + std::fmt::Debug>(
         .collect()
 }
 
-
 /// The operator's ConfigMap `addon-operator` in `ns`: its data.
 pub(crate) fn config_data(ns: &str) -> Value {
     control_plane::shared()
@@ -155,6 +153,8 @@ pub(crate) fn metric_gaps(flant: &AddonOp, ours: &AddonOp) -> Vec<String> {
     if missing.is_empty() {
         Vec::new()
     } else {
-        vec![format!("metrics flant exports and ours does not: {missing:?}")]
+        vec![format!(
+            "metrics flant exports and ours does not: {missing:?}"
+        )]
     }
 }

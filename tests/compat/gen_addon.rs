@@ -175,22 +175,27 @@ impl Case {
                 reads: READABLE.into_iter().filter(|_| rng.chance(40)).collect(),
             });
         }
-        let global_hooks: Vec<GlobalHook> = [GlobalHook::Startup, GlobalHook::BeforeAll, GlobalHook::Kube]
-            .into_iter()
-            .filter(|_| rng.chance(50))
-            .collect();
+        let global_hooks: Vec<GlobalHook> =
+            [GlobalHook::Startup, GlobalHook::BeforeAll, GlobalHook::Kube]
+                .into_iter()
+                .filter(|_| rng.chance(50))
+                .collect();
         let mut g = Gen {
             rng,
             fields: BTreeMap::new(),
             global: BTreeMap::new(),
-            on: modules.iter().map(|m| m.default_on.is_some_and(|d| d.0)).collect(),
+            on: modules
+                .iter()
+                .map(|m| m.default_on.is_some_and(|d| d.0))
+                .collect(),
             watched: 0,
             kube: global_hooks.contains(&GlobalHook::Kube)
                 || modules.iter().any(|m| m.hooks.contains(&ModHook::Kube)),
         };
         let mut start = Vec::new();
         if g.rng.chance(60) {
-            g.global.insert("region", g.rng.pick(&["eu", "us", "ap"]).to_string());
+            g.global
+                .insert("region", g.rng.pick(&["eu", "us", "ap"]).to_string());
             start.push((None, "global".to_string(), Some(section(&g.global))));
         }
         for m in &modules {
@@ -253,10 +258,16 @@ impl Gen {
                         != Some(&"stopMePlease".to_string());
                     step.check = Check::Nothing;
                     follow = Some(i);
-                    ("param2", if stop { "stopMePlease" } else { "go" }.to_string())
+                    (
+                        "param2",
+                        if stop { "stopMePlease" } else { "go" }.to_string(),
+                    )
                 } else {
                     match self.rng.below(3) {
-                        0 => ("color", self.rng.pick(&["red", "green", "white"]).to_string()),
+                        0 => (
+                            "color",
+                            self.rng.pick(&["red", "green", "white"]).to_string(),
+                        ),
                         1 => ("size", (1 + self.rng.below(9)).to_string()),
                         _ => ("param1", format!("p{}", self.rng.below(100))),
                     }
@@ -264,16 +275,22 @@ impl Gen {
                 let f = self.fields.entry(m.key).or_default();
                 f.insert(field, value.clone());
                 step.what = format!("{}.{field} = {value}", m.key);
-                step.data.push((Some(m.name), m.key.into(), Some(section(f))));
+                step.data
+                    .push((Some(m.name), m.key.into(), Some(section(f))));
             }
             3 | 4 => {
                 let halts = modules.iter().any(|m| m.script == Some(Script::GlobalHalt));
                 let was = self.global.get("region").cloned();
                 if self.rng.chance(50) {
-                    let r = if halts && self.rng.chance(40) { "halt" } else { self.rng.pick(&["eu", "us", "ap"]) };
+                    let r = if halts && self.rng.chance(40) {
+                        "halt"
+                    } else {
+                        self.rng.pick(&["eu", "us", "ap"])
+                    };
                     self.global.insert("region", r.into());
                 } else {
-                    self.global.insert("replicas", (1 + self.rng.below(4)).to_string());
+                    self.global
+                        .insert("replicas", (1 + self.rng.below(4)).to_string());
                 }
                 let now = self.global.get("region").cloned();
                 if halts && (was.as_deref() == Some("halt")) != (now.as_deref() == Some("halt")) {
@@ -281,15 +298,21 @@ impl Gen {
                     follow = Some(usize::MAX);
                 }
                 step.what = format!("global = {:?}", self.global);
-                step.data.push((None, "global".into(), Some(section(&self.global))));
+                step.data
+                    .push((None, "global".into(), Some(section(&self.global))));
             }
             5 | 6 => {
                 self.on[i] = !self.on[i];
                 let f = self.fields.entry(m.key).or_default();
                 f.insert("size", (1 + self.rng.below(9)).to_string());
                 step.what = format!("{}Enabled = {} with its section", m.key, self.on[i]);
-                step.data.push((Some(m.name), format!("{}Enabled", m.key), Some(self.on[i].to_string())));
-                step.data.push((Some(m.name), m.key.into(), Some(section(f))));
+                step.data.push((
+                    Some(m.name),
+                    format!("{}Enabled", m.key),
+                    Some(self.on[i].to_string()),
+                ));
+                step.data
+                    .push((Some(m.name), m.key.into(), Some(section(f))));
             }
             7 | 8 => {
                 self.watched += 1;
@@ -307,7 +330,10 @@ impl Gen {
             let (what, entry) = if i == usize::MAX {
                 let r = (1 + self.rng.below(4)).to_string();
                 self.global.insert("replicas", r);
-                ("global", (None, "global".into(), Some(section(&self.global))))
+                (
+                    "global",
+                    (None, "global".into(), Some(section(&self.global))),
+                )
             } else {
                 let m = &modules[i];
                 let f = self.fields.entry(m.key).or_default();
@@ -328,10 +354,22 @@ impl Gen {
 fn the_generator_is_deterministic_and_writes_valid_yaml() {
     for seed in 0..200 {
         let case = Case::generate(seed);
-        assert_eq!(case.describe(), Case::generate(seed).describe(), "seed {seed}");
-        assert!(!case.modules.is_empty() && case.steps.len() >= 3, "seed {seed}");
-        for (path, text) in case.files("ns").iter().filter(|(p, _)| p.ends_with(".yaml") && !p.contains("/templates/")) {
-            serde_yaml::from_str::<serde_json::Value>(text).unwrap_or_else(|e| panic!("seed {seed} {path}: {e}\n{text}"));
+        assert_eq!(
+            case.describe(),
+            Case::generate(seed).describe(),
+            "seed {seed}"
+        );
+        assert!(
+            !case.modules.is_empty() && case.steps.len() >= 3,
+            "seed {seed}"
+        );
+        for (path, text) in case
+            .files("ns")
+            .iter()
+            .filter(|(p, _)| p.ends_with(".yaml") && !p.contains("/templates/"))
+        {
+            serde_yaml::from_str::<serde_json::Value>(text)
+                .unwrap_or_else(|e| panic!("seed {seed} {path}: {e}\n{text}"));
         }
     }
     for seed in 1..4 {

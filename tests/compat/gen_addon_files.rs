@@ -87,7 +87,10 @@ impl Case {
                 ),
                 GlobalHook::Kube => ("kube", kube_config(ns), from_watched("/global/watched")),
             };
-            files.push((format!("global-hooks/{name}.sh"), rec(&format!("g-{name}"), &config, &body)));
+            files.push((
+                format!("global-hooks/{name}.sh"),
+                rec(&format!("g-{name}"), &config, &body),
+            ));
         }
         if self.global_schema {
             files.push((
@@ -180,13 +183,21 @@ impl Case {
                         "configVersion: v1\nbeforeHelm: 1".to_string(),
                         patch(&format!("/{}/fromHook", m.key), "b"),
                     ),
-                    ModHook::AfterHelm => ("after-helm", "configVersion: v1\nafterHelm: 1".into(), String::new()),
+                    ModHook::AfterHelm => (
+                        "after-helm",
+                        "configVersion: v1\nafterHelm: 1".into(),
+                        String::new(),
+                    ),
                     ModHook::AfterDelete => (
                         "after-delete",
                         "configVersion: v1\nafterDeleteHelm: 1".into(),
                         String::new(),
                     ),
-                    ModHook::Kube => ("kube", kube_config(ns), from_watched(&format!("/{}/kube", m.key))),
+                    ModHook::Kube => (
+                        "kube",
+                        kube_config(ns),
+                        from_watched(&format!("/{}/kube", m.key)),
+                    ),
                 };
                 files.push((
                     format!("{dir}/hooks/{name}.sh"),
@@ -200,7 +211,10 @@ impl Case {
 
     /// What the case is, one part a line, each with the name [`Part`] drops it by.
     pub(crate) fn describe(&self) -> String {
-        let mut s = format!("seed {}; global schema: {}\n", self.seed, self.global_schema);
+        let mut s = format!(
+            "seed {}; global schema: {}\n",
+            self.seed, self.global_schema
+        );
         for (i, h) in self.global_hooks.iter().enumerate() {
             writeln!(s, "  g{i}: global hook {h:?}").expect("write");
         }
@@ -221,7 +235,11 @@ impl Case {
             writeln!(s, "  c{i}: ConfigMap starts with {k}: {v:?}").expect("write");
         }
         for (i, st) in self.steps.iter().enumerate() {
-            let data: Vec<String> = st.data.iter().map(|(_, k, v)| format!("{k}: {v:?}")).collect();
+            let data: Vec<String> = st
+                .data
+                .iter()
+                .map(|(_, k, v)| format!("{k}: {v:?}"))
+                .collect();
             writeln!(s, "  s{i}: {} {data:?} (compared: {:?})", st.what, st.check).expect("write");
         }
         s
@@ -238,7 +256,8 @@ impl Case {
                 for st in &mut c.steps {
                     st.data.retain(|e| e.0 != Some(name));
                 }
-                c.steps.retain(|st| !st.data.is_empty() || st.watched.is_some());
+                c.steps
+                    .retain(|st| !st.data.is_empty() || st.watched.is_some());
                 if c.modules.is_empty() {
                     return None;
                 }

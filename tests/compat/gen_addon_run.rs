@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// ours still being fixed; README, "Measured against flant's addon-operator v1.5.0").
 const FIXED: &[u64] = &[1, 2, 3];
 
+/// The two sides.
+const WHO: [Who; 2] = [Who::Flant, Who::Ours];
+
 /// One difference: where (`start`, `s<i>`, `end`), what (the minimiser keeps a
 /// smaller case when one of the same `kind`s still differs), the two sides.
 #[derive(Clone)]
@@ -66,24 +69,34 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
         namespace_with_config("gen-flant", &start),
         namespace_with_config("gen-ours", &start),
     ];
-    let mut ops = [Who::Flant, Who::Ours].map(|who| {
-        let n = &ns[(who == Who::Ours) as usize];
-        let files = case.files(n);
-        let refs: Vec<(&str, String)> = files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect();
-        AddonOp::start(who, n, &refs)
+    let mut ops = [0, 1].map(|j| {
+        let files = case.files(&ns[j]);
+        let refs: Vec<(&str, String)> =
+            files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect();
+        AddonOp::start(WHO[j], &ns[j], &refs)
     });
     let mut diffs = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let done = ops.each_ref().map(|o| o.records().iter().any(|(t, _)| t == "g-after-all"));
+        let done = ops
+            .each_ref()
+            .map(|o| o.records().iter().any(|(t, _)| t == "g-after-all"));
         if done == [true, true] {
             break;
         }
         if Instant::now() > deadline || ops.iter_mut().any(|o| !o.running()) {
             for (op, done) in ops.iter().zip(done) {
-                let detail = format!("{:?} never ran afterAll; its log ends:\n{}", op.who, log_tail(op));
+                let detail = format!(
+                    "{:?} never ran afterAll; its log ends:\n{}",
+                    op.who,
+                    log_tail(op)
+                );
                 if !done {
-                    diffs.push(Diff { at: "start".into(), kind: format!("{:?} converges", op.who), detail });
+                    diffs.push(Diff {
+                        at: "start".into(),
+                        kind: format!("{:?} converges", op.who),
+                        detail,
+                    });
                 }
             }
             return diffs;
@@ -91,8 +104,15 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
         std::thread::sleep(Duration::from_millis(300));
     }
     let mut from = [0, 0];
-    for (i, step) in std::iter::once(None).chain(case.steps.iter().map(Some)).enumerate() {
-        let at = if i == 0 { "start".to_string() } else { format!("s{}", i - 1) };
+    for (i, step) in std::iter::once(None)
+        .chain(case.steps.iter().map(Some))
+        .enumerate()
+    {
+        let at = if i == 0 {
+            "start".to_string()
+        } else {
+            format!("s{}", i - 1)
+        };
         if let Some(step) = step {
             let data: Map<String, Value> = step
                 .data
@@ -108,13 +128,19 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
                         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n  namespace: {n}\n  \
                          labels: {{compat: gen}}\ndata:\n  k: {k}\n"
                     );
-                    control_plane::shared().apply(&yaml).unwrap_or_else(|e| panic!("{e}"));
+                    control_plane::shared()
+                        .apply(&yaml)
+                        .unwrap_or_else(|e| panic!("{e}"));
                 }
             }
         }
         if !settle(&ops, Duration::from_secs(5)) {
             let detail = format!("{}\n{}", log_tail(&ops[0]), log_tail(&ops[1]));
-            diffs.push(Diff { at, kind: "settles".into(), detail });
+            diffs.push(Diff {
+                at,
+                kind: "settles".into(),
+                detail,
+            });
             return diffs;
         }
         let check = step.map_or(Check::All, |s| s.check);
@@ -124,7 +150,11 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
             found.extend(diff_maps("runs of", &f, &o));
         }
         if check != Check::Nothing {
-            found.extend(diff_maps("release", &release_state(&ns[0]), &release_state(&ns[1])));
+            found.extend(diff_maps(
+                "release",
+                &release_state(&ns[0]),
+                &release_state(&ns[1]),
+            ));
             let [f, o] = [&ns[0], &ns[1]].map(|n| config_data(n));
             if f != o {
                 found.push(format!("configmap:\n  flant: {f}\n  ours:  {o}"));
@@ -132,12 +162,26 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
         }
         for detail in found {
             let kind = detail.split(':').next().unwrap_or_default().to_string();
-            diffs.push(Diff { at: at.clone(), kind, detail });
+            diffs.push(Diff {
+                at: at.clone(),
+                kind,
+                detail,
+            });
         }
         from = [0, 1].map(|j| ops[j].records().len());
     }
+    let runs = ops.each_ref().map(|o| o.records().len());
+    eprintln!(
+        "seed {}: {runs:?} runs recorded; releases at the end: {:?}",
+        case.seed,
+        crate::addon_oracle::releases(&ns[0])
+    );
     for detail in metric_gaps(&ops[0], &ops[1]) {
-        diffs.push(Diff { at: "end".into(), kind: "metrics".into(), detail });
+        diffs.push(Diff {
+            at: "end".into(),
+            kind: "metrics".into(),
+            detail,
+        });
     }
     diffs
 }
@@ -154,11 +198,17 @@ fn kinds(diffs: &[Diff]) -> BTreeSet<String> {
 pub(crate) fn minimise(case: &Case, diffs: &[Diff], budget: usize) -> (Case, Vec<Part>) {
     let mut cur = case.clone();
     let mut dropped = Vec::new();
-    let first = diffs.iter().find_map(|d| d.at.strip_prefix('s')?.parse::<usize>().ok());
+    let first = diffs
+        .iter()
+        .find_map(|d| d.at.strip_prefix('s')?.parse::<usize>().ok());
     let only_steps = diffs.iter().all(|d| d.at.starts_with('s'));
     let mut want = kinds(diffs);
     if let (Some(first), true) = (first, only_steps) {
-        let at_first: Vec<Diff> = diffs.iter().filter(|d| d.at == format!("s{first}")).cloned().collect();
+        let at_first: Vec<Diff> = diffs
+            .iter()
+            .filter(|d| d.at == format!("s{first}"))
+            .cloned()
+            .collect();
         want = kinds(&at_first);
         while cur.steps.len() > first + 1 {
             let p = Part::Step(cur.steps.len() - 1);
@@ -181,10 +231,16 @@ pub(crate) fn minimise(case: &Case, diffs: &[Diff], budget: usize) -> (Case, Vec
             if runs >= budget {
                 break;
             }
-            let Some(next) = cur.without(&p) else { continue };
+            let Some(next) = cur.without(&p) else {
+                continue;
+            };
             runs += 1;
             let got = run_case(&next);
-            eprintln!("minimising seed {}: without {p}: {} difference(s)", case.seed, got.len());
+            eprintln!(
+                "minimising seed {}: without {p}: {} difference(s)",
+                case.seed,
+                got.len()
+            );
             if !kinds(&got).is_disjoint(&want) {
                 cur = next;
                 dropped.push(p);
@@ -210,7 +266,9 @@ fn cases() -> Vec<(Case, Vec<Part>)> {
             .collect();
         let mut case = Case::generate(seed);
         for p in &drops {
-            case = case.without(p).unwrap_or_else(|| panic!("DROP: no part {p} left"));
+            case = case
+                .without(p)
+                .unwrap_or_else(|| panic!("DROP: no part {p} left"));
         }
         return vec![(case, drops)];
     }
@@ -226,7 +284,8 @@ fn cases() -> Vec<(Case, Vec<Part>)> {
 
 #[test]
 fn generated_module_trees_behave_the_same_under_both() {
-    let budget: usize = std::env::var("ADDON_GEN_MINIMISE_RUNS").map_or(25, |n| n.parse().expect("number"));
+    let budget: usize =
+        std::env::var("ADDON_GEN_MINIMISE_RUNS").map_or(25, |n| n.parse().expect("number"));
     let began = Instant::now();
     let cases = cases();
     let mut report = Vec::new();
@@ -242,9 +301,19 @@ fn generated_module_trees_behave_the_same_under_both() {
         if diffs.is_empty() {
             continue;
         }
-        let mut text = format!("seed {} (replay: SEED={} DROP={})\n{}", case.seed, case.seed, join(drops), case.describe());
+        let mut text = format!(
+            "seed {} (replay: SEED={} DROP={})\n{}",
+            case.seed,
+            case.seed,
+            join(drops),
+            case.describe()
+        );
         for d in &diffs {
-            text.push_str(&format!("  at {}: {}\n", d.at, d.detail.replace('\n', "\n    ")));
+            text.push_str(&format!(
+                "  at {}: {}\n",
+                d.at,
+                d.detail.replace('\n', "\n    ")
+            ));
         }
         if budget > 0 {
             let (small, more) = minimise(case, &diffs, budget);
@@ -275,5 +344,9 @@ fn generated_module_trees_behave_the_same_under_both() {
 }
 
 fn join(parts: &[Part]) -> String {
-    parts.iter().map(Part::to_string).collect::<Vec<_>>().join(",")
+    parts
+        .iter()
+        .map(Part::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

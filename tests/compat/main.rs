@@ -13,12 +13,12 @@ mod oracle;
 
 mod addon;
 mod addon_compare;
-mod gen_addon;
-mod gen_addon_files;
-mod gen_addon_run;
 mod addon_migration;
 mod addon_oracle;
 mod burst;
+mod gen_addon;
+mod gen_addon_files;
+mod gen_addon_run;
 mod mutating;
 mod patcher;
 mod queues;
