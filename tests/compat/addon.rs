@@ -41,6 +41,20 @@ pub const ALLOWED: &[(&str, &str)] = &[
          the docs say; the suite's steps flip it together with the module's section",
     ),
     (
+        "<module>Enabled in a module's own values.yaml",
+        "v1.5.0 (and flant's newer static extender) reads `<module>Enabled` only from \
+         modules/values.yaml; its docs (\"Keys in values.yaml files\") count the module's \
+         own values.yaml too, as ours does; the generated corpus sets it only in \
+         modules/values.yaml",
+    ),
+    (
+        "<module>Enabled without a change of the enabled set",
+        "ours reloads all modules (beforeAll, afterAll) on any `*Enabled` change, as the \
+         docs say; v1.5.0 only when the set of enabled modules changes (e.g. not when a \
+         module its `enabled` script disabled gets `<module>Enabled: false`); the \
+         generated corpus compares such a step by its outcome only",
+    ),
+    (
         "helm values /global/enabledModules",
         "the chart's values carry `global.enabledModules` (flant v1.0 and its docs; \
          v1.5.0 leaves it out); a chart that renders it sees the list",

@@ -111,12 +111,9 @@ impl Case {
         for (i, m) in self.modules.iter().enumerate() {
             let dir = format!("modules/{:03}-{}", (i + 1) * 10, m.name);
             let mut own = String::new();
-            match m.default_on {
-                Some((on, true)) => writeln!(own, "{}Enabled: {on}", m.key),
-                Some((on, false)) => writeln!(common, "{}Enabled: {on}", m.key),
-                None => Ok(()),
+            if let Some(on) = m.default_on {
+                writeln!(common, "{}Enabled: {on}", m.key).expect("write");
             }
-            .expect("write");
             if m.common_values {
                 writeln!(common, "{}:\n  color: green", m.key).expect("write");
             }
@@ -221,9 +218,8 @@ impl Case {
         for (i, m) in self.modules.iter().enumerate() {
             writeln!(
                 s,
-                "  m{i}: module {} (chart {}, enabled script {:?}, {}Enabled in values {:?} \
-                 [(value, in its own values.yaml)], values in modules/values.yaml {}, own values.yaml {}, \
-                 schema {}, template also reads {:?})",
+                "  m{i}: module {} (chart {}, enabled script {:?}, {}Enabled in modules/values.yaml {:?}, \
+                 values in modules/values.yaml {}, own values.yaml {}, schema {}, template also reads {:?})",
                 m.name, m.chart, m.script, m.key, m.default_on, m.common_values, m.own_values, m.schema, m.reads
             )
             .expect("write");
