@@ -187,10 +187,7 @@ impl Case {
             rng,
             fields: BTreeMap::new(),
             global: BTreeMap::new(),
-            on: modules
-                .iter()
-                .map(|m| m.default_on == Some(true))
-                .collect(),
+            on: modules.iter().map(|m| m.default_on == Some(true)).collect(),
             watched: 0,
             kube: global_hooks.contains(&GlobalHook::Kube)
                 || modules.iter().any(|m| m.hooks.contains(&ModHook::Kube)),
@@ -243,10 +240,15 @@ impl Gen {
         match m.script {
             None => true,
             Some(Script::Param2) => {
-                self.fields.get(m.key).and_then(|f| f.get("param2")).map(String::as_str)
+                self.fields
+                    .get(m.key)
+                    .and_then(|f| f.get("param2"))
+                    .map(String::as_str)
                     != Some("stopMePlease")
             }
-            Some(Script::GlobalHalt) => self.global.get("region").map(String::as_str) != Some("halt"),
+            Some(Script::GlobalHalt) => {
+                self.global.get("region").map(String::as_str) != Some("halt")
+            }
         }
     }
 

@@ -76,32 +76,34 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
         AddonOp::start(WHO[j], &ns[j], &refs)
     });
     let mut diffs = Vec::new();
+    // Both converge (their afterAll ran), or one stops or never gets there: then
+    // the other is still given its time, and each that did not is a difference.
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let done = loop {
         let done = ops
             .each_ref()
             .map(|o| o.records().iter().any(|(t, _)| t == "g-after-all"));
-        if done == [true, true] {
-            break;
-        }
-        if Instant::now() > deadline || ops.iter_mut().any(|o| !o.running()) {
-            for (op, done) in ops.iter().zip(done) {
-                let detail = format!(
-                    "{:?} never ran afterAll; its log ends:\n{}",
-                    op.who,
-                    log_tail(op)
-                );
-                if !done {
-                    diffs.push(Diff {
-                        at: "start".into(),
-                        kind: format!("{:?} converges", op.who),
-                        detail,
-                    });
-                }
-            }
-            return diffs;
+        let alive = ops.each_mut().map(|o| o.running());
+        if (done[0] || !alive[0]) && (done[1] || !alive[1]) || Instant::now() > deadline {
+            break done;
         }
         std::thread::sleep(Duration::from_millis(300));
+    };
+    if done != [true, true] {
+        for (op, _) in ops.iter().zip(done).filter(|(_, d)| !d) {
+            let detail = format!(
+                "{:?} never ran afterAll; its log ends:\n{}",
+                op.who,
+                log_tail(op)
+            );
+            let kind = format!("{:?} converges", op.who);
+            diffs.push(Diff {
+                at: "start".into(),
+                kind,
+                detail,
+            });
+        }
+        return diffs;
     }
     let mut from = [0, 0];
     for (i, step) in std::iter::once(None)
@@ -319,10 +321,16 @@ fn generated_module_trees_behave_the_same_under_both() {
             let (small, more) = minimise(case, &diffs, budget);
             let all: Vec<Part> = drops.iter().chain(&more).cloned().collect();
             text.push_str(&format!(
-                "minimised (replay: SEED={} DROP={}):\n{}",
+                "minimised (replay: SEED={} DROP={}):\n{}  files: {}\n",
                 case.seed,
                 join(&all),
-                small.describe()
+                small.describe(),
+                small
+                    .files("NS")
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ));
         }
         eprintln!("{text}");
