@@ -100,8 +100,11 @@ pub(crate) type Entry = (Option<&'static str>, String, Option<String>);
 pub(crate) struct Step {
     pub what: String,
     pub data: Vec<Entry>,
-    /// The watched ConfigMap's `k` after this step.
-    pub watched: Option<String>,
+    /// The watched ConfigMap changed by this step (`watched-global`, which the global
+    /// hook watches, or `watched-modules`, which module hooks watch: one object for
+    /// both would race, as flant's informers deliver one event to each hook in no
+    /// set order) and its `k` after it.
+    pub watched: Option<(&'static str, String)>,
     pub check: Check,
 }
 
@@ -189,8 +192,10 @@ impl Case {
             global: BTreeMap::new(),
             on: modules.iter().map(|m| m.default_on == Some(true)).collect(),
             watched: 0,
-            kube: global_hooks.contains(&GlobalHook::Kube)
-                || modules.iter().any(|m| m.hooks.contains(&ModHook::Kube)),
+            kube: [
+                global_hooks.contains(&GlobalHook::Kube),
+                modules.iter().any(|m| m.hooks.contains(&ModHook::Kube)),
+            ],
         };
         let mut start = Vec::new();
         if g.rng.chance(60) {
@@ -230,8 +235,8 @@ struct Gen {
     global: BTreeMap<&'static str, String>,
     on: Vec<bool>,
     watched: usize,
-    /// Whether a hook watches the watched object (else its steps are not made).
-    kube: bool,
+    /// Whether a global / a module hook watches its object (else no steps change it).
+    kube: [bool; 2],
 }
 
 impl Gen {
@@ -265,7 +270,7 @@ impl Gen {
         };
         let mut follow = None;
         let mut kind = self.rng.below(10);
-        if !self.kube && (7..=8).contains(&kind) {
+        if self.kube == [false, false] && (7..=8).contains(&kind) {
             kind = 0;
         }
         match kind {
@@ -339,8 +344,13 @@ impl Gen {
             }
             7 | 8 => {
                 self.watched += 1;
-                step.what = format!("the watched object's k = w{}", self.watched);
-                step.watched = Some(format!("w{}", self.watched));
+                let object = match self.kube {
+                    [true, true] => ["watched-global", "watched-modules"][self.rng.below(2)],
+                    [true, false] => "watched-global",
+                    _ => "watched-modules",
+                };
+                step.what = format!("{object}'s k = w{}", self.watched);
+                step.watched = Some((object, format!("w{}", self.watched)));
             }
             _ => {
                 step.what = "a section of an unknown module".into();

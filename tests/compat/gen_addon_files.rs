@@ -57,11 +57,11 @@ fn from_watched(path: &str) -> String {
     )
 }
 
-/// A `kubernetes` binding on the watched ConfigMaps of `ns`.
-fn kube_config(ns: &str) -> String {
+/// A `kubernetes` binding on the ConfigMap `name` of `ns`.
+fn kube_config(ns: &str, name: &str) -> String {
     format!(
         "configVersion: v1\nkubernetes:\n- name: watched\n  kind: ConfigMap\n  namespace:\n    \
-         nameSelector:\n      matchNames: [{ns}]\n  labelSelector:\n    matchLabels: {{compat: gen}}\n  \
+         nameSelector:\n      matchNames: [{ns}]\n  nameSelector:\n    matchNames: [{name}]\n  \
          jqFilter: .data"
     )
 }
@@ -85,7 +85,11 @@ impl Case {
                     "configVersion: v1\nbeforeAll: 1".into(),
                     patch("/global/fromBeforeAll", "ba"),
                 ),
-                GlobalHook::Kube => ("kube", kube_config(ns), from_watched("/global/watched")),
+                GlobalHook::Kube => (
+                    "kube",
+                    kube_config(ns, "watched-global"),
+                    from_watched("/global/watched"),
+                ),
             };
             files.push((
                 format!("global-hooks/{name}.sh"),
@@ -192,7 +196,7 @@ impl Case {
                     ),
                     ModHook::Kube => (
                         "kube",
-                        kube_config(ns),
+                        kube_config(ns, "watched-modules"),
                         from_watched(&format!("/{}/kube", m.key)),
                     ),
                 };

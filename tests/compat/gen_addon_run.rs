@@ -125,9 +125,9 @@ pub(crate) fn run_case(case: &Case) -> Vec<Diff> {
                 if !data.is_empty() {
                     patch_config(n, &Value::Object(data.clone()));
                 }
-                if let Some(k) = &step.watched {
+                if let Some((name, k)) = &step.watched {
                     let yaml = format!(
-                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n  namespace: {n}\n  \
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {n}\n  \
                          labels: {{compat: gen}}\ndata:\n  k: {k}\n"
                     );
                     control_plane::shared()
