@@ -218,6 +218,8 @@ pub(crate) fn minimise(case: &Case, diffs: &[Diff], budget: usize) -> (Case, Vec
             dropped.push(p);
         }
     }
+    // A part tried and kept once is not tried again (by what it is, not where).
+    let mut kept: BTreeSet<String> = BTreeSet::new();
     let mut runs = 0;
     let mut progress = true;
     while progress && runs < budget {
@@ -233,7 +235,8 @@ pub(crate) fn minimise(case: &Case, diffs: &[Diff], budget: usize) -> (Case, Vec
             if runs >= budget {
                 break;
             }
-            let Some(next) = cur.without(&p) else {
+            let id = identity(&cur, &p);
+            let Some(next) = cur.without(&p).filter(|_| !kept.contains(&id)) else {
                 continue;
             };
             runs += 1;
@@ -249,9 +252,26 @@ pub(crate) fn minimise(case: &Case, diffs: &[Diff], budget: usize) -> (Case, Vec
                 progress = true;
                 break;
             }
+            kept.insert(id);
         }
     }
     (cur, dropped)
+}
+
+/// What `part` of `case` is, independent of its index.
+fn identity(case: &Case, part: &Part) -> String {
+    let module = |i: usize| case.modules.get(i).map_or("", |m| m.name);
+    match *part {
+        Part::Module(i) => format!("module {}", module(i)),
+        Part::Hook(i, j) => format!(
+            "hook {} {:?}",
+            module(i),
+            case.modules.get(i).and_then(|m| m.hooks.get(j))
+        ),
+        Part::Global(i) => format!("global {:?}", case.global_hooks.get(i)),
+        Part::Start(i) => format!("entry {:?}", case.start.get(i).map(|e| &e.1)),
+        Part::Step(i) => format!("step {:?}", case.steps.get(i).map(|s| (&s.what, &s.data))),
+    }
 }
 
 /// The seeds to run: `SEED` (with `DROP`) alone, else [`FIXED`] and
