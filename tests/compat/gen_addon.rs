@@ -405,7 +405,38 @@ fn the_generator_is_deterministic_and_writes_valid_yaml() {
                 .unwrap_or_else(|e| panic!("seed {seed} {path}: {e}\n{text}"));
         }
     }
-    for seed in 1..4 {
-        eprintln!("{}", Case::generate(seed).describe());
+}
+
+#[test]
+fn every_part_of_a_case_can_be_dropped_and_named_for_a_replay() {
+    use crate::gen_addon_files::Part;
+    let case = Case::generate(1011);
+    let mut parts: Vec<Part> = (0..case.modules.len()).map(Part::Module).collect();
+    parts.extend((0..case.global_hooks.len()).map(Part::Global));
+    parts.extend((0..case.modules[0].hooks.len()).map(|j| Part::Hook(0, j)));
+    parts.extend((0..case.start.len()).map(Part::Start));
+    parts.extend((0..case.steps.len()).map(Part::Step));
+    for p in &parts {
+        assert_eq!(Part::parse(&p.to_string()).as_ref(), Some(p));
+        let smaller = case.without(p).unwrap_or_else(|| panic!("{p}"));
+        assert_ne!(smaller.describe(), case.describe(), "{p}");
     }
+    // A module goes with its ConfigMap entries, and steps left empty go too.
+    let name = case.modules[0].name;
+    let without = case.without(&Part::Module(0)).expect("module");
+    assert!(without.modules.iter().all(|m| m.name != name));
+    assert!(
+        without
+            .start
+            .iter()
+            .chain(without.steps.iter().flat_map(|s| &s.data))
+            .all(|e| e.0 != Some(name))
+    );
+    assert!(
+        without
+            .steps
+            .iter()
+            .all(|s| !s.data.is_empty() || s.watched.is_some())
+    );
+    assert!(case.without(&Part::Step(case.steps.len())).is_none());
 }
