@@ -331,8 +331,14 @@ impl Gen {
                     step.check = Check::Outcome;
                 }
                 self.on[i] = !self.on[i];
+                // The section must change too: v1.5.0 ignores a flip alone
+                // (`addon::ALLOWED`, "<module>Enabled alone").
                 let f = self.fields.entry(m.key).or_default();
-                f.insert("size", (1 + self.rng.below(9)).to_string());
+                let mut size = (1 + self.rng.below(9)).to_string();
+                while f.get("size") == Some(&size) {
+                    size = (1 + self.rng.below(9)).to_string();
+                }
+                f.insert("size", size);
                 step.what = format!("{}Enabled = {} with its section", m.key, self.on[i]);
                 step.data.push((
                     Some(m.name),
