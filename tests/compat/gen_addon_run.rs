@@ -7,7 +7,8 @@
 //! case that differs is shrunk (greedily: modules, hooks, ConfigMap entries, steps)
 //! to the smallest that still differs the same way, and both are printed with the
 //! seed. `make test-compat` runs [`FIXED`]; `ADDON_GEN_CASES=N` runs N more (from
-//! `ADDON_GEN_FIRST`, default 1000); `SEED=s [DROP=m0,s3,…]` replays one case.
+//! `ADDON_GEN_FIRST`, default 1000); `SEED=s [DROP=m0,s3,…]` replays one case;
+//! `ADDON_GEN_MINIMISE_RUNS` (default 15, 0: none) bounds the shrinking's reruns.
 
 use crate::addon_compare::{config_data, diff_maps, metric_gaps, release_state, runs_since};
 use crate::addon_oracle::{AddonOp, Who, namespace_with_config, patch_config};
