@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: clients build test test-cluster test-compat cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat test-compat-generated cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -33,6 +33,14 @@ flant:
 # ours on the same hooks/modules and the same real API server (tests/compat).
 test-compat: clients control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
+
+# N more generated addon-operator cases beside flant's v1.5.0 (tests/compat/
+# gen_addon*.rs), from seed FIRST; a differing case is shrunk and printed with its
+# replay line. One case: SEED=s [DROP=m0,s3] make test-compat-generated N=0.
+N ?= 20
+FIRST ?= 1000
+test-compat-generated: clients control-plane flant
+	ADDON_GEN_CASES=$(N) ADDON_GEN_FIRST=$(FIRST) $(CARGO) test --test compat generated_module_trees -- --nocapture
 
 # Only the tests against the real API server (tests/cluster).
 test-cluster: clients control-plane
