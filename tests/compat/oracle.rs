@@ -133,8 +133,20 @@ impl Pair {
         (flant_args, flant_env): (&[&str], &[(&str, &str)]),
         (ours_args, ours_env): (&[&str], &[(&str, &str)]),
     ) -> Pair {
-        let (flant, flant_port) = start_flant(hooks, flant_args, flant_env);
-        let ours = Operator::start(hooks, ours_args, ours_env);
+        Pair::start_sides(
+            (hooks, flant_args, flant_env),
+            (hooks, ours_args, ours_env),
+        )
+    }
+
+    /// Each operator with hooks, arguments and hook environment of its own (the
+    /// generated corpus gives each its own namespaces, named in the hooks' configs).
+    pub fn start_sides(
+        (flant_hooks, flant_args, flant_env): (&[(&str, String)], &[&str], &[(&str, &str)]),
+        (ours_hooks, ours_args, ours_env): (&[(&str, String)], &[&str], &[(&str, &str)]),
+    ) -> Pair {
+        let (flant, flant_port) = start_flant(flant_hooks, flant_args, flant_env);
+        let ours = Operator::start(ours_hooks, ours_args, ours_env);
         Pair {
             flant,
             ours,
@@ -182,7 +194,9 @@ pub fn by_tag(op: &Operator) -> BTreeMap<String, Vec<Value>> {
     map
 }
 
-fn normalise(ctx: &mut Value) {
+/// Sorts a binding context's lists of objects (`objects` and every snapshot) by
+/// namespace/name: their order is the API server's or the cache's, not a contract.
+pub fn normalise(ctx: &mut Value) {
     if let Some(objects) = ctx.get_mut("objects").and_then(Value::as_array_mut) {
         objects.sort_by_key(sort_key);
     }
