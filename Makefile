@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: build test test-cluster test-compat cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: build test test-cluster test-compat test-compat-generated cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -29,6 +29,13 @@ flant:
 # ours on the same hooks/modules and the same real API server (tests/compat).
 test-compat: control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
+
+# The generated differential corpus (tests/compat/gen_*.rs): N seeded cases (seeds
+# 1..N) under flant's operators and ours; SEED=n replays one case. `make test-compat`
+# runs a fixed handful of seeds.
+N ?= 20
+test-compat-generated: control-plane flant
+	GENERATED_SEEDS=$(N) $(CARGO) test --test compat generated --no-fail-fast -- --nocapture
 
 # Only the tests against the real API server (tests/cluster).
 test-cluster: control-plane
