@@ -53,6 +53,22 @@ impl Rng {
     }
 }
 
+/// Each of `keys` with probability `percent`/100, with a value from `values`.
+fn pairs(
+    r: &mut Rng,
+    keys: &[&'static str],
+    values: &[&'static str],
+    percent: usize,
+) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for k in keys {
+        if r.chance(percent) {
+            out.push((*k, r.pick(values)));
+        }
+    }
+    out
+}
+
 /// Namespaces each operator's copy of a case has (and a probe namespace besides).
 pub(crate) const NAMESPACES: usize = 2;
 const NAMES: &[&str] = &["o0", "o1", "o2", "o3"];
@@ -70,7 +86,11 @@ const OBJECT_FILTERS: &[&str] = &[
     "{name: .metadata.name, app: .metadata.labels.app}",
     "[.metadata.labels // {} | keys[]]",
 ];
-const NAMESPACE_FILTERS: &[&str] = &[".metadata.labels.tier", ".metadata.name", ".metadata.labels"];
+const NAMESPACE_FILTERS: &[&str] = &[
+    ".metadata.labels.tier",
+    ".metadata.name",
+    ".metadata.labels",
+];
 const EVENTS: &[&str] = &["Added", "Modified", "Deleted"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,14 +130,8 @@ pub(crate) struct Obj {
 
 impl Obj {
     fn random(r: &mut Rng, kind: Kind, ns: usize, name: &str) -> Obj {
-        let labels = LABEL_KEYS
-            .iter()
-            .filter_map(|k| r.chance(60).then(|| (*k, r.pick(LABEL_VALUES))))
-            .collect();
-        let mut data: Vec<_> = DATA_KEYS
-            .iter()
-            .filter_map(|k| r.chance(60).then(|| (*k, r.pick(kind.values()))))
-            .collect();
+        let labels = pairs(r, LABEL_KEYS, LABEL_VALUES, 60);
+        let mut data: Vec<_> = pairs(r, DATA_KEYS, kind.values(), 60);
         if data.is_empty() {
             data.push(("k", kind.values()[0]));
         }
@@ -267,12 +281,8 @@ impl Side {
     /// (this side's name, the template's), longest first.
     pub(crate) fn renames(&self) -> Vec<(String, String)> {
         let t = Side::template();
-        let mut out: Vec<(String, String)> = self
-            .namespaces
-            .iter()
-            .cloned()
-            .zip(t.namespaces)
-            .collect();
+        let mut out: Vec<(String, String)> =
+            self.namespaces.iter().cloned().zip(t.namespaces).collect();
         out.push((self.probe_ns.clone(), t.probe_ns));
         out.push((self.token.clone(), t.token));
         out
@@ -437,7 +447,8 @@ fn binding(r: &mut Rng, j: usize) -> Binding {
                 )])
             })
     };
-    let field = (namespaced && r.chance(20)).then(|| (r.pick(&["Equals", "NotEquals"]), r.pick(NAMES)));
+    let field =
+        (namespaced && r.chance(20)).then(|| (r.pick(&["Equals", "NotEquals"]), r.pick(NAMES)));
     let names = (namespaced && r.chance(15)).then(|| {
         let mut n = r.subset(NAMES);
         if n.is_empty() {
@@ -498,17 +509,15 @@ fn patch_op(r: &mut Rng, tag: &str, j: usize, runs_once: bool) -> PatchOp {
     let patches = matches!(kind, MergePatch | JsonPatch | JqPatch);
     let ignore_missing = patches && r.chance(30);
     // A patch with ignoreMissingObject sometimes aims at nothing.
-    let has_seed = !matches!(kind, Create | CreateIfNotExists | CreateOrUpdate)
-        && !(ignore_missing && r.chance(50));
+    let creates = matches!(kind, Create | CreateIfNotExists | CreateOrUpdate);
+    let aims_at_nothing = ignore_missing && r.chance(50);
+    let has_seed = !creates && !aims_at_nothing;
     let seed = has_seed.then(|| Obj::random(r, Kind::ConfigMap, ns, &name));
     PatchOp {
         kind,
         ns,
         name,
-        labels: LABEL_KEYS
-            .iter()
-            .filter_map(|k| r.chance(40).then(|| (*k, r.pick(LABEL_VALUES))))
-            .collect(),
+        labels: pairs(r, LABEL_KEYS, LABEL_VALUES, 40),
         value: r.pick(CM_VALUES),
         ignore_missing,
         seed,
@@ -555,7 +564,12 @@ fn step(r: &mut Rng, live: &mut Vec<Obj>) -> Step {
             // A value the key does not have yet: a real change.
             let key = r.pick(DATA_KEYS);
             let now = o.data.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-            let fresh: Vec<&str> = kind.values().iter().copied().filter(|v| Some(*v) != now).collect();
+            let fresh: Vec<&str> = kind
+                .values()
+                .iter()
+                .copied()
+                .filter(|v| Some(*v) != now)
+                .collect();
             let value = r.pick(&fresh);
             o.data.retain(|(k, _)| *k != key);
             o.data.push((key, value));
@@ -575,7 +589,12 @@ fn step(r: &mut Rng, live: &mut Vec<Obj>) -> Step {
 fn generated_cases_are_deterministic_and_varied() {
     let all: Vec<String> = (1..=40).map(|s| Case::generate(s).describe()).collect();
     for (i, text) in all.iter().enumerate() {
-        assert_eq!(*text, Case::generate(i as u64 + 1).describe(), "seed {}", i + 1);
+        assert_eq!(
+            *text,
+            Case::generate(i as u64 + 1).describe(),
+            "seed {}",
+            i + 1
+        );
     }
     // `-- --nocapture` shows the fixed seeds' cases.
     for text in &all[..4] {
@@ -583,12 +602,35 @@ fn generated_cases_are_deterministic_and_varied() {
     }
     let joined = all.join("\n");
     for needle in [
-        "onStartup:", "kind: Namespace", "kind: Secret", "matchLabels:", "matchExpressions:",
-        "fieldSelector:", "nameSelector:", "jqFilter:", "executeHookOnEvent:",
-        "executeHookOnSynchronization:", "keepFullObjectsInMemory:", "group:", "queue:",
-        "includeSnapshotsFrom: [b", "\"Create\"", "CreateIfNotExists", "CreateOrUpdate", "MergePatch",
-        "JSONPatch", "JQPatch", "DeleteInBackground", "DeleteNonCascading", "ignoreMissingObject",
-        "Create(", "Label(", "Data(", "Annotate(", "Delete(", "NsLabel(",
+        "onStartup:",
+        "kind: Namespace",
+        "kind: Secret",
+        "matchLabels:",
+        "matchExpressions:",
+        "fieldSelector:",
+        "nameSelector:",
+        "jqFilter:",
+        "executeHookOnEvent:",
+        "executeHookOnSynchronization:",
+        "keepFullObjectsInMemory:",
+        "group:",
+        "queue:",
+        "includeSnapshotsFrom: [b",
+        "\"Create\"",
+        "CreateIfNotExists",
+        "CreateOrUpdate",
+        "MergePatch",
+        "JSONPatch",
+        "JQPatch",
+        "DeleteInBackground",
+        "DeleteNonCascading",
+        "ignoreMissingObject",
+        "Create(",
+        "Label(",
+        "Data(",
+        "Annotate(",
+        "Delete(",
+        "NsLabel(",
     ] {
         assert!(joined.contains(needle), "no generated case has {needle}");
     }

@@ -55,7 +55,11 @@ impl Binding {
             None => {}
         }
         let ns_names = |idx: &[usize]| -> String {
-            list(&idx.iter().map(|i| side.namespaces[*i].clone()).collect::<Vec<_>>())
+            list(
+                &idx.iter()
+                    .map(|i| side.namespaces[*i].clone())
+                    .collect::<Vec<_>>(),
+            )
         };
         if self.kind == Kind::Namespace {
             match &self.ns {
@@ -172,12 +176,14 @@ impl Hook {
                             "data": {"p": op.value}}}),
                     OpKind::MergePatch => {
                         let mut t = target.clone();
-                        t["mergePatch"] = json!({"data": {"m": op.value}, "metadata": {"labels": labels}});
+                        t["mergePatch"] =
+                            json!({"data": {"m": op.value}, "metadata": {"labels": labels}});
                         t
                     }
                     OpKind::JsonPatch => {
                         let mut t = target.clone();
-                        t["jsonPatch"] = json!([{"op": "add", "path": "/data/j", "value": op.value}]);
+                        t["jsonPatch"] =
+                            json!([{"op": "add", "path": "/data/j", "value": op.value}]);
                         t
                     }
                     OpKind::JqPatch => {
@@ -191,7 +197,11 @@ impl Hook {
                     }
                     OpKind::DeleteInBackground | OpKind::DeleteNonCascading => target.clone(),
                 };
-                line["operation"] = json!(format!("{:?}", op.kind).replace("JsonPatch", "JSONPatch").replace("JqPatch", "JQPatch"));
+                line["operation"] = json!(
+                    format!("{:?}", op.kind)
+                        .replace("JsonPatch", "JSONPatch")
+                        .replace("JqPatch", "JQPatch")
+                );
                 if op.ignore_missing {
                     line["ignoreMissingObject"] = json!(true);
                 }
@@ -253,7 +263,13 @@ pub(crate) fn create(client: &Client, kind: Kind, obj: &Value) -> Result<(), Str
 }
 
 /// Merge-patches an object.
-pub(crate) fn merge(client: &Client, kind: Kind, ns: Option<&str>, name: &str, patch: Value) -> Result<(), String> {
+pub(crate) fn merge(
+    client: &Client,
+    kind: Kind,
+    ns: Option<&str>,
+    name: &str,
+    patch: Value,
+) -> Result<(), String> {
     api(client, kind, ns)
         .patch(name, &Patch::Merge(patch), &PatchParams::default())
         .map(|_| ())

@@ -67,7 +67,12 @@ fn rename(v: &mut Value, renames: &[(String, String)]) {
 fn scrub(v: &mut Value) {
     match v {
         Value::Object(map) => {
-            for k in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"] {
+            for k in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "deletionTimestamp",
+            ] {
                 map.remove(k);
             }
             if map.contains_key("manager") {
@@ -88,14 +93,25 @@ fn clean(mut v: Value, side: &Side) -> Value {
 }
 
 /// The phase summaries of one operator's runs.log lines `[from, to)`.
-fn summarise(out: &mut Observed, runs: &[(String, Value)], (from, to): (usize, usize), side: &Side, phase: usize, probe: bool) {
+fn summarise(
+    out: &mut Observed,
+    runs: &[(String, Value)],
+    (from, to): (usize, usize),
+    side: &Side,
+    phase: usize,
+    probe: bool,
+) {
     for (tag, run) in &runs[from.min(runs.len())..to.min(runs.len())] {
         for c in run.as_array().cloned().unwrap_or_default() {
             let mut c = clean(c, side);
             if probe {
-                out.entry(format!("{tag} probe after phase {phase}")).or_default().push(c.to_string());
+                out.entry(format!("{tag} probe after phase {phase}"))
+                    .or_default()
+                    .push(c.to_string());
             } else if c["type"] == "Group" {
-                let list = out.entry(format!("{tag} phase {phase} groups")).or_default();
+                let list = out
+                    .entry(format!("{tag} phase {phase} groups"))
+                    .or_default();
                 let g = c["groupName"].to_string();
                 if !list.contains(&g) {
                     list.push(g);
@@ -104,7 +120,9 @@ fn summarise(out: &mut Observed, runs: &[(String, Value)], (from, to): (usize, u
                 if let Some(m) = c.as_object_mut() {
                     m.remove("snapshots");
                 }
-                out.entry(format!("{tag} phase {phase} contexts")).or_default().push(c.to_string());
+                out.entry(format!("{tag} phase {phase} contexts"))
+                    .or_default()
+                    .push(c.to_string());
             }
         }
     }
@@ -114,7 +132,9 @@ fn summarise(out: &mut Observed, runs: &[(String, Value)], (from, to): (usize, u
 fn objects(client: &Client, side: &Side) -> Vec<String> {
     let mut out = Vec::new();
     for kind in [Kind::ConfigMap, Kind::Secret] {
-        let resource = client.resolve("v1", kind.name(), "generated corpus").expect("resolve");
+        let resource = client
+            .resolve("v1", kind.name(), "generated corpus")
+            .expect("resolve");
         for ns in &side.namespaces {
             let list = client
                 .api(&resource, Some(ns))
@@ -132,7 +152,11 @@ fn objects(client: &Client, side: &Side) -> Vec<String> {
 
 /// Waits until `done(runs)` for both operators or `timeout`; the operators that
 /// did not get there.
-fn wait_both(pair: &Pair, timeout: Duration, done: impl Fn(&[(String, Value)]) -> bool) -> Vec<&'static str> {
+fn wait_both(
+    pair: &Pair,
+    timeout: Duration,
+    done: impl Fn(&[(String, Value)]) -> bool,
+) -> Vec<&'static str> {
     let deadline = Instant::now() + timeout;
     loop {
         let missing: Vec<&str> = [("flant", &pair.flant), ("ours", &pair.ours)]
@@ -177,7 +201,8 @@ fn setup(client: &Client, case: &Case, side: &Side) {
             "metadata": {"name": ns, "labels": {"gen-case": side.token}}});
         create(client, Kind::Namespace, &obj).unwrap_or_else(|e| panic!("{e}"));
     }
-    let probe_ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": side.probe_ns}});
+    let probe_ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": side.probe_ns}});
     create(client, Kind::Namespace, &probe_ns).unwrap_or_else(|e| panic!("{e}"));
     let probe = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "probe", "namespace": side.probe_ns},
@@ -205,13 +230,21 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
     let pair = Pair::start_sides((&refs[0], &args, &[]), (&refs[1], &args, &[]));
     let ops = [&pair.flant, &pair.ours];
     let mut report = Vec::new();
-    let probed: Vec<&str> = case.hooks.iter().filter(|h| !h.bindings.is_empty()).map(|h| h.tag.as_str()).collect();
+    let probed: Vec<&str> = case
+        .hooks
+        .iter()
+        .filter(|h| !h.bindings.is_empty())
+        .map(|h| h.tag.as_str())
+        .collect();
     let tags: Vec<&str> = case.hooks.iter().map(|h| h.tag.as_str()).collect();
     // Started: every hook ran (a probed one for its probe's Synchronization).
     let late = wait_both(&pair, Duration::from_secs(60), |runs| {
         tags.iter().all(|t| {
             runs.iter().any(|(tag, c)| {
-                tag == t && (!probed.contains(t) || c.as_array().is_some_and(|a| a.iter().any(|c| c["binding"] == "probe")))
+                tag == t
+                    && (!probed.contains(t)
+                        || c.as_array()
+                            .is_some_and(|a| a.iter().any(|c| c["binding"] == "probe")))
             })
         })
     });
@@ -231,7 +264,10 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
                 })
                 .collect();
             if outcomes[0] != outcomes[1] {
-                report.push(format!("step {phase}: flant's copy {} / ours {}", outcomes[0], outcomes[1]));
+                report.push(format!(
+                    "step {phase}: flant's copy {} / ours {}",
+                    outcomes[0], outcomes[1]
+                ));
             }
         }
         if !settle(&pair) {
@@ -240,17 +276,33 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
         let settled: Vec<usize> = ops.iter().map(|op| op.runs().len()).collect();
         for (i, side) in sides.iter().enumerate() {
             let runs = ops[i].runs();
-            summarise(&mut observed[i], &runs, (marks[i], settled[i]), side, phase, false);
-            observed[i].insert(format!("objects after phase {phase}"), objects(&client, side));
-            merge(&client, Kind::ConfigMap, Some(&side.probe_ns), "probe", json!({"data": {"phase": phase.to_string()}}))
-                .unwrap_or_else(|e| panic!("{e}"));
+            summarise(
+                &mut observed[i],
+                &runs,
+                (marks[i], settled[i]),
+                side,
+                phase,
+                false,
+            );
+            observed[i].insert(
+                format!("objects after phase {phase}"),
+                objects(&client, side),
+            );
+            merge(
+                &client,
+                Kind::ConfigMap,
+                Some(&side.probe_ns),
+                "probe",
+                json!({"data": {"phase": phase.to_string()}}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
         }
         let want = json!(phase.to_string());
         let probe_seen = |runs: &[(String, Value)], from: usize| {
             probed.iter().all(|t| {
-                runs[from.min(runs.len())..]
-                    .iter()
-                    .any(|(tag, c)| tag == t && c[0]["binding"] == "probe" && c[0]["filterResult"]["phase"] == want)
+                runs[from.min(runs.len())..].iter().any(|(tag, c)| {
+                    tag == t && c[0]["binding"] == "probe" && c[0]["filterResult"]["phase"] == want
+                })
             })
         };
         let missing: Vec<&str> = [0, 1]
@@ -268,11 +320,20 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
             .map(|i| ["flant", "ours"][i])
             .collect();
         if !missing.is_empty() {
-            report.push(format!("phase {phase}: {missing:?} did not run every probe"));
+            report.push(format!(
+                "phase {phase}: {missing:?} did not run every probe"
+            ));
         }
         for (i, side) in sides.iter().enumerate() {
             let runs = ops[i].runs();
-            summarise(&mut observed[i], &runs, (settled[i], runs.len()), side, phase, true);
+            summarise(
+                &mut observed[i],
+                &runs,
+                (settled[i], runs.len()),
+                side,
+                phase,
+                true,
+            );
             marks[i] = runs.len();
         }
     }
@@ -280,7 +341,11 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
         list.sort();
     }
     report.extend(compare(&observed[0], &observed[1]));
-    report.extend(differences("environment", &env_by_tag(&pair.flant), &env_by_tag(&pair.ours)));
+    report.extend(differences(
+        "environment",
+        &env_by_tag(&pair.flant),
+        &env_by_tag(&pair.ours),
+    ));
     for (who, op) in [("flant", &pair.flant), ("ours", &pair.ours)] {
         if op.runs().is_empty() {
             report.push(format!("{who}'s hooks never ran"));
@@ -306,7 +371,10 @@ fn compare(flant: &Observed, ours: &Observed) -> Vec<String> {
     let keys: std::collections::BTreeSet<&String> = flant.keys().chain(ours.keys()).collect();
     let mut out = Vec::new();
     for key in keys {
-        let (f, o) = (flant.get(key).cloned().unwrap_or_default(), ours.get(key).cloned().unwrap_or_default());
+        let (f, o) = (
+            flant.get(key).cloned().unwrap_or_default(),
+            ours.get(key).cloned().unwrap_or_default(),
+        );
         if f == o {
             continue;
         }
@@ -435,7 +503,10 @@ fn shrink(case: &Case, diffs: Vec<String>) -> (Case, Vec<String>) {
             runs += 1;
             let d = run_case(&candidate);
             if !d.is_empty() {
-                eprintln!("shrinking SEED={}: still differs after {runs} runs", case.seed);
+                eprintln!(
+                    "shrinking SEED={}: still differs after {runs} runs",
+                    case.seed
+                );
                 (best, best_diffs) = (candidate, d);
                 continue 'outer;
             }
@@ -488,6 +559,16 @@ fn generated_shell_cases_agree_with_flant() {
             ));
         }
     }
-    eprintln!("generated shell corpus: {} case(s) in {:.1?}", seeds.len(), started.elapsed());
-    assert!(failures.is_empty(), "{} of {} generated case(s) differ:\n{}", failures.len(), seeds.len(), failures.join("\n\n"));
+    eprintln!(
+        "generated shell corpus: {} case(s) in {:.1?}",
+        seeds.len(),
+        started.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} generated case(s) differ:\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n\n")
+    );
 }

@@ -104,6 +104,13 @@ pub fn stop(op: &mut Operator, who: &str) {
     );
 }
 
+/// One operator's hooks, extra arguments and hook environment.
+pub type SideStart<'a> = (
+    &'a [(&'a str, String)],
+    &'a [&'a str],
+    &'a [(&'a str, &'a str)],
+);
+
 /// flant's operator and ours on the same hooks, kubeconfig and extra arguments.
 pub struct Pair {
     pub flant: Operator,
@@ -133,17 +140,14 @@ impl Pair {
         (flant_args, flant_env): (&[&str], &[(&str, &str)]),
         (ours_args, ours_env): (&[&str], &[(&str, &str)]),
     ) -> Pair {
-        Pair::start_sides(
-            (hooks, flant_args, flant_env),
-            (hooks, ours_args, ours_env),
-        )
+        Pair::start_sides((hooks, flant_args, flant_env), (hooks, ours_args, ours_env))
     }
 
     /// Each operator with hooks, arguments and hook environment of its own (the
     /// generated corpus gives each its own namespaces, named in the hooks' configs).
     pub fn start_sides(
-        (flant_hooks, flant_args, flant_env): (&[(&str, String)], &[&str], &[(&str, &str)]),
-        (ours_hooks, ours_args, ours_env): (&[(&str, String)], &[&str], &[(&str, &str)]),
+        (flant_hooks, flant_args, flant_env): SideStart<'_>,
+        (ours_hooks, ours_args, ours_env): SideStart<'_>,
     ) -> Pair {
         let (flant, flant_port) = start_flant(flant_hooks, flant_args, flant_env);
         let ours = Operator::start(ours_hooks, ours_args, ours_env);
