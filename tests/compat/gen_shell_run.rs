@@ -215,6 +215,12 @@ fn setup(client: &Client, case: &Case, side: &Side) {
 
 /// Runs `case` under both operators; every unexplained difference, each a line.
 pub(crate) fn run_case(case: &Case) -> Vec<String> {
+    run_case_counted(case).0
+}
+
+/// [`run_case`], and how many observations (contexts, snapshots, objects) of
+/// flant's were compared.
+pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
     let client = client();
     let sides = [Side::new(unique_token('f')), Side::new(unique_token('o'))];
     for side in &sides {
@@ -340,6 +346,10 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
     for list in observed.iter_mut().flat_map(|o| o.values_mut()) {
         list.sort();
     }
+    let compared = observed[0].values().map(Vec::len).sum();
+    if std::env::var("GENERATED_VERBOSE").is_ok() {
+        eprintln!("observed from flant: {:#?}", observed[0]);
+    }
     report.extend(compare(&observed[0], &observed[1]));
     report.extend(differences(
         "environment",
@@ -356,7 +366,7 @@ pub(crate) fn run_case(case: &Case) -> Vec<String> {
             report.push(format!("{who}'s log (last 30 lines):\n{}", tail(op, 30)));
         }
     }
-    report
+    (report, compared)
 }
 
 fn tail(op: &Operator, n: usize) -> String {
@@ -536,14 +546,16 @@ fn generated_shell_cases_agree_with_flant() {
     for &seed in &seeds {
         let case = Case::generate(seed);
         let t = Instant::now();
-        let diffs = run_case(&case);
+        let (diffs, compared) = run_case_counted(&case);
         eprintln!(
-            "generated shell case SEED={seed}: {} hook(s), {} step(s), {} difference(s), {:.1?}",
+            "generated shell case SEED={seed}: {} hook(s), {} step(s), {compared} observations compared, \
+             {} difference(s), {:.1?}",
             case.hooks.len(),
             case.steps.len(),
             diffs.len(),
             t.elapsed()
         );
+        assert!(compared > 0, "SEED={seed}: nothing was observed");
         if !diffs.is_empty() {
             let first = format!("{}\n{}", case.describe(), diffs.join("\n"));
             let (small, small_diffs) = if std::env::var("GENERATED_SHRINK").as_deref() == Ok("0") {
