@@ -25,7 +25,8 @@
 use crate::common::Operator;
 use crate::gen_shell::{Case, Kind, Side};
 use crate::gen_shell_render::{apply, client, create, merge};
-use crate::oracle::{Pair, differences, env_by_tag, normalise};
+use crate::oracle::{Pair, differences, env_by_tag, json_diff, normalise};
+use std::fmt::Write as _;
 use serde_json::{Value, json};
 use shell_operator::kube::{Client, ListParams};
 use std::collections::BTreeMap;
@@ -369,6 +370,14 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
     (report, compared)
 }
 
+/// At most 1,500 characters of `text`.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(1500) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 fn tail(op: &Operator, n: usize) -> String {
     let logs = op.logs();
     let lines: Vec<&str> = logs.lines().collect();
@@ -401,11 +410,18 @@ fn compare(flant: &Observed, ours: &Observed) -> Vec<String> {
                 .cloned()
                 .collect::<Vec<_>>()
         };
-        let line = format!(
-            "{key}:\n  only flant: {}\n  only ours:  {}",
-            only(&f, &o).join("\n              "),
-            only(&o, &f).join("\n              ")
-        );
+        let (of, oo) = (only(&f, &o), only(&o, &f));
+        let mut line = format!("{key}: {} only flant's, {} only ours", of.len(), oo.len());
+        // Pairs in order, shown as the JSON pointers where they differ; the rest whole.
+        for (a, b) in of.iter().zip(&oo) {
+            let parse = |t: &str| serde_json::from_str(t).unwrap_or(Value::String(t.to_string()));
+            let _ = write!(line, "\n  {}", json_diff(&parse(a), &parse(b)).join("\n  "));
+        }
+        for (who, rest) in [("flant", &of), ("ours", &oo)] {
+            for extra in rest.iter().skip(of.len().min(oo.len())) {
+                let _ = write!(line, "\n  only {who}: {}", short(extra));
+            }
+        }
         if !ALLOWED.iter().any(|(text, _)| line.contains(text)) {
             out.push(line);
         }
@@ -528,7 +544,10 @@ fn shrink(case: &Case, diffs: Vec<String>) -> (Case, Vec<String>) {
 
 fn seeds() -> Vec<u64> {
     if let Ok(s) = std::env::var("SEED") {
-        return vec![s.parse().expect("SEED is a number")];
+        return s
+            .split(',')
+            .map(|n| n.trim().parse().expect("SEED is a number or a comma list"))
+            .collect();
     }
     if let Ok(n) = std::env::var("GENERATED_SEEDS") {
         let n: u64 = n.parse().expect("GENERATED_SEEDS is a number");
