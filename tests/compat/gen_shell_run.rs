@@ -26,10 +26,10 @@ use crate::common::Operator;
 use crate::gen_shell::{Case, Kind, Side};
 use crate::gen_shell_render::{apply, client, create, merge};
 use crate::oracle::{Pair, differences, env_by_tag, json_diff, normalise};
-use std::fmt::Write as _;
 use serde_json::{Value, json};
 use shell_operator::kube::{Client, ListParams};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 /// Seeds `make test-compat` runs: a few cases with patches, groups, queues,
