@@ -151,25 +151,41 @@ fn objects(client: &Client, side: &Side) -> Vec<String> {
     out
 }
 
-/// Waits until `done(runs)` for both operators or `timeout`; the operators that
-/// did not get there.
+/// Waits until `done(runs)` for both operators (or the operator exited) or
+/// `timeout`; the operators that did not get there.
 fn wait_both(
-    pair: &Pair,
+    pair: &mut Pair,
     timeout: Duration,
     done: impl Fn(&[(String, Value)]) -> bool,
 ) -> Vec<&'static str> {
     let deadline = Instant::now() + timeout;
     loop {
-        let missing: Vec<&str> = [("flant", &pair.flant), ("ours", &pair.ours)]
-            .into_iter()
-            .filter(|(_, op)| !done(&op.runs()))
-            .map(|(who, _)| who)
-            .collect();
+        let mut missing = Vec::new();
+        for (who, op) in [("flant", &mut pair.flant), ("ours", &mut pair.ours)] {
+            if !done(&op.runs()) && op.child.try_wait().ok().flatten().is_none() {
+                missing.push(who);
+            }
+        }
         if missing.is_empty() || Instant::now() > deadline {
             return missing;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The exit code and the end of stderr of an operator that stopped.
+fn exited(op: &mut Operator) -> Option<(Option<i32>, String)> {
+    let status = op.child.try_wait().ok().flatten()?;
+    let mut err = String::new();
+    if let Some(mut pipe) = op.child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+    }
+    let logs = op.logs();
+    let lines: Vec<&str> = logs.lines().chain(err.lines()).collect();
+    Some((
+        status.code(),
+        lines[lines.len().saturating_sub(5)..].join("\n"),
+    ))
 }
 
 /// Waits until neither operator's runs.log grew for [`QUIET`] (false after 60 s).
@@ -234,8 +250,7 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
         .collect();
     let kubeconfig = control_plane::shared().admin_kubeconfig();
     let args = ["--kube-config", kubeconfig.to_str().expect("utf8")];
-    let pair = Pair::start_sides((&refs[0], &args, &[]), (&refs[1], &args, &[]));
-    let ops = [&pair.flant, &pair.ours];
+    let mut pair = Pair::start_sides((&refs[0], &args, &[]), (&refs[1], &args, &[]));
     let mut report = Vec::new();
     let probed: Vec<&str> = case
         .hooks
@@ -245,7 +260,7 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
         .collect();
     let tags: Vec<&str> = case.hooks.iter().map(|h| h.tag.as_str()).collect();
     // Started: every hook ran (a probed one for its probe's Synchronization).
-    let late = wait_both(&pair, Duration::from_secs(60), |runs| {
+    let late = wait_both(&mut pair, Duration::from_secs(60), |runs| {
         tags.iter().all(|t| {
             runs.iter().any(|(tag, c)| {
                 tag == t
@@ -258,8 +273,27 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
     if !late.is_empty() {
         report.push(format!("startup: {late:?} did not run every hook in 60 s"));
     }
+    // A configuration both refuse is an agreement (both exit non-zero at startup).
+    match (exited(&mut pair.flant), exited(&mut pair.ours)) {
+        (None, None) => {}
+        (Some(f), Some(o)) => {
+            if (f.0 == Some(0)) != (o.0 == Some(0)) {
+                report.push(format!("both stopped at startup: flant {f:?}, ours {o:?}"));
+            }
+            eprintln!("both refused the case:\nflant {f:?}\nours {o:?}");
+            return (report, 1);
+        }
+        (f, o) => {
+            report.push(format!(
+                "only one stopped at startup: flant {f:?}, ours {o:?}"
+            ));
+            return (report, 0);
+        }
+    }
+    let ops = [&pair.flant, &pair.ours];
     let mut observed: [Observed; 2] = Default::default();
     let mut marks = [0usize; 2];
+    let mut stuck = [false; 2];
     for phase in 0..=case.steps.len() {
         if phase > 0 {
             let outcomes: Vec<String> = sides
@@ -312,10 +346,12 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
                 })
             })
         };
+        // 20 s for each operator, 3 s once it missed a probe (it is stuck).
         let missing: Vec<&str> = [0, 1]
             .into_iter()
             .filter(|i| {
-                let deadline = Instant::now() + Duration::from_secs(30);
+                let wait = if stuck[*i] { 3 } else { 20 };
+                let deadline = Instant::now() + Duration::from_secs(wait);
                 while !probe_seen(&ops[*i].runs(), settled[*i]) {
                     if Instant::now() > deadline {
                         return true;
@@ -330,6 +366,9 @@ pub(crate) fn run_case_counted(case: &Case) -> (Vec<String>, usize) {
             report.push(format!(
                 "phase {phase}: {missing:?} did not run every probe"
             ));
+            for who in &missing {
+                stuck[usize::from(*who == "ours")] = true;
+            }
         }
         for (i, side) in sides.iter().enumerate() {
             let runs = ops[i].runs();
@@ -577,6 +616,7 @@ fn generated_shell_cases_agree_with_flant() {
         assert!(compared > 0, "SEED={seed}: nothing was observed");
         if !diffs.is_empty() {
             let first = format!("{}\n{}", case.describe(), diffs.join("\n"));
+            eprintln!("{first}");
             let (small, small_diffs) = if std::env::var("GENERATED_SHRINK").as_deref() == Ok("0") {
                 (case.clone(), diffs)
             } else {
