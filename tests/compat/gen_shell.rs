@@ -440,16 +440,16 @@ fn binding(r: &mut Rng, j: usize) -> Binding {
             .then(|| r.chance(50))
             .unwrap_or(false)
             .then(|| {
-                LabelSel::Exprs(vec![(
-                    "tier",
-                    r.pick(&["In", "Exists", "DoesNotExist"]),
-                    vec!["a"],
-                )])
+                let op = r.pick(&["In", "Exists", "DoesNotExist"]);
+                let values = if op == "In" { vec!["a"] } else { Vec::new() };
+                LabelSel::Exprs(vec![("tier", op, values)])
             })
     };
     let field =
         (namespaced && r.chance(20)).then(|| (r.pick(&["Equals", "NotEquals"]), r.pick(NAMES)));
-    let names = (namespaced && r.chance(15)).then(|| {
+    // nameSelector with a metadata.name fieldSelector is refused by both operators:
+    // rarely, to keep that agreement checked.
+    let names = (namespaced && r.chance(15) && (field.is_none() || r.chance(10))).then(|| {
         let mut n = r.subset(NAMES);
         if n.is_empty() {
             n.push(NAMES[0]);
