@@ -32,9 +32,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-/// Seeds `make test-compat` runs: a few cases with patches, groups, queues,
-/// includeSnapshotsFrom and Namespace bindings among them.
-const FIXED_SEEDS: &[u64] = &[1, 2, 3, 4];
 /// How long neither operator's hooks must run for a phase to count as settled.
 const QUIET: Duration = Duration::from_millis(1500);
 /// Differences kept on purpose: (text in the difference, why). Each is in the
@@ -592,7 +589,7 @@ fn seeds() -> Vec<u64> {
         let n: u64 = n.parse().expect("GENERATED_SEEDS is a number");
         return (1..=n).collect();
     }
-    FIXED_SEEDS.to_vec()
+    crate::gen_shell::FIXED_SEEDS.to_vec()
 }
 
 #[test]
@@ -607,11 +604,12 @@ fn generated_shell_cases_agree_with_flant() {
         let (diffs, compared) = run_case_counted(&case);
         eprintln!(
             "generated shell case SEED={seed}: {} hook(s), {} step(s), {compared} observations compared, \
-             {} difference(s), {:.1?}",
+             {} difference(s), {:.1?} [{}]",
             case.hooks.len(),
             case.steps.len(),
             diffs.len(),
-            t.elapsed()
+            t.elapsed(),
+            crate::gen_shell::features(&case)
         );
         assert!(compared > 0, "SEED={seed}: nothing was observed");
         if !diffs.is_empty() {
