@@ -18,6 +18,7 @@ mod burst;
 mod gen_shell;
 mod gen_shell_render;
 mod gen_shell_run;
+mod gen_shell_shrink;
 mod mutating;
 mod patcher;
 mod queues;
