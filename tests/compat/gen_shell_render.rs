@@ -218,6 +218,14 @@ impl Hook {
             s,
             "if grep -q {PROBE_MARKER} \"$BINDING_CONTEXT_PATH\"; then exit 0; fi"
         );
+        // Until the start has settled (the runner writes `$OUT_DIR/started`), a
+        // Synchronization run writes nothing: its change to an object a later binding
+        // of the same hook watches races that binding's Synchronization read, in both
+        // operators (folded into the Synchronization, or a Modified after it).
+        let _ = writeln!(
+            s,
+            "if [ ! -e \"$OUT_DIR/started\" ] && grep -Eq '\"type\": ?\"(Synchronization|Group)\"' \"$BINDING_CONTEXT_PATH\"; then exit 0; fi"
+        );
         if self.slow {
             s.push_str("sleep 0.3\n");
         }
