@@ -17,7 +17,9 @@
 //!
 //! Names that differ by construction (namespaces, the case label) are mapped back to
 //! NS0…/PROBE/TOKEN, and what only the server decides (uid, resourceVersion,
-//! timestamps) is dropped, before anything is compared.
+//! timestamps) is dropped, before anything is compared. Named flant quirks
+//! ([`QUIRKS`]) are left out of flant's side; a configuration both operators refuse
+//! at startup is an agreement.
 //!
 //! `cargo test --test compat generated` runs the fixed seeds; `GENERATED_SEEDS=N`
 //! seeds 1..=N instead, `SEED=n` one seed (`make test-compat-generated N=…`).
