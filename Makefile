@@ -34,13 +34,19 @@ flant:
 test-compat: clients control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
 
-# N more generated addon-operator cases beside flant's v1.5.0 (tests/compat/
-# gen_addon*.rs), from seed FIRST; a differing case is shrunk and printed with its
-# replay line. One case: SEED=s [DROP=m0,s3] make test-compat-generated N=0.
+# The generated differential corpora beside flant's operators (tests/compat/gen_*.rs):
+# N seeded addon-operator cases from seed FIRST (gen_addon*.rs, against v1.5.0) and
+# shell-operator cases 1..N (gen_shell*.rs, against v1.20.2); a differing case is
+# shrunk and printed with its replay line. GEN narrows the test filter:
+# GEN=generated_module_trees (addon only) or GEN=generated_shell (shell only).
+# Replays: SEED=s [DROP=m0,s3] GEN=generated_module_trees make test-compat-generated N=0,
+# SEED=a,b GEN=generated_shell make test-compat-generated. `make test-compat` runs
+# fixed seeds of both.
 N ?= 20
 FIRST ?= 1000
+GEN ?= generated
 test-compat-generated: clients control-plane flant
-	ADDON_GEN_CASES=$(N) ADDON_GEN_FIRST=$(FIRST) $(CARGO) test --test compat generated_module_trees -- --nocapture
+	ADDON_GEN_CASES=$(N) ADDON_GEN_FIRST=$(FIRST) GENERATED_SEEDS=$(N) $(CARGO) test --test compat $(GEN) --no-fail-fast -- --nocapture
 
 # Only the tests against the real API server (tests/cluster).
 test-cluster: clients control-plane

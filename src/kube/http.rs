@@ -85,7 +85,7 @@ impl Transport {
             .proxy(None)
             .timeout_connect(Some(Duration::from_secs(10)))
             .max_idle_connections_per_host(8)
-            .user_agent("shell-operator-rs")
+            .user_agent(user_agent_for(&std::env::args().next().unwrap_or_default()))
             .build();
         let server_name = cfg
             .tls
@@ -355,6 +355,22 @@ fn port_of(server: &str) -> Option<u16> {
     }
 }
 
+/// The User-Agent client-go sends by default for a program started as `argv0`:
+/// `<base name>/v<version> (<os>/<arch>)`. The API server names the field manager
+/// of a write without `fieldManager` after the part before the first `/`, and
+/// flant's operators set none, so the objects our hooks' patches write show the same
+/// manager as under flant's (`shell-operator`, or `addon-operator`).
+pub(crate) fn user_agent_for(argv0: &str) -> String {
+    let base = argv0.rsplit('/').next().filter(|b| !b.is_empty());
+    format!(
+        "{}/v{} ({}/{})",
+        base.unwrap_or("unknown"),
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
 fn host_of(server: &str) -> &str {
     let rest = server.split_once("://").map_or(server, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or(rest);
@@ -426,6 +442,22 @@ impl Response {
 
 #[cfg(test)]
 mod tests {
+
+    /// The field manager the API server derives (the part before `/`) is the
+    /// program's name, as for flant's client-go (the generated corpus in tests/compat
+    /// found ours was `shell-operator-rs`).
+    #[test]
+    fn the_user_agent_names_the_program_as_client_go_does() {
+        for (argv0, manager) in [
+            ("/usr/local/bin/shell-operator", "shell-operator"),
+            ("addon-operator", "addon-operator"),
+            ("", "unknown"),
+        ] {
+            let ua = super::user_agent_for(argv0);
+            assert_eq!(ua.split('/').next(), Some(manager), "{ua}");
+            assert!(ua.contains(env!("CARGO_PKG_VERSION")), "{ua}");
+        }
+    }
 
     #[test]
     fn tls_server_name_urls() {

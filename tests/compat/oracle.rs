@@ -104,6 +104,13 @@ pub fn stop(op: &mut Operator, who: &str) {
     );
 }
 
+/// One operator's hooks, extra arguments and hook environment.
+pub type SideStart<'a> = (
+    &'a [(&'a str, String)],
+    &'a [&'a str],
+    &'a [(&'a str, &'a str)],
+);
+
 /// flant's operator and ours on the same hooks, kubeconfig and extra arguments.
 pub struct Pair {
     pub flant: Operator,
@@ -133,8 +140,17 @@ impl Pair {
         (flant_args, flant_env): (&[&str], &[(&str, &str)]),
         (ours_args, ours_env): (&[&str], &[(&str, &str)]),
     ) -> Pair {
-        let (flant, flant_port) = start_flant(hooks, flant_args, flant_env);
-        let ours = Operator::start(hooks, ours_args, ours_env);
+        Pair::start_sides((hooks, flant_args, flant_env), (hooks, ours_args, ours_env))
+    }
+
+    /// Each operator with hooks, arguments and hook environment of its own (the
+    /// generated corpus gives each its own namespaces, named in the hooks' configs).
+    pub fn start_sides(
+        (flant_hooks, flant_args, flant_env): SideStart<'_>,
+        (ours_hooks, ours_args, ours_env): SideStart<'_>,
+    ) -> Pair {
+        let (flant, flant_port) = start_flant(flant_hooks, flant_args, flant_env);
+        let ours = Operator::start(ours_hooks, ours_args, ours_env);
         Pair {
             flant,
             ours,
@@ -182,7 +198,9 @@ pub fn by_tag(op: &Operator) -> BTreeMap<String, Vec<Value>> {
     map
 }
 
-fn normalise(ctx: &mut Value) {
+/// Sorts a binding context's lists of objects (`objects` and every snapshot) by
+/// namespace/name: their order is the API server's or the cache's, not a contract.
+pub fn normalise(ctx: &mut Value) {
     if let Some(objects) = ctx.get_mut("objects").and_then(Value::as_array_mut) {
         objects.sort_by_key(sort_key);
     }
