@@ -225,3 +225,26 @@ fn other_signals_neither_kill_the_operator_nor_orphan_hooks() {
         );
     }
 }
+
+/// Issue 37: a hook still running when the operator is told to stop gets SIGTERM
+/// from the operator and dies of it. That is the operator's own stop, not a hook
+/// failure: it is logged as stopped, and never as "Hook failed, will retry" (no
+/// retry comes; the operator exits 0).
+#[test]
+fn a_hook_stopped_at_shutdown_is_not_logged_as_failed() {
+    let body = "echo $$ > \"$OUT_DIR/hook.pid\"; sleep 300";
+    let hooks = [("slow.sh", hook("slow", "configVersion: v1\nonStartup: 1", body))];
+    let mut op = Operator::start(&hooks, &[], &[]);
+    let pid = wait_pid(&op.dir.0.join("out/hook.pid"), &op);
+    op.signal(libc::SIGTERM);
+    let (code, out) = exit_and_output(&mut op, Duration::from_secs(15));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(wait_gone(pid, Duration::from_secs(5)), "hook {pid} left");
+    assert!(!out.contains("will retry"), "{out}");
+    assert!(!out.contains("Hook failed"), "{out}");
+    let stopped = out
+        .lines()
+        .find(|l| l.contains("Hook stopped by the operator's shutdown"))
+        .unwrap_or_else(|| panic!("no stop line for the hook:\n{out}"));
+    assert!(stopped.contains("slow.sh"), "{stopped}");
+}
