@@ -248,3 +248,26 @@ fn a_hook_stopped_at_shutdown_is_not_logged_as_failed() {
         .unwrap_or_else(|| panic!("no stop line for the hook:\n{out}"));
     assert!(stopped.contains("slow.sh"), "{stopped}");
 }
+
+/// Issue 37 (found on the node: `kubectl logs` of the deploy/ pod): with
+/// `LOG_TYPE=json` every line the operator writes to stdout is a JSON object, the
+/// version banner at `start` included (it was a plain `shell-operator v…` line).
+#[test]
+fn json_log_has_only_json_lines() {
+    let hooks = [("a.sh", hook("a", "configVersion: v1\nonStartup: 1", "echo hello from a"))];
+    let mut op = Operator::start(&hooks, &[], &[]);
+    op.wait_log("hello from a", Duration::from_secs(10));
+    op.signal(libc::SIGTERM);
+    let (code, _) = exit_and_output(&mut op, Duration::from_secs(15));
+    assert_eq!(code, Some(0));
+    let logs = op.logs();
+    for line in logs.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}\n{logs}"));
+        assert!(v["msg"].is_string() && v["level"].is_string(), "{line}");
+    }
+    assert!(
+        logs.contains("\"msg\":\"shell-operator v"),
+        "the version is logged:\n{logs}"
+    );
+}

@@ -14,6 +14,8 @@
 //! - fixed paths these versions use whatever their configuration says
 //!   (`FIXED_PATHS`), and what our own dockerd adds: removed when they did not exist
 //!   before.
+//!
+//! The node's logs are kept in `target/node-logs/` when its dir is removed.
 
 use crate::procs::run;
 use std::collections::BTreeSet;
@@ -227,6 +229,7 @@ impl Host {
             }
         }
         if !self.dir.as_os_str().is_empty() {
+            keep_logs(&self.dir);
             report(
                 &self.dir.display().to_string(),
                 std::fs::remove_dir_all(&self.dir).or_else(|e| match e.kind() {
@@ -390,6 +393,22 @@ fn remove_cgroups() -> Result<(), String> {
             }
         }
     }
+    // Processes a killed shim left behind (the containers) keep their cgroups busy.
+    for _ in 0..20 {
+        let pids: Vec<i32> = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+            .flat_map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<i32>>())
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) on a process of the kubelet's pod cgroups.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     let errors: Vec<String> = dirs
         .iter()
@@ -406,6 +425,21 @@ fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         if e.file_type().is_ok_and(|t| t.is_dir()) {
             collect_dirs(&e.path(), out);
+        }
+    }
+}
+
+/// Copies the node's `*.log` files to `target/node-logs/` (replaced each run) before
+/// its dir goes, so a failed run can be read afterwards.
+fn keep_logs(dir: &Path) {
+    let keep = control_plane::repo_root().join("target/node-logs");
+    let _ = std::fs::remove_dir_all(&keep);
+    if std::fs::create_dir_all(&keep).is_err() {
+        return;
+    }
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().extension().is_some_and(|x| x == "log" || x == "watch") {
+            let _ = std::fs::copy(e.path(), keep.join(e.file_name()));
         }
     }
 }

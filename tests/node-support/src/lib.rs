@@ -59,9 +59,14 @@ fn free_port(ip: &str) -> Result<u16, String> {
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
 
-/// The static release build `make static` makes (Dockerfile.scratch copies it).
+/// The static release build `make static` makes (Dockerfile.scratch copies it), or
+/// the file `SO_NODE_OPERATOR` names.
 pub fn static_operator() -> PathBuf {
-    control_plane::repo_root().join("target/x86_64-unknown-linux-musl/release/shell-operator")
+    match std::env::var_os("SO_NODE_OPERATOR") {
+        Some(p) => PathBuf::from(p),
+        None => control_plane::repo_root()
+            .join("target/x86_64-unknown-linux-musl/release/shell-operator"),
+    }
 }
 
 impl Node {
@@ -194,6 +199,9 @@ impl Node {
             .arg("--enable-admission-plugins=NodeRestriction")
             .arg(format!("--kubelet-client-certificate={}", p("apiserver-kubelet.crt")))
             .arg(format!("--kubelet-client-key={}", p("apiserver-kubelet.key")))
+            // Reach the kubelet (logs, exec) by the node IP: its name is in no DNS,
+            // and a lookup would leave the machine.
+            .arg("--kubelet-preferred-address-types=InternalIP")
             .arg("--allow-privileged=true")
             .arg("--profiling=false")
             .arg("--v=1");
