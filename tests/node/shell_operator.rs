@@ -62,7 +62,9 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     let t = Instant::now();
     node.kubectl(&["apply", "-k", &dir])?;
     let pod = wait_for("the operator pod Ready", 120, || {
-        Ok(pods(node)?.into_iter().find(ready))
+        let pods = pods(node)?;
+        crash_looping(node, &pods)?;
+        Ok(pods.into_iter().find(ready))
     })
     .map_err(|e| format!("{e}\n{}", describe(node)))?;
     println!("  rollout: pod Ready {:.1} s after kubectl apply -k", t.elapsed().as_secs_f64());
@@ -211,6 +213,22 @@ fn wait_child(child: &mut std::process::Child, within: Duration) -> bool {
     let _ = child.kill();
     let _ = child.wait();
     false
+}
+
+/// An error with the container's last log when a pod is in CrashLoopBackOff (the
+/// busybox loop of issue 37 showed that way: `Symbolic link loop` at `--config`).
+fn crash_looping(node: &Node, pods: &[Value]) -> Result<(), String> {
+    for p in pods {
+        let status = &p["status"]["containerStatuses"][0];
+        if status["state"]["waiting"]["reason"] == "CrashLoopBackOff" {
+            let name = p["metadata"]["name"].as_str().unwrap_or("");
+            let last = node
+                .kubectl(&["-n", NS, "logs", name, "--previous"])
+                .unwrap_or_else(|e| e);
+            return Err(format!("pod {name} is crash-looping; its last log:\n{last}"));
+        }
+    }
+    Ok(())
 }
 
 /// What a failed check shows: the pods, the events and the kubelet's last lines.

@@ -30,6 +30,8 @@ pub(crate) fn wait_for<T>(
         match f() {
             Ok(Some(v)) => return Ok(v),
             Ok(None) => {}
+            // A verdict before the deadline (a crash loop): no use waiting.
+            Err(e) if e.starts_with("pod ") && e.contains("crash-looping") => return Err(e),
             Err(e) => last = e,
         }
         if Instant::now() > deadline {
