@@ -457,13 +457,23 @@ mod tests {
                 let method = line.split(' ').next().unwrap_or("").to_string();
                 let gets = seen.iter().filter(|m| *m == "GET").count();
                 let (code, text) = match (method.as_str(), gets) {
-                    ("GET", 0) => (404, r#"{"kind":"Status","code":404,"reason":"NotFound"}"#.to_string()),
-                    ("POST", _) => (409, r#"{"kind":"Status","code":409,"reason":"AlreadyExists"}"#.to_string()),
-                    _ => (200, serde_json::json!({
-                        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                        "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "7"},
-                        "spec": record("other", "2026-01-01T00:00:00.000000Z", 0).spec(),
-                    }).to_string()),
+                    ("GET", 0) => (
+                        404,
+                        r#"{"kind":"Status","code":404,"reason":"NotFound"}"#.to_string(),
+                    ),
+                    ("POST", _) => (
+                        409,
+                        r#"{"kind":"Status","code":409,"reason":"AlreadyExists"}"#.to_string(),
+                    ),
+                    _ => (
+                        200,
+                        serde_json::json!({
+                            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                            "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "7"},
+                            "spec": record("other", "2026-01-01T00:00:00.000000Z", 0).spec(),
+                        })
+                        .to_string(),
+                    ),
                 };
                 seen.push(method);
                 write!(

@@ -18,8 +18,14 @@ type Check = fn(&Node) -> Result<(), String>;
 
 const CHECKS: &[(&str, Check)] = &[
     ("versions_are_stamped", support::versions_are_stamped),
-    ("deploy_kustomize_runs_hooks_with_init_busybox", shell_operator::deploy_kustomize),
-    ("pod_deletion_stops_the_running_hook_cleanly", shell_operator::pod_deletion),
+    (
+        "deploy_kustomize_runs_hooks_with_init_busybox",
+        shell_operator::deploy_kustomize,
+    ),
+    (
+        "pod_deletion_stops_the_running_hook_cleanly",
+        shell_operator::pod_deletion,
+    ),
 ];
 
 fn main() -> ExitCode {

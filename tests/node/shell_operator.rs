@@ -25,7 +25,10 @@ fn overlay(node: &Node) -> Result<String, String> {
         .map_err(|e| format!("deploy/: {e}"))?;
     // kustomize takes a base outside the overlay by a relative path.
     let up = "../".repeat(dir.components().count() - 1);
-    let base = format!("{up}{}", deploy.display().to_string().trim_start_matches('/'));
+    let base = format!(
+        "{up}{}",
+        deploy.display().to_string().trim_start_matches('/')
+    );
     let (bb_name, bb_tag) = BUSYBOX_IMAGE.rsplit_once(':').ok_or("busybox tag")?;
     let (op_name, op_tag) = OPERATOR_IMAGE.rsplit_once(':').ok_or("operator tag")?;
     let text = format!(
@@ -45,16 +48,22 @@ fn pods(node: &Node) -> Result<Vec<Value>, String> {
     let list = json(node, &["-n", NS, "get", "pods", "-l", "app=shell-operator"])?;
     let mut items = list["items"].as_array().cloned().unwrap_or_default();
     items.sort_by(|a, b| {
-        let t = |v: &Value| v["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string();
+        let t = |v: &Value| {
+            v["metadata"]["creationTimestamp"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        };
         t(b).cmp(&t(a))
     });
     Ok(items)
 }
 
 fn ready(pod: &Value) -> bool {
-    pod["status"]["conditions"]
-        .as_array()
-        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+    pod["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
 }
 
 pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
@@ -67,12 +76,18 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
         Ok(pods.into_iter().find(ready))
     })
     .map_err(|e| format!("{e}\n{}", describe(node)))?;
-    println!("  rollout: pod Ready {:.1} s after kubectl apply -k", t.elapsed().as_secs_f64());
+    println!(
+        "  rollout: pod Ready {:.1} s after kubectl apply -k",
+        t.elapsed().as_secs_f64()
+    );
     let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
     let ip = pod["status"]["podIP"].as_str().unwrap_or("").to_string();
     let init = &pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"];
     if init != 0 {
-        return Err(format!("init container: {}", pod["status"]["initContainerStatuses"]));
+        return Err(format!(
+            "init container: {}",
+            pod["status"]["initContainerStatuses"]
+        ));
     }
     // The hook ran with busybox's sh from the init container: its output is logged.
     let logs = wait_for("hello.sh's output in kubectl logs", 30, || {
@@ -80,7 +95,8 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
         Ok(logs.contains("hello from onStartup").then_some(logs))
     })?;
     for line in logs.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("log line is not JSON ({e}): {line}"))?;
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| format!("log line is not JSON ({e}): {line}"))?;
         if !v["msg"].is_string() || !v["level"].is_string() {
             return Err(format!("log line without level/msg: {line}"));
         }
@@ -93,7 +109,9 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
         .find_map(|l| l.strip_prefix(series))
         .map(|v| v.trim().to_string());
     if status != 200 || value.as_deref() != Some("1") {
-        return Err(format!("GET {ip}:9115/metrics: {status}, {series} = {value:?}"));
+        return Err(format!(
+            "GET {ip}:9115/metrics: {status}, {series} = {value:?}"
+        ));
     }
     // The probes as shipped: Ready (readiness passed), and liveness for two periods
     // with no restart and no Unhealthy event.
@@ -101,9 +119,19 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     let pod = json(node, &["-n", NS, "get", "pod", &name])?;
     let restarts = &pod["status"]["containerStatuses"][0]["restartCount"];
     if restarts != 0 || !ready(&pod) {
-        return Err(format!("after 21 s: restarts {restarts}, ready {}", ready(&pod)));
+        return Err(format!(
+            "after 21 s: restarts {restarts}, ready {}",
+            ready(&pod)
+        ));
     }
-    let events = node.kubectl(&["-n", NS, "get", "events", "--field-selector", &format!("involvedObject.name={name}")])?;
+    let events = node.kubectl(&[
+        "-n",
+        NS,
+        "get",
+        "events",
+        "--field-selector",
+        &format!("involvedObject.name={name}"),
+    ])?;
     if events.contains("Unhealthy") {
         return Err(format!("probe failures:\n{events}"));
     }
@@ -127,7 +155,16 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
         .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
         .collect();
     let patch = serde_json::json!({ "data": { "slow.sh": SLOW_HOOK } }).to_string();
-    node.kubectl(&["-n", NS, "patch", "configmap", "shell-operator-hooks", "--type=merge", "-p", &patch])?;
+    node.kubectl(&[
+        "-n",
+        NS,
+        "patch",
+        "configmap",
+        "shell-operator-hooks",
+        "--type=merge",
+        "-p",
+        &patch,
+    ])?;
     node.kubectl(&["-n", NS, "rollout", "restart", "deployment/shell-operator"])?;
     let name = wait_for("a new operator pod running slow.sh", 120, || {
         for p in pods(node)? {
@@ -135,7 +172,10 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
             if before.contains(&name) || p["metadata"]["deletionTimestamp"].is_string() {
                 continue;
             }
-            if node.kubectl(&["-n", NS, "logs", &name]).is_ok_and(|l| l.contains("slow hook started: Synchronization")) {
+            if node
+                .kubectl(&["-n", NS, "logs", &name])
+                .is_ok_and(|l| l.contains("slow hook started: Synchronization"))
+            {
                 return Ok(Some(name));
             }
         }
@@ -146,16 +186,31 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
     let logs_file = node.dir().join("deleted-pod.log");
     let watch_file = node.dir().join("deleted-pod.watch");
     let mut follow = kubectl_to_file(node, &["-n", NS, "logs", "-f", &name], &logs_file)?;
-    let mut watch = kubectl_to_file(node, &["-n", NS, "get", "pod", &name, "-w", "-o", "json"], &watch_file)?;
+    let mut watch = kubectl_to_file(
+        node,
+        &["-n", NS, "get", "pod", &name, "-w", "-o", "json"],
+        &watch_file,
+    )?;
     std::thread::sleep(Duration::from_millis(500));
     let t = Instant::now();
-    let deleted = node.kubectl(&["-n", NS, "delete", "pod", &name, "--wait=true", "--timeout=60s"]);
+    let deleted = node.kubectl(&[
+        "-n",
+        NS,
+        "delete",
+        "pod",
+        &name,
+        "--wait=true",
+        "--timeout=60s",
+    ]);
     let took = t.elapsed();
     let _ = wait_child(&mut follow, Duration::from_secs(10));
     let _ = watch.kill();
     let _ = watch.wait();
     deleted?;
-    println!("  pod deletion took {:.1} s (grace period 30 s)", took.as_secs_f64());
+    println!(
+        "  pod deletion took {:.1} s (grace period 30 s)",
+        took.as_secs_f64()
+    );
     let logs = std::fs::read_to_string(&logs_file).map_err(|e| e.to_string())?;
     let statuses = std::fs::read_to_string(&watch_file).map_err(|e| e.to_string())?;
     let exit = serde_json::Deserializer::from_str(&statuses)
@@ -186,7 +241,10 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
     }
     match problems.is_empty() {
         true => Ok(()),
-        false => Err(format!("{}\nlog of the deleted pod:\n{logs}", problems.join("; "))),
+        false => Err(format!(
+            "{}\nlog of the deleted pod:\n{logs}",
+            problems.join("; ")
+        )),
     }
 }
 
@@ -225,7 +283,9 @@ fn crash_looping(node: &Node, pods: &[Value]) -> Result<(), String> {
             let last = node
                 .kubectl(&["-n", NS, "logs", name, "--previous"])
                 .unwrap_or_else(|e| e);
-            return Err(format!("pod {name} is crash-looping; its last log:\n{last}"));
+            return Err(format!(
+                "pod {name} is crash-looping; its last log:\n{last}"
+            ));
         }
     }
     Ok(())
@@ -233,7 +293,11 @@ fn crash_looping(node: &Node, pods: &[Value]) -> Result<(), String> {
 
 /// What a failed check shows: the pods, the events and the kubelet's last lines.
 fn describe(node: &Node) -> String {
-    let pods = node.kubectl(&["-n", NS, "get", "pods", "-o", "wide"]).unwrap_or_else(|e| e);
-    let events = node.kubectl(&["-n", NS, "get", "events"]).unwrap_or_else(|e| e);
+    let pods = node
+        .kubectl(&["-n", NS, "get", "pods", "-o", "wide"])
+        .unwrap_or_else(|e| e);
+    let events = node
+        .kubectl(&["-n", NS, "get", "events"])
+        .unwrap_or_else(|e| e);
     format!("{pods}\n{events}\n{}", node.log_tail("kubelet.log"))
 }

@@ -47,10 +47,12 @@ pub(crate) fn http_get(ip: &str, port: u16, path: &str) -> Result<(u16, String),
     let sock: std::net::SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
     let mut s = std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(5))
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: {ip}\r\n\r\n").map_err(|e| e.to_string())?;
     let mut text = String::new();
-    s.read_to_string(&mut text).map_err(|e| format!("read {addr}{path}: {e}"))?;
+    s.read_to_string(&mut text)
+        .map_err(|e| format!("read {addr}{path}: {e}"))?;
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
         .split(' ')
@@ -65,7 +67,11 @@ fn pinned_version() -> Result<String, String> {
     let path = control_plane::repo_root().join("scripts/control-plane/go.mod");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
-        .find_map(|l| l.trim().strip_prefix("k8s.io/kubernetes v").map(|v| format!("v{v}")))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("k8s.io/kubernetes v")
+                .map(|v| format!("v{v}"))
+        })
         .ok_or_else(|| format!("no k8s.io/kubernetes in {}", path.display()))
 }
 
@@ -74,9 +80,13 @@ fn pinned_version() -> Result<String, String> {
 pub(crate) fn versions_are_stamped(node: &Node) -> Result<(), String> {
     let want = pinned_version()?;
     let version = json(node, &["version"])?;
-    let server = version["serverVersion"]["gitVersion"].as_str().unwrap_or("");
+    let server = version["serverVersion"]["gitVersion"]
+        .as_str()
+        .unwrap_or("");
     if server != want {
-        return Err(format!("kube-apiserver reports {server:?}, want {want}: {version}"));
+        return Err(format!(
+            "kube-apiserver reports {server:?}, want {want}: {version}"
+        ));
     }
     let n = json(node, &["get", "node", node_support::config::NODE_NAME])?;
     let info = &n["status"]["nodeInfo"];
@@ -92,7 +102,9 @@ pub(crate) fn versions_are_stamped(node: &Node) -> Result<(), String> {
     }
     // The endpoint the API server advertises is the node IP, not loopback.
     let ep = json(node, &["-n", "default", "get", "endpoints", "kubernetes"])?;
-    let ip = ep["subsets"][0]["addresses"][0]["ip"].as_str().unwrap_or("");
+    let ip = ep["subsets"][0]["addresses"][0]["ip"]
+        .as_str()
+        .unwrap_or("");
     if ip != node_support::host::NODE_IP {
         return Err(format!("kubernetes endpoints {ip:?}: {ep}"));
     }
@@ -113,27 +125,43 @@ pub(crate) fn host_leftovers(dir: &Path) -> Result<(), String> {
         left.push(format!("{}", dir.display()));
     }
     for save in ["iptables-save", "ip6tables-save"] {
-        let out = Command::new(save).output().map_err(|e| format!("{save}: {e}"))?;
+        let out = Command::new(save)
+            .output()
+            .map_err(|e| format!("{save}: {e}"))?;
         let text = String::from_utf8_lossy(&out.stdout);
         for line in text.lines() {
-            if line.starts_with(":KUBE-") || line.starts_with(":CNI-") || line.starts_with(":SO-NODE") {
+            if line.starts_with(":KUBE-")
+                || line.starts_with(":CNI-")
+                || line.starts_with(":SO-NODE")
+            {
                 left.push(format!("{save}: {line}"));
             }
         }
     }
-    for h in std::fs::read_dir("/sys/fs/cgroup").map_err(|e| e.to_string())?.flatten() {
+    for h in std::fs::read_dir("/sys/fs/cgroup")
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
         if h.path().join("kubepods").exists() {
             left.push(format!("{}/kubepods", h.path().display()));
         }
     }
     let needle = dir.display().to_string();
-    for e in std::fs::read_dir("/proc").map_err(|e| e.to_string())?.flatten() {
+    for e in std::fs::read_dir("/proc")
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains(&needle) {
             left.push(format!("process {}", e.file_name().to_string_lossy()));
         }
     }
-    for p in ["/var/lib/kubelet", "/var/log/containers", "/run/containerd/s", "/var/lib/cni"] {
+    for p in [
+        "/var/lib/kubelet",
+        "/var/log/containers",
+        "/run/containerd/s",
+        "/var/lib/cni",
+    ] {
         if Path::new(p).exists() {
             left.push(p.to_string());
         }

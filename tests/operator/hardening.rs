@@ -233,7 +233,10 @@ fn other_signals_neither_kill_the_operator_nor_orphan_hooks() {
 #[test]
 fn a_hook_stopped_at_shutdown_is_not_logged_as_failed() {
     let body = "echo $$ > \"$OUT_DIR/hook.pid\"; sleep 300";
-    let hooks = [("slow.sh", hook("slow", "configVersion: v1\nonStartup: 1", body))];
+    let hooks = [(
+        "slow.sh",
+        hook("slow", "configVersion: v1\nonStartup: 1", body),
+    )];
     let mut op = Operator::start(&hooks, &[], &[]);
     let pid = wait_pid(&op.dir.0.join("out/hook.pid"), &op);
     op.signal(libc::SIGTERM);
@@ -254,7 +257,10 @@ fn a_hook_stopped_at_shutdown_is_not_logged_as_failed() {
 /// version banner at `start` included (it was a plain `shell-operator v…` line).
 #[test]
 fn json_log_has_only_json_lines() {
-    let hooks = [("a.sh", hook("a", "configVersion: v1\nonStartup: 1", "echo hello from a"))];
+    let hooks = [(
+        "a.sh",
+        hook("a", "configVersion: v1\nonStartup: 1", "echo hello from a"),
+    )];
     let mut op = Operator::start(&hooks, &[], &[]);
     op.wait_log("hello from a", Duration::from_secs(10));
     op.signal(libc::SIGTERM);

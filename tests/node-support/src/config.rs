@@ -15,11 +15,23 @@ pub const PAUSE_IMAGE: &str = "so-node.local/pause:1";
 /// The client identities: (file name, user, group).
 const CLIENTS: &[(&str, &str, &str)] = &[
     ("admin", "admin", "system:masters"),
-    ("kcm", "system:kube-controller-manager", "system:kube-controller-manager"),
-    ("scheduler", "system:kube-scheduler", "system:kube-scheduler"),
+    (
+        "kcm",
+        "system:kube-controller-manager",
+        "system:kube-controller-manager",
+    ),
+    (
+        "scheduler",
+        "system:kube-scheduler",
+        "system:kube-scheduler",
+    ),
     ("kubelet", "system:node:so-node", "system:nodes"),
     ("kube-proxy", "system:kube-proxy", "system:node-proxier"),
-    ("apiserver-kubelet", "kube-apiserver-kubelet-client", "system:masters"),
+    (
+        "apiserver-kubelet",
+        "kube-apiserver-kubelet-client",
+        "system:masters",
+    ),
 ];
 
 /// Makes the CA, the API server's serving certificate (node IP, loopback and the

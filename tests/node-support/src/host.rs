@@ -93,7 +93,9 @@ impl Host {
             .map_err(|e| format!("{LOCK}: {e} (the node tier needs root)"))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(format!("another node runs on this machine ({LOCK} is locked)"));
+            return Err(format!(
+                "another node runs on this machine ({LOCK} is locked)"
+            ));
         }
         if let Ok(text) = std::fs::read_to_string(LEDGER) {
             eprintln!("node: undoing the changes of an earlier run that did not stop");
@@ -201,7 +203,10 @@ impl Host {
         for name in netns_names().difference(&self.netns) {
             let path = format!("/var/run/netns/{name}");
             let _ = unmount(&path);
-            report(&path, std::fs::remove_file(&path).map_err(|e| e.to_string()));
+            report(
+                &path,
+                std::fs::remove_file(&path).map_err(|e| e.to_string()),
+            );
         }
         if Path::new("/sys/class/net").join(BRIDGE).exists() {
             report(
@@ -209,9 +214,12 @@ impl Host {
                 run(Command::new("ip").args(["link", "del", BRIDGE])).map(drop),
             );
         }
-        for (i, (save_cmd, cmd)) in [("iptables-save", "iptables"), ("ip6tables-save", "ip6tables")]
-            .into_iter()
-            .enumerate()
+        for (i, (save_cmd, cmd)) in [
+            ("iptables-save", "iptables"),
+            ("ip6tables-save", "ip6tables"),
+        ]
+        .into_iter()
+        .enumerate()
         {
             report(cmd, restore_tables(save_cmd, cmd, &self.tables[i]));
         }
@@ -357,7 +365,10 @@ fn unmount(path: &str) -> Result<(), String> {
     // SAFETY: umount2 with a valid C string.
     match unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } {
         0 => Ok(()),
-        _ => Err(format!("umount {path}: {}", std::io::Error::last_os_error())),
+        _ => Err(format!(
+            "umount {path}: {}",
+            std::io::Error::last_os_error()
+        )),
     }
 }
 
@@ -386,7 +397,10 @@ fn unmount_under(dir: &Path) -> Result<(), String> {
 /// Removes the kubelet's `kubepods*` cgroups in every v1 hierarchy, deepest first.
 fn remove_cgroups() -> Result<(), String> {
     let mut dirs = Vec::new();
-    for h in std::fs::read_dir("/sys/fs/cgroup").map_err(|e| e.to_string())?.flatten() {
+    for h in std::fs::read_dir("/sys/fs/cgroup")
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
         for e in std::fs::read_dir(h.path()).into_iter().flatten().flatten() {
             if e.file_name().to_string_lossy().starts_with("kubepods") {
                 collect_dirs(&e.path(), &mut dirs);
@@ -398,7 +412,11 @@ fn remove_cgroups() -> Result<(), String> {
         let pids: Vec<i32> = dirs
             .iter()
             .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-            .flat_map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<i32>>())
+            .flat_map(|t| {
+                t.lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<i32>>()
+            })
             .collect();
         if pids.is_empty() {
             break;
@@ -412,7 +430,11 @@ fn remove_cgroups() -> Result<(), String> {
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     let errors: Vec<String> = dirs
         .iter()
-        .filter_map(|d| std::fs::remove_dir(d).err().map(|e| format!("{}: {e}", d.display())))
+        .filter_map(|d| {
+            std::fs::remove_dir(d)
+                .err()
+                .map(|e| format!("{}: {e}", d.display()))
+        })
         .collect();
     match errors.is_empty() {
         true => Ok(()),
@@ -438,7 +460,10 @@ fn keep_logs(dir: &Path) {
         return;
     }
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if e.path().extension().is_some_and(|x| x == "log" || x == "watch") {
+        if e.path()
+            .extension()
+            .is_some_and(|x| x == "log" || x == "watch")
+        {
             let _ = std::fs::copy(e.path(), keep.join(e.file_name()));
         }
     }

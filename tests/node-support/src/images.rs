@@ -29,7 +29,13 @@ impl Docker {
     /// The machine's docker if it answers, else a dockerd started into `procs`.
     pub(crate) fn start(dir: &Path, procs: &mut Procs) -> Result<Docker, String> {
         let machine = Docker { host: None };
-        if machine.cmd(&["info"]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        if machine
+            .cmd(&["info"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             return Ok(machine);
         }
         let d = dir.join("docker");
@@ -54,7 +60,13 @@ impl Docker {
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if docker.cmd(&["info"]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+            if docker
+                .cmd(&["info"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+            {
                 return Ok(docker);
             }
             procs.check("dockerd")?;
@@ -90,15 +102,27 @@ impl Docker {
             std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
             Ok(p)
         };
-        let write = |p: PathBuf, text: &str| std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()));
+        let write = |p: PathBuf, text: &str| {
+            std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+        };
 
         let pause = ctx("pause")?;
         let source = pause.join("pause.c");
         write(source.clone(), include_str!("pause.c"))?;
-        run(Command::new("gcc").args(["-static", "-Os", "-s", "-o"]).arg(pause.join("pause")).arg(&source))
-            .map_err(|e| format!("building the pause program: {e}"))?;
-        write(pause.join("Dockerfile"), "FROM scratch\nCOPY pause /pause\nENTRYPOINT [\"/pause\"]\n")?;
-        self.build(&pause, &pause.join("Dockerfile").display().to_string(), PAUSE_IMAGE)?;
+        run(Command::new("gcc")
+            .args(["-static", "-Os", "-s", "-o"])
+            .arg(pause.join("pause"))
+            .arg(&source))
+        .map_err(|e| format!("building the pause program: {e}"))?;
+        write(
+            pause.join("Dockerfile"),
+            "FROM scratch\nCOPY pause /pause\nENTRYPOINT [\"/pause\"]\n",
+        )?;
+        self.build(
+            &pause,
+            &pause.join("Dockerfile").display().to_string(),
+            PAUSE_IMAGE,
+        )?;
 
         let busybox = ctx("busybox")?;
         let bin = busybox.join("bin");
@@ -106,8 +130,15 @@ impl Docker {
         std::fs::copy("/bin/busybox", bin.join("busybox"))
             .map_err(|e| format!("/bin/busybox (Debian's busybox-static, install-node.sh): {e}"))?;
         std::fs::hard_link(bin.join("busybox"), bin.join("sh")).map_err(|e| e.to_string())?;
-        write(busybox.join("Dockerfile"), "FROM scratch\nCOPY bin /bin\nENTRYPOINT [\"/bin/sh\"]\n")?;
-        self.build(&busybox, &busybox.join("Dockerfile").display().to_string(), BUSYBOX_IMAGE)?;
+        write(
+            busybox.join("Dockerfile"),
+            "FROM scratch\nCOPY bin /bin\nENTRYPOINT [\"/bin/sh\"]\n",
+        )?;
+        self.build(
+            &busybox,
+            &busybox.join("Dockerfile").display().to_string(),
+            BUSYBOX_IMAGE,
+        )?;
 
         // Dockerfile.scratch as shipped, in a context holding only what it copies.
         let op = ctx("operator")?;

@@ -50,7 +50,9 @@ fn install(script: &str) -> Result<PathBuf, String> {
         return Err(format!("{} failed ({})", path.display(), out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    Ok(PathBuf::from(text.lines().last().unwrap_or_default().trim()))
+    Ok(PathBuf::from(
+        text.lines().last().unwrap_or_default().trim(),
+    ))
 }
 
 /// A free TCP port on `ip`.
@@ -82,7 +84,10 @@ impl Node {
         let node_bins = install("install-node.sh")?;
         let operator = static_operator();
         if !operator.exists() {
-            return Err(format!("{} is missing: run `make static` first", operator.display()));
+            return Err(format!(
+                "{} is missing: run `make static` first",
+                operator.display()
+            ));
         }
         let host = host::Host::record(dir)?;
         let mut node = Node {
@@ -174,7 +179,9 @@ impl Node {
             .arg(format!("--listen-client-urls=http://127.0.0.1:{client}"))
             .arg(format!("--advertise-client-urls=http://127.0.0.1:{client}"))
             .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
-            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"))
+            .arg(format!(
+                "--initial-advertise-peer-urls=http://127.0.0.1:{peer}"
+            ))
             .arg(format!("--initial-cluster=node=http://127.0.0.1:{peer}"))
             .args(["--unsafe-no-fsync=true", "--log-level=warn"]);
         self.procs.start("etcd", etcd, &d.join("etcd.log"))?;
@@ -187,27 +194,44 @@ impl Node {
             // reconciler refuses every 10 s).
             .arg(format!("--advertise-address={}", host::NODE_IP))
             .arg(format!("--secure-port={}", self.api_port))
-            .arg(format!("--cert-dir={}", d.join("apiserver-certs").display()))
+            .arg(format!(
+                "--cert-dir={}",
+                d.join("apiserver-certs").display()
+            ))
             .arg(format!("--tls-cert-file={}", p("apiserver.crt")))
             .arg(format!("--tls-private-key-file={}", p("apiserver.key")))
             .arg(format!("--client-ca-file={}", p("ca.crt")))
             .arg(format!("--service-account-key-file={}", p("sa.pub")))
-            .arg(format!("--service-account-signing-key-file={}", p("sa.key")))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                p("sa.key")
+            ))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg(format!("--service-cluster-ip-range={}", host::SERVICE_SUBNET))
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                host::SERVICE_SUBNET
+            ))
             .arg("--authorization-mode=Node,RBAC")
             .arg("--enable-admission-plugins=NodeRestriction")
-            .arg(format!("--kubelet-client-certificate={}", p("apiserver-kubelet.crt")))
-            .arg(format!("--kubelet-client-key={}", p("apiserver-kubelet.key")))
+            .arg(format!(
+                "--kubelet-client-certificate={}",
+                p("apiserver-kubelet.crt")
+            ))
+            .arg(format!(
+                "--kubelet-client-key={}",
+                p("apiserver-kubelet.key")
+            ))
             // Reach the kubelet (logs, exec) by the node IP: its name is in no DNS,
             // and a lookup would leave the machine.
             .arg("--kubelet-preferred-address-types=InternalIP")
             .arg("--allow-privileged=true")
             .arg("--profiling=false")
             .arg("--v=1");
-        self.procs.start("kube-apiserver", api, &d.join("apiserver.log"))?;
+        self.procs
+            .start("kube-apiserver", api, &d.join("apiserver.log"))?;
         self.wait("kube-apiserver", 90, |n| {
-            n.kubectl(&["get", "--raw", "/readyz"]).is_ok_and(|t| t.trim() == "ok")
+            n.kubectl(&["get", "--raw", "/readyz"])
+                .is_ok_and(|t| t.trim() == "ok")
         })
     }
 
@@ -220,11 +244,15 @@ impl Node {
             .arg(format!("--secure-port={}", free_port("127.0.0.1")?))
             .arg("--leader-elect=false")
             .arg("--use-service-account-credentials=true")
-            .arg(format!("--service-account-private-key-file={}", p("sa.key")))
+            .arg(format!(
+                "--service-account-private-key-file={}",
+                p("sa.key")
+            ))
             .arg(format!("--root-ca-file={}", p("ca.crt")))
             .arg("--cluster-name=so-node")
             .arg("--v=1");
-        self.procs.start("kube-controller-manager", kcm, &d.join("kcm.log"))?;
+        self.procs
+            .start("kube-controller-manager", kcm, &d.join("kcm.log"))?;
         let mut sched = Command::new(self.node_bins.join("kube-scheduler"));
         sched
             .arg(format!("--kubeconfig={}", p("scheduler.kubeconfig")))
@@ -232,7 +260,8 @@ impl Node {
             .arg(format!("--secure-port={}", free_port("127.0.0.1")?))
             .arg("--leader-elect=false")
             .arg("--v=1");
-        self.procs.start("kube-scheduler", sched, &d.join("scheduler.log"))
+        self.procs
+            .start("kube-scheduler", sched, &d.join("scheduler.log"))
     }
 
     fn start_containerd(&mut self) -> Result<(), String> {
@@ -243,11 +272,15 @@ impl Node {
         let write = |f: &str, text: String| {
             std::fs::write(d.join(f), text).map_err(|e| format!("{f}: {e}"))
         };
-        write("containerd/config.toml", config::containerd(&d, &self.node_bins.join("cni")))?;
+        write(
+            "containerd/config.toml",
+            config::containerd(&d, &self.node_bins.join("cni")),
+        )?;
         write("cni/net.d/10-so-node.conflist", config::cni(&d))?;
         let mut cmd = Command::new("containerd");
         cmd.arg("--config").arg(d.join("containerd/config.toml"));
-        self.procs.start("containerd", cmd, &d.join("containerd.log"))?;
+        self.procs
+            .start("containerd", cmd, &d.join("containerd.log"))?;
         let sock = d.join("containerd/containerd.sock");
         self.wait("containerd", 30, |_| {
             Command::new("ctr")
@@ -265,24 +298,35 @@ impl Node {
         let d = self.dir.clone();
         let port = free_port(host::NODE_IP)?;
         let healthz = free_port("127.0.0.1")?;
-        std::fs::write(d.join("kubelet/config.yaml"), config::kubelet(&d, port, healthz))
-            .map_err(|e| e.to_string())?;
+        std::fs::write(
+            d.join("kubelet/config.yaml"),
+            config::kubelet(&d, port, healthz),
+        )
+        .map_err(|e| e.to_string())?;
         let mut kubelet = Command::new(self.node_bins.join("kubelet"));
         kubelet
-            .arg(format!("--config={}", d.join("kubelet/config.yaml").display()))
-            .arg(format!("--kubeconfig={}", d.join("pki/kubelet.kubeconfig").display()))
+            .arg(format!(
+                "--config={}",
+                d.join("kubelet/config.yaml").display()
+            ))
+            .arg(format!(
+                "--kubeconfig={}",
+                d.join("pki/kubelet.kubeconfig").display()
+            ))
             .arg(format!("--root-dir={}", d.join("kubelet/root").display()))
             .arg(format!("--cert-dir={}", d.join("kubelet/pki").display()))
             .arg(format!("--node-ip={}", host::NODE_IP))
             .arg(format!("--hostname-override={}", config::NODE_NAME))
             .arg("--v=1");
-        self.procs.start("kubelet", kubelet, &d.join("kubelet.log"))?;
+        self.procs
+            .start("kubelet", kubelet, &d.join("kubelet.log"))?;
         let (h, m) = (free_port("127.0.0.1")?, free_port("127.0.0.1")?);
         std::fs::write(d.join("kube-proxy.yaml"), config::kube_proxy(&d, h, m))
             .map_err(|e| e.to_string())?;
         let mut proxy = Command::new(self.node_bins.join("kube-proxy"));
         proxy.arg(format!("--config={}", d.join("kube-proxy.yaml").display()));
-        self.procs.start("kube-proxy", proxy, &d.join("kube-proxy.log"))
+        self.procs
+            .start("kube-proxy", proxy, &d.join("kube-proxy.log"))
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
@@ -294,7 +338,8 @@ impl Node {
         // Pods need their namespace's `default` ServiceAccount and kube-root-ca.crt
         // (the controller-manager makes both).
         self.wait("kube-controller-manager", 60, |n| {
-            n.kubectl(&["get", "serviceaccount", "default", "-o", "name"]).is_ok()
+            n.kubectl(&["get", "serviceaccount", "default", "-o", "name"])
+                .is_ok()
         })
     }
 
@@ -308,7 +353,10 @@ impl Node {
             self.procs.check(name)?;
             if Instant::now() > deadline {
                 let log = self.procs_log(name);
-                return Err(format!("{name} not ready in {secs} s; {}", self.log_tail(&log)));
+                return Err(format!(
+                    "{name} not ready in {secs} s; {}",
+                    self.log_tail(&log)
+                ));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -337,12 +385,19 @@ impl Node {
         self.procs.stop("kubelet", Duration::from_secs(10));
         let sock = self.dir.join("containerd/containerd.sock");
         if let Ok(list) = procs::run(
-            Command::new("ctr").arg("--address").arg(&sock).args(["-n", "k8s.io", "tasks", "ls", "-q"]),
+            Command::new("ctr")
+                .arg("--address")
+                .arg(&sock)
+                .args(["-n", "k8s.io", "tasks", "ls", "-q"]),
         ) {
             for id in list.lines().filter(|l| !l.is_empty()) {
                 let ctr = |args: &[&str]| {
                     let _ = procs::run(
-                        Command::new("ctr").arg("--address").arg(&sock).args(["-n", "k8s.io", "tasks"]).args(args),
+                        Command::new("ctr")
+                            .arg("--address")
+                            .arg(&sock)
+                            .args(["-n", "k8s.io", "tasks"])
+                            .args(args),
                     );
                 };
                 ctr(&["kill", "-s", "SIGKILL", id]);

@@ -27,7 +27,10 @@ fn main() -> ExitCode {
         node_support::OPERATOR_IMAGE,
         node_support::BUSYBOX_IMAGE
     );
-    println!("logs: {}/*.log; Ctrl-C stops the node and undoes its host changes", dir.display());
+    println!(
+        "logs: {}/*.log; Ctrl-C stops the node and undoes its host changes",
+        dir.display()
+    );
     wait_for_stop_signal();
     drop(node);
     ExitCode::SUCCESS
