@@ -8,6 +8,7 @@
 
 mod shell_operator;
 mod support;
+mod webhooks;
 
 use node_support::Node;
 use std::panic::AssertUnwindSafe;
@@ -21,6 +22,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "deploy_kustomize_runs_hooks_with_init_busybox",
         shell_operator::deploy_kustomize,
+    ),
+    (
+        "webhook_through_the_service_with_ca_bundle",
+        webhooks::validating_through_the_service,
     ),
     (
         "pod_deletion_stops_the_running_hook_cleanly",

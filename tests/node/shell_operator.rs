@@ -138,6 +138,23 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs [`deploy_kustomize`] unless the operator's Deployment exists (so a check run
+/// alone by name has the operator it needs).
+pub(crate) fn ensure_deployed(node: &Node) -> Result<(), String> {
+    match node.kubectl(&[
+        "-n",
+        NS,
+        "get",
+        "deployment",
+        "shell-operator",
+        "-o",
+        "name",
+    ]) {
+        Ok(_) => Ok(()),
+        Err(_) => deploy_kustomize(node),
+    }
+}
+
 /// A hook added to the ConfigMap for this check: it watches the namespace's pods
 /// (through the ServiceAccount's token, in-cluster) and sleeps on Synchronization.
 const SLOW_HOOK: &str = r#"#!/bin/sh
@@ -150,6 +167,7 @@ sleep 600
 "#;
 
 pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
+    ensure_deployed(node)?;
     let before: Vec<String> = pods(node)?
         .iter()
         .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
