@@ -6,6 +6,7 @@
 //! the host undone after the last check, whether checks passed, failed or panicked.
 //! Needs root and the static build (`make static`; `make test-node` does both).
 
+mod ha;
 mod shell_operator;
 mod support;
 mod webhooks;
@@ -27,6 +28,7 @@ const CHECKS: &[(&str, Check)] = &[
         "webhook_through_the_service_with_ca_bundle",
         webhooks::validating_through_the_service,
     ),
+    ("ha_leader_handover", ha::leader_handover),
     (
         "pod_deletion_stops_the_running_hook_cleanly",
         shell_operator::pod_deletion,

@@ -266,7 +266,11 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
     }
 }
 
-fn kubectl_to_file(node: &Node, args: &[&str], out: &Path) -> Result<std::process::Child, String> {
+pub(crate) fn kubectl_to_file(
+    node: &Node,
+    args: &[&str],
+    out: &Path,
+) -> Result<std::process::Child, String> {
     let file = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
     Command::new(control_plane::kubectl_path())
         .arg("--kubeconfig")
@@ -278,7 +282,7 @@ fn kubectl_to_file(node: &Node, args: &[&str], out: &Path) -> Result<std::proces
         .map_err(|e| format!("kubectl {}: {e}", args.join(" ")))
 }
 
-fn wait_child(child: &mut std::process::Child, within: Duration) -> bool {
+pub(crate) fn wait_child(child: &mut std::process::Child, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         if child.try_wait().ok().flatten().is_some() {
