@@ -7,6 +7,7 @@
 //! Needs root and the static build (`make static`; `make test-node` does both).
 
 mod ha;
+mod memory;
 mod shell_operator;
 mod support;
 mod webhooks;
@@ -32,6 +33,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "pod_deletion_stops_the_running_hook_cleanly",
         shell_operator::pod_deletion,
+    ),
+    (
+        "limit_32mib_5000_configmaps",
+        memory::limit_32mib_5000_configmaps,
     ),
 ];
 
