@@ -6,6 +6,7 @@
 //! the host undone after the last check, whether checks passed, failed or panicked.
 //! Needs root and the static build (`make static`; `make test-node` does both).
 
+mod addon;
 mod ha;
 mod memory;
 mod shell_operator;
@@ -38,6 +39,7 @@ const CHECKS: &[(&str, Check)] = &[
         "limit_32mib_5000_configmaps",
         memory::limit_32mib_5000_configmaps,
     ),
+    ("addon_operator_from_deploy", addon::addon_operator_deploy),
 ];
 
 fn main() -> ExitCode {

@@ -3,7 +3,9 @@
 //!
 //! - the pause image: `pause.c`, compiled static, FROM scratch;
 //! - busybox: Debian's busybox-static FROM scratch, with `/bin/sh`;
-//! - the operator: `Dockerfile.scratch` as shipped, on the static (musl) release build.
+//! - the operator: `Dockerfile.scratch` as shipped, on the static (musl) release build;
+//! - addon-operator: that image plus helm, busybox and `examples/addon` (the recipe at
+//!   the end of `Dockerfile.scratch`).
 //!
 //! Docker is the machine's when its daemon answers; else a dockerd of the node's own
 //! (its own data root, exec root and socket; no iptables, no bridge, no IP
@@ -19,6 +21,10 @@ use std::time::{Duration, Instant};
 pub const BUSYBOX_IMAGE: &str = "so-node.local/busybox:static";
 /// The operator image built from Dockerfile.scratch.
 pub const OPERATOR_IMAGE: &str = "so-node.local/shell-operator:test";
+/// addon-operator's image as Dockerfile.scratch's recipe makes one: the operator image
+/// plus the static helm, busybox (the example modules' hooks are shell scripts) and
+/// `examples/addon`'s modules and global hooks.
+pub const ADDON_IMAGE: &str = "so-node.local/addon-operator:test";
 
 /// How to reach a docker daemon.
 pub struct Docker {
@@ -147,7 +153,38 @@ impl Docker {
         std::fs::copy(operator, target.join("shell-operator"))
             .map_err(|e| format!("{} (make static): {e}", operator.display()))?;
         let dockerfile = control_plane::repo_root().join("Dockerfile.scratch");
-        self.build(&op, &dockerfile.display().to_string(), OPERATOR_IMAGE)
+        self.build(&op, &dockerfile.display().to_string(), OPERATOR_IMAGE)?;
+
+        let addon = ctx("addon")?;
+        let repo = control_plane::repo_root();
+        let helm = repo.join(".tools/bin/helm");
+        std::fs::copy(&helm, addon.join("helm"))
+            .map_err(|e| format!("{} (scripts/install-k8s-clients.sh): {e}", helm.display()))?;
+        for dir in ["modules", "global-hooks"] {
+            run(Command::new("cp")
+                .arg("-a")
+                .arg(repo.join("examples/addon").join(dir))
+                .arg(addon.join(dir)))?;
+        }
+        let bin = addon.join("bin");
+        std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+        std::fs::copy("/bin/busybox", bin.join("busybox")).map_err(|e| e.to_string())?;
+        let applets = run(Command::new("/bin/busybox").arg("--list"))?;
+        for applet in applets.lines().filter(|a| !a.is_empty() && *a != "busybox") {
+            std::os::unix::fs::symlink("busybox", bin.join(applet)).map_err(|e| e.to_string())?;
+        }
+        write(
+            addon.join("Dockerfile"),
+            &format!(
+                "FROM {OPERATOR_IMAGE}\nCOPY helm /helm\nCOPY bin /bin\nCOPY modules /modules\n\
+                 COPY global-hooks /global-hooks\nENV PATH=/bin\n"
+            ),
+        )?;
+        self.build(
+            &addon,
+            &addon.join("Dockerfile").display().to_string(),
+            ADDON_IMAGE,
+        )
     }
 
     /// `docker save IMAGE | ctr -n k8s.io images import -` into the containerd at `sock`.

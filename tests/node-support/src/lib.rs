@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use images::{BUSYBOX_IMAGE, OPERATOR_IMAGE};
+pub use images::{ADDON_IMAGE, BUSYBOX_IMAGE, OPERATOR_IMAGE};
 
 /// A running node.
 pub struct Node {
@@ -119,7 +119,12 @@ impl Node {
         let docker = images::Docker::start(dir, &mut node.procs)?;
         docker.build_images(dir, &operator)?;
         let sock = dir.join("containerd/containerd.sock");
-        for image in [config::PAUSE_IMAGE, BUSYBOX_IMAGE, OPERATOR_IMAGE] {
+        for image in [
+            config::PAUSE_IMAGE,
+            BUSYBOX_IMAGE,
+            OPERATOR_IMAGE,
+            ADDON_IMAGE,
+        ] {
             docker.import(image, &sock)?;
         }
         node.procs.stop("dockerd", Duration::from_secs(10));
