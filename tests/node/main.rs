@@ -7,6 +7,7 @@
 //! Needs root and the static build (`make static`; `make test-node` does both).
 
 mod addon;
+mod chart;
 mod ha;
 mod memory;
 mod shell_operator;
@@ -40,6 +41,10 @@ const CHECKS: &[(&str, Check)] = &[
         memory::limit_32mib_5000_configmaps,
     ),
     ("addon_operator_from_deploy", addon::addon_operator_deploy),
+    (
+        "helm_chart_with_helm3_and_helm4",
+        chart::chart_with_helm3_and_helm4,
+    ),
 ];
 
 fn main() -> ExitCode {

@@ -80,6 +80,14 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
         "  rollout: pod Ready {:.1} s after kubectl apply -k",
         t.elapsed().as_secs_f64()
     );
+    check_operator_pod(node, NS, &pod)
+}
+
+/// The checks of a running operator pod of `deploy/` (or the chart) in `ns`: the init
+/// container's exit 0, the example hook's output (run with the init container's
+/// busybox), JSON log lines, the hook metric from the pod's `/metrics`, and the
+/// probes passing for two liveness periods.
+pub(crate) fn check_operator_pod(node: &Node, ns: &str, pod: &Value) -> Result<(), String> {
     let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
     let ip = pod["status"]["podIP"].as_str().unwrap_or("").to_string();
     let init = &pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"];
@@ -91,7 +99,7 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     }
     // The hook ran with busybox's sh from the init container: its output is logged.
     let logs = wait_for("hello.sh's output in kubectl logs", 30, || {
-        let logs = node.kubectl(&["-n", NS, "logs", &name])?;
+        let logs = node.kubectl(&["-n", ns, "logs", &name])?;
         Ok(logs.contains("hello from onStartup").then_some(logs))
     })?;
     for line in logs.lines().filter(|l| !l.trim().is_empty()) {
@@ -116,7 +124,7 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     // The probes as shipped: Ready (readiness passed), and liveness for two periods
     // with no restart and no Unhealthy event.
     std::thread::sleep(Duration::from_secs(21));
-    let pod = json(node, &["-n", NS, "get", "pod", &name])?;
+    let pod = json(node, &["-n", ns, "get", "pod", &name])?;
     let restarts = &pod["status"]["containerStatuses"][0]["restartCount"];
     if restarts != 0 || !ready(&pod) {
         return Err(format!(
@@ -126,7 +134,7 @@ pub(crate) fn deploy_kustomize(node: &Node) -> Result<(), String> {
     }
     let events = node.kubectl(&[
         "-n",
-        NS,
+        ns,
         "get",
         "events",
         "--field-selector",
