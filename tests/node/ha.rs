@@ -44,8 +44,8 @@ fn first_time(log: &str, needle: &str) -> Option<String> {
 
 fn last_time(log: &str, needle: &str) -> Option<String> {
     log.lines()
-        .filter(|l| l.contains(needle))
-        .last()
+        .rev()
+        .find(|l| l.contains(needle))
         .and_then(|l| serde_json::from_str::<Value>(l).ok())
         .and_then(|v| v["time"].as_str().map(String::from))
 }
