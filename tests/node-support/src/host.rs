@@ -5,7 +5,9 @@
 //! - the bridge `BRIDGE` with the node IP, made here (the kubelet refuses a loopback
 //!   node IP; the CNI bridge plugin attaches pods to it);
 //! - the guard chain `GUARD` hooked into FORWARD: traffic may cross the bridge, but
-//!   nothing from it leaves, and nothing from elsewhere is forwarded onto it;
+//!   nothing from it leaves, and nothing from elsewhere is forwarded onto it; and
+//!   `GUARD_OUT` in OUTPUT: the host's own packets to the Service range that kube-proxy
+//!   did not rewrite are rejected (they would leave by the default route);
 //! - every iptables/ip6tables chain and rule that appeared meanwhile (kube-proxy's
 //!   `KUBE-*`, the CNI plugins' `CNI-*`): the tables are compared with a snapshot;
 //! - sysctls the kubelet, kube-proxy and the bridge plugin set (`SYSCTLS`);
@@ -32,6 +34,10 @@ pub const POD_SUBNET: &str = "10.244.0.0/24";
 /// The Service range; `kubernetes` is 10.0.0.1 (pods route it via the node IP).
 pub const SERVICE_SUBNET: &str = "10.0.0.0/24";
 const GUARD: &str = "SO-NODE-GUARD";
+/// The host's own guard: a packet to the Service range that kube-proxy has not
+/// rewritten (no rule yet, no endpoint) would follow the default route off the
+/// machine; it is rejected instead (filter OUTPUT sees the address after DNAT).
+const GUARD_OUT: &str = "SO-NODE-GUARD-OUT";
 const LOCK: &str = "/run/shell-operator-node.lock";
 const LEDGER: &str = "/run/shell-operator-node.ledger";
 
@@ -138,7 +144,10 @@ impl Host {
         ipt(&["-A", GUARD, "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"])?;
         ipt(&["-A", GUARD, "-i", BRIDGE, "-j", "DROP"])?;
         ipt(&["-A", GUARD, "-o", BRIDGE, "-j", "DROP"])?;
-        ipt(&["-I", "FORWARD", "1", "-j", GUARD])
+        ipt(&["-I", "FORWARD", "1", "-j", GUARD])?;
+        ipt(&["-N", GUARD_OUT])?;
+        ipt(&["-A", GUARD_OUT, "-d", SERVICE_SUBNET, "-j", "REJECT"])?;
+        ipt(&["-I", "OUTPUT", "1", "-j", GUARD_OUT])
     }
 
     fn ledger(&self) -> String {
