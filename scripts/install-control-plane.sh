@@ -5,8 +5,9 @@
 # and replaces the kubernetes staging modules, which k8s.io/kubernetes requires at
 # v0.0.0, with their published releases).
 #
-# The binaries go to .tools/control-plane/k8s-<v>-etcd-<v>/ (keyed by version, so a
-# pin change builds anew and a second run takes a second). The last line on stdout is
+# The binaries go to .tools/control-plane/k8s-<v>-etcd-<v>-s<r>/ (keyed by version and
+# by the revision of kube-apiserver's version stamp, scripts/control-plane/ldflags.sh,
+# so a pin or stamp change builds anew and a second run takes a second). The last line on stdout is
 # that directory; tests (tests/control-plane) call this script and read it.
 #
 # Needs Go (1.25 or newer) and the Go module proxy. Nothing of either project is kept
@@ -15,13 +16,15 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 module="$repo/scripts/control-plane"
+# shellcheck source=control-plane/ldflags.sh
+. "$module/ldflags.sh"
 
 version_of() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$module/go.mod"; }
 k8s="$(version_of k8s.io/kubernetes)"
 etcd="$(version_of go.etcd.io/etcd/server/v3)"
 [ -n "$k8s" ] && [ -n "$etcd" ] || { echo "error: versions not found in $module/go.mod" >&2; exit 1; }
 
-dest="${CONTROL_PLANE_TOOLS:-$repo/.tools/control-plane}/k8s-$k8s-etcd-$etcd"
+dest="${CONTROL_PLANE_TOOLS:-$repo/.tools/control-plane}/k8s-$k8s-etcd-$etcd-s$K8S_STAMP_REV"
 if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/etcd" ]; then
     echo "$dest"
     exit 0
@@ -36,16 +39,18 @@ mkdir -p "$dest"
 cd "$module"
 # -mod=readonly: go.sum is committed; a module the proxy refuses fails here, by name.
 build() {
-    local pkg="$1" out="$2"
+    local pkg="$1" out="$2" ldflags="$3"
     echo "building $out from $pkg ..." >&2
     local start=$SECONDS
-    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$dest/$out.tmp" "$pkg" >&2; then
+    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags="$ldflags" -o "$dest/$out.tmp" "$pkg" >&2; then
         echo "error: go build $pkg failed (see above: a module the proxy refused is named there)" >&2
         exit 1
     fi
     mv "$dest/$out.tmp" "$dest/$out"
     echo "built $out in $((SECONDS - start)) s" >&2
 }
-[ -x "$dest/etcd" ] || build go.etcd.io/etcd/server/v3 etcd
-[ -x "$dest/kube-apiserver" ] || build k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver
+# etcd carries its own version (go.etcd.io/etcd/api/v3/version); kube-apiserver is
+# stamped, else it reports v0.0.0-master+$Format:%H$.
+[ -x "$dest/etcd" ] || build go.etcd.io/etcd/server/v3 etcd "-s -w"
+[ -x "$dest/kube-apiserver" ] || build k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$(k8s_ldflags "$k8s")"
 echo "$dest"

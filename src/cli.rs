@@ -58,7 +58,14 @@ pub fn main() -> i32 {
         }
         Ok(Command::Jq(jq_args)) => crate::jq_cli::main(&jq_args),
         Ok(Command::Start(config)) => {
-            println!("{name} v{VERSION}");
+            // The banner is a log line like any other: with LOG_TYPE=json a plain
+            // line broke `kubectl logs | jq` (issue 37). Text logs keep it plain.
+            if config.log.log_type == "json" {
+                crate::log::init(&config.log);
+                crate::log::info(&format!("{name} v{VERSION}"), &[]);
+            } else {
+                println!("{name} v{VERSION}");
+            }
             if program == Program::Addon
                 && let Err(e) = crate::flags::addon::check_no_helm2(&env)
             {

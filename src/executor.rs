@@ -102,12 +102,20 @@ pub(crate) struct RunResult {
     pub(crate) conversion_response: Vec<u8>,
     /// Contents of the output files among [`ExtraFile`]s, in their order.
     pub(crate) extra: Vec<Vec<u8>>,
+    /// The operator began to stop while the hook ran, so the hook got SIGTERM (and
+    /// SIGKILL after the grace period) from the operator itself.
+    pub(crate) interrupted: bool,
 }
 
 impl RunResult {
     /// Exit code 0.
     pub(crate) fn success(&self) -> bool {
         self.status == ExitStatus::Code(0)
+    }
+
+    /// Failed because the operator's shutdown stopped it: not the hook's failure.
+    pub(crate) fn stopped_by_shutdown(&self) -> bool {
+        self.interrupted && !self.success()
     }
 
     /// flant's error text: the stderr if any, else the exit status.
@@ -246,6 +254,7 @@ impl Executor {
                 .filter(|(f, _)| f.content.is_none())
                 .map(|(f, p)| read_output(p, f.env))
                 .collect::<std::io::Result<_>>()?,
+            interrupted: ended.interrupted,
         };
         drop(files);
         self.make_spare(&labels.hook);

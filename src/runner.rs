@@ -195,6 +195,22 @@ impl Runner {
             family.observe(&metric_labels, run.duration, &run.usage);
         }
         let count = |outcome| family.count(&metric_labels, outcome);
+        if let (Ok(run), Err(e)) = (&result, &outcome)
+            && run.stopped_by_shutdown()
+        {
+            // The operator stopped the hook (SIGTERM at shutdown): neither a hook
+            // error nor a retry, since the queue runs nothing more.
+            log::info(
+                "Hook stopped by the operator's shutdown",
+                &[
+                    ("hook", &labels.hook),
+                    ("binding", &labels.binding),
+                    ("queue", queue),
+                    ("status", &run.status.to_string()),
+                ],
+            );
+            return Outcome::Retry(e.clone().into());
+        }
         let outcome = match outcome {
             Ok(()) => Outcome::done(),
             Err(e) => Outcome::hook_failed(task.allow_failure, e),

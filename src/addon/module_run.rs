@@ -38,15 +38,24 @@ impl AddonHandler {
             .observe(start.elapsed().as_secs_f64());
         Ok(result.unwrap_or_else(|error| {
             let name = self.module_name(m);
-            self.shared
-                .metrics
-                .module_run_errors_total
-                .with_label_values(&[&name])
-                .inc();
-            log::error(
-                "module run failed, will retry",
-                &[("module", &name), ("error", &error)],
-            );
+            if crate::process::shutdown_requested() {
+                // Its hooks or helm were stopped by the operator's own shutdown:
+                // no module error, and no retry comes.
+                log::info(
+                    "module run stopped by the operator's shutdown",
+                    &[("module", &name), ("error", &error)],
+                );
+            } else {
+                self.shared
+                    .metrics
+                    .module_run_errors_total
+                    .with_label_values(&[&name])
+                    .inc();
+                log::error(
+                    "module run failed, will retry",
+                    &[("module", &name), ("error", &error)],
+                );
+            }
             let now = Instant::now();
             self.shared.step(Input::RunFailed {
                 module: m,
@@ -63,6 +72,13 @@ impl AddonHandler {
             .map(|()| self.shared.step(Input::DeleteFinished { module: m }))
             .inspect_err(|e| {
                 let name = self.module_name(m);
+                if crate::process::shutdown_requested() {
+                    log::info(
+                        "module delete stopped by the operator's shutdown",
+                        &[("module", &name), ("error", e)],
+                    );
+                    return;
+                }
                 self.shared
                     .metrics
                     .module_delete_errors_total

@@ -1,7 +1,8 @@
 //! The election state machine, with client-go's leader-election semantics, run on
 //! its own thread (`leader-election`, spawned by `operator.rs`):
 //!
-//! - **acquire**: every retry period, read the Lease. A record that changed since
+//! - **acquire**: every retry period, read the Lease (and at once after losing the
+//!   race to create it, a 409). A record that changed since
 //!   the last look is timed with the *local* clock at that moment (never the
 //!   writer's `renewTime`, so clock skew between replicas does not matter). The
 //!   lease is taken when it is free (no holder: released), ours, or unchanged for
@@ -263,7 +264,15 @@ impl Machine {
             let record = self.next_record(&Record::default());
             return match lease.create(&record) {
                 Ok(v) => Ok(self.observe_ours(v)),
-                Err(e) if e.is_conflict() => Ok(false),
+                Err(e) if e.is_conflict() => {
+                    // Another replica created it first: read it now, so the holder
+                    // (readiness, the next look's timing) is known before the next
+                    // retry, instead of "no replica holds the lock" until then.
+                    if let Ok(Some(current)) = lease.get() {
+                        self.observe(current);
+                    }
+                    Ok(false)
+                }
                 Err(e) => Err(format!("{what}: {e}")),
             };
         };
@@ -417,6 +426,84 @@ mod tests {
             "{:?}",
             m.next_look()
         );
+    }
+
+    /// A one-purpose API server: the Lease is missing on the first GET, a POST loses
+    /// the create race (409 AlreadyExists), and later GETs show `other` holding it.
+    fn lost_create_race_server() -> (String, std::thread::JoinHandle<Vec<String>>) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for stream in listener.incoming().take(3) {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let mut length = 0;
+                loop {
+                    let mut h = String::new();
+                    reader.read_line(&mut h).unwrap();
+                    if h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let method = line.split(' ').next().unwrap_or("").to_string();
+                let gets = seen.iter().filter(|m| *m == "GET").count();
+                let (code, text) = match (method.as_str(), gets) {
+                    ("GET", 0) => (
+                        404,
+                        r#"{"kind":"Status","code":404,"reason":"NotFound"}"#.to_string(),
+                    ),
+                    ("POST", _) => (
+                        409,
+                        r#"{"kind":"Status","code":409,"reason":"AlreadyExists"}"#.to_string(),
+                    ),
+                    _ => (
+                        200,
+                        serde_json::json!({
+                            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                            "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "7"},
+                            "spec": record("other", "2026-01-01T00:00:00.000000Z", 0).spec(),
+                        })
+                        .to_string(),
+                    ),
+                };
+                seen.push(method);
+                write!(
+                    stream,
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                )
+                .unwrap();
+            }
+            seen
+        });
+        (url, server)
+    }
+
+    /// Issue 37: a replica that loses the race to create the Lease reads it at once,
+    /// so its readiness names the holder instead of "no replica holds the lock" until
+    /// its next retry (about 10 s on a real API server).
+    #[test]
+    fn losing_the_create_race_reads_the_lease_at_once() {
+        let (url, server) = lost_create_race_server();
+        let mut m = machine("me");
+        let settings = KubeSettings {
+            server: url,
+            ..KubeSettings::default()
+        };
+        m.elector.lease = LeaseClient::new(Client::from_config(&settings).unwrap(), "ns", "l");
+        assert_eq!(m.try_acquire_or_renew(), Ok(false));
+        assert_eq!(m.status.holder(), "other");
+        assert!(!m.leading);
+        assert_eq!(server.join().unwrap(), ["GET", "POST", "GET"]);
     }
 
     #[test]

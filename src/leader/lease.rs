@@ -34,7 +34,7 @@ impl Record {
     }
 
     /// The spec as the API wants it.
-    fn spec(&self) -> Value {
+    pub(crate) fn spec(&self) -> Value {
         json!({
             "holderIdentity": self.holder,
             "leaseDurationSeconds": self.lease_duration_secs,

@@ -161,3 +161,42 @@ fn configmap_example_hook_runs_with_the_builtin_jq() {
     assert_eq!(metric(&body, series), Some(1.0), "{body}\n{}", op.logs());
     assert!(op.logs().contains("hello from onStartup"), "{}", op.logs());
 }
+
+/// Issue 37: Debian's busybox-static lists `busybox` itself in `busybox --list`; the
+/// init container's loop once linked `/tools/busybox` to itself, and every `#!/bin/sh`
+/// hook then failed with "Symbolic link loop". The shipped command runs here with
+/// `/tools` a temp dir and a stand-in busybox that lists itself.
+#[test]
+fn init_container_keeps_a_busybox_that_lists_itself() {
+    let d = find("deployment.yaml", "Deployment");
+    let init = &d["spec"]["template"]["spec"]["initContainers"][0];
+    let script = init["command"][2].as_str().expect("init script");
+    let dir = TempDir::new("busybox-init");
+    let fake = dir.0.join("busybox-image");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n[ \"$1\" = --list ] && printf 'cat\\nbusybox\\nsh\\n'\n",
+    )
+    .expect("fake busybox");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let tools = dir.0.join("tools");
+    std::fs::create_dir(&tools).expect("tools dir");
+    let script = script
+        .replace("/bin/busybox", &fake.display().to_string())
+        .replace("/tools", &tools.display().to_string());
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", &script])
+        .output()
+        .expect("run the init script");
+    assert!(out.status.success(), "{script}: {out:?}");
+    let copied = std::fs::symlink_metadata(tools.join("busybox")).expect("tools/busybox");
+    assert!(
+        copied.file_type().is_file(),
+        "/tools/busybox must stay the copied binary, not a link: {script}"
+    );
+    for applet in ["cat", "sh"] {
+        let target = std::fs::read_link(tools.join(applet)).expect(applet);
+        assert_eq!(target, Path::new("busybox"), "{applet}");
+    }
+}

@@ -225,3 +225,55 @@ fn other_signals_neither_kill_the_operator_nor_orphan_hooks() {
         );
     }
 }
+
+/// Issue 37: a hook still running when the operator is told to stop gets SIGTERM
+/// from the operator and dies of it. That is the operator's own stop, not a hook
+/// failure: it is logged as stopped, and never as "Hook failed, will retry" (no
+/// retry comes; the operator exits 0).
+#[test]
+fn a_hook_stopped_at_shutdown_is_not_logged_as_failed() {
+    let body = "echo $$ > \"$OUT_DIR/hook.pid\"; sleep 300";
+    let hooks = [(
+        "slow.sh",
+        hook("slow", "configVersion: v1\nonStartup: 1", body),
+    )];
+    let mut op = Operator::start(&hooks, &[], &[]);
+    let pid = wait_pid(&op.dir.0.join("out/hook.pid"), &op);
+    op.signal(libc::SIGTERM);
+    let (code, out) = exit_and_output(&mut op, Duration::from_secs(15));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(wait_gone(pid, Duration::from_secs(5)), "hook {pid} left");
+    assert!(!out.contains("will retry"), "{out}");
+    assert!(!out.contains("Hook failed"), "{out}");
+    let stopped = out
+        .lines()
+        .find(|l| l.contains("Hook stopped by the operator's shutdown"))
+        .unwrap_or_else(|| panic!("no stop line for the hook:\n{out}"));
+    assert!(stopped.contains("slow.sh"), "{stopped}");
+}
+
+/// Issue 37 (found on the node: `kubectl logs` of the deploy/ pod): with
+/// `LOG_TYPE=json` every line the operator writes to stdout is a JSON object, the
+/// version banner at `start` included (it was a plain `shell-operator v…` line).
+#[test]
+fn json_log_has_only_json_lines() {
+    let hooks = [(
+        "a.sh",
+        hook("a", "configVersion: v1\nonStartup: 1", "echo hello from a"),
+    )];
+    let mut op = Operator::start(&hooks, &[], &[]);
+    op.wait_log("hello from a", Duration::from_secs(10));
+    op.signal(libc::SIGTERM);
+    let (code, _) = exit_and_output(&mut op, Duration::from_secs(15));
+    assert_eq!(code, Some(0));
+    let logs = op.logs();
+    for line in logs.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}\n{logs}"));
+        assert!(v["msg"].is_string() && v["level"].is_string(), "{line}");
+    }
+    assert!(
+        logs.contains("\"msg\":\"shell-operator v"),
+        "the version is logged:\n{logs}"
+    );
+}

@@ -208,6 +208,11 @@ impl ControlPlane {
         ))
         .arg("--bind-address=127.0.0.1")
         .arg("--advertise-address=127.0.0.1")
+        // No node and no pod here, so nothing needs the `kubernetes` Service's
+        // endpoints; reconciling them to a loopback address logged "may not be in
+        // the loopback range" every 10 s (issue 37). The node tier advertises its
+        // bridge address instead (tests/node-support).
+        .arg("--endpoint-reconciler-type=none")
         .arg(format!("--secure-port={}", self.api_port))
         .arg(format!("--cert-dir={}", d("certs")))
         .arg(format!("--tls-cert-file={}", d("apiserver.crt")))

@@ -1,0 +1,155 @@
+//! addon-operator from `deploy/addon-operator/` (an overlay: the image, the pull
+//! policy, and a resources check period of 5 s so healing is seen within the check),
+//! with helm in its image: as uid 65534 on a read-only root filesystem (helm's cache
+//! and config under the `/tmp` emptyDir), the echo module's release installed, a
+//! ConfigMap value upgrading it, and a deleted object of the release healed.
+
+use crate::support::{json, wait_for};
+use node_support::{ADDON_IMAGE, Node};
+use std::time::Instant;
+
+const NS: &str = "addon-operator";
+
+fn overlay(node: &Node) -> Result<String, String> {
+    let dir = node.dir().join("overlay-addon");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let deploy = control_plane::repo_root()
+        .join("deploy/addon-operator")
+        .canonicalize()
+        .map_err(|e| format!("deploy/addon-operator/: {e}"))?;
+    let up = "../".repeat(dir.components().count() - 1);
+    let base = format!(
+        "{up}{}",
+        deploy.display().to_string().trim_start_matches('/')
+    );
+    let (name, tag) = ADDON_IMAGE.rsplit_once(':').ok_or("addon tag")?;
+    let text = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- {base}\n\
+         images:\n- name: addon-operator\n  newName: {name}\n  newTag: {tag}\n\
+         patches:\n- target:\n    kind: Deployment\n    name: addon-operator\n  patch: |-\n\
+         \x20   - op: replace\n      path: /spec/template/spec/containers/0/imagePullPolicy\n      value: Never\n\
+         \x20   - op: add\n      path: /spec/template/spec/containers/0/env/-\n      value: {{name: ADDON_OPERATOR_RESOURCES_CHECK_PERIOD, value: 5s}}\n"
+    );
+    std::fs::write(dir.join("kustomization.yaml"), text).map_err(|e| e.to_string())?;
+    Ok(dir.display().to_string())
+}
+
+fn echo_message(node: &Node) -> Result<Option<String>, String> {
+    let cm = node.kubectl(&[
+        "-n",
+        NS,
+        "get",
+        "configmap",
+        "echo",
+        "-o",
+        "jsonpath={.data.message}",
+        "--ignore-not-found",
+    ])?;
+    Ok((!cm.is_empty()).then_some(cm))
+}
+
+pub(crate) fn addon_operator_deploy(node: &Node) -> Result<(), String> {
+    let dir = overlay(node)?;
+    let t = Instant::now();
+    node.kubectl(&["apply", "-k", &dir])?;
+    let pod = wait_for("the addon-operator pod Ready", 180, || {
+        let list = json(node, &["-n", NS, "get", "pods", "-l", "app=addon-operator"])?;
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        for p in &items {
+            if p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+                == "CrashLoopBackOff"
+            {
+                let name = p["metadata"]["name"].as_str().unwrap_or("");
+                let logs = node
+                    .kubectl(&["-n", NS, "logs", name, "--previous"])
+                    .unwrap_or_else(|e| e);
+                return Err(format!(
+                    "pod {name} is crash-looping; its last log:\n{logs}"
+                ));
+            }
+        }
+        Ok(items.into_iter().find(|p| {
+            p["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+        }))
+    })
+    .map_err(|e| {
+        let logs = node
+            .kubectl(&["-n", NS, "logs", "deploy/addon-operator", "--tail=30"])
+            .unwrap_or_else(|e| e);
+        format!("{e}\n{logs}")
+    })?;
+    println!(
+        "  addon-operator Ready (first converge done) {:.1} s after kubectl apply -k",
+        t.elapsed().as_secs_f64()
+    );
+    let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+    // uid 65534, read-only root: asked inside the container (busybox is in the image).
+    let id = node.kubectl(&["-n", NS, "exec", &name, "--", "id", "-u"])?;
+    if id.trim() != "65534" {
+        return Err(format!("uid {id:?}"));
+    }
+    match node.kubectl(&["-n", NS, "exec", &name, "--", "touch", "/probe"]) {
+        Ok(_) => return Err("the root filesystem is writable".into()),
+        Err(e) if e.contains("Read-only file system") => {}
+        Err(e) => return Err(format!("touch /probe: {e}")),
+    }
+    // The echo module's release and its object, with the ConfigMap's value.
+    let message = wait_for("the echo module's ConfigMap", 60, || echo_message(node))?;
+    if message != "hello from the ConfigMap" {
+        return Err(format!("echo's message {message:?}"));
+    }
+    let releases = node.kubectl(&[
+        "-n",
+        NS,
+        "get",
+        "secrets",
+        "-l",
+        "owner=helm,name=echo",
+        "-o",
+        "name",
+    ])?;
+    if releases.trim().is_empty() {
+        return Err("no helm release Secret for echo".into());
+    }
+    // A value in addon-operator's ConfigMap upgrades the release.
+    let patch = serde_json::json!({"data": {"echo": "message: changed on the node\n"}}).to_string();
+    node.kubectl(&[
+        "-n",
+        NS,
+        "patch",
+        "configmap",
+        "addon-operator",
+        "--type=merge",
+        "-p",
+        &patch,
+    ])?;
+    let t = Instant::now();
+    wait_for("the release upgraded with the new value", 60, || {
+        Ok(echo_message(node)?.filter(|m| m == "changed on the node"))
+    })?;
+    println!(
+        "  value change to upgraded object: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    // A deleted object of the release is put back.
+    node.kubectl(&["-n", NS, "delete", "configmap", "echo"])?;
+    let t = Instant::now();
+    wait_for("the deleted echo ConfigMap healed", 90, || {
+        echo_message(node)
+    })?;
+    println!(
+        "  deleted object healed in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let p = json(node, &["-n", NS, "get", "pod", &name])?;
+    if p["status"]["containerStatuses"][0]["restartCount"] != 0 {
+        return Err(format!(
+            "addon-operator restarted: {}",
+            p["status"]["containerStatuses"][0]
+        ));
+    }
+    Ok(())
+}

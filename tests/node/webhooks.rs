@@ -1,0 +1,159 @@
+//! Admission webhooks as `deploy/` ships them: the certificates in the Secret the
+//! Deployment mounts, the API server reaching the pod through the Service
+//! (`shell-operator-validating-svc`, kube-proxy's DNAT), the operator writing the
+//! caBundle, and `kubectl apply` of a refused object returning the hook's message.
+
+use crate::support::{json, wait_for};
+use node_support::Node;
+use std::time::Instant;
+
+const NS: &str = "shell-operator";
+const MESSAGE: &str = "ConfigMap holds a password: use a Secret";
+
+/// A validating hook for ConfigMaps labelled `policy-test: "yes"`.
+const POLICY_HOOK: &str = r#"#!/bin/sh
+if [ "$1" = "--config" ]; then
+  cat <<'CONFIG'
+configVersion: v1
+kubernetesValidating:
+- name: no-passwords.example.com
+  labelSelector:
+    matchLabels:
+      policy-test: "yes"
+  rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["configmaps"]
+    scope: Namespaced
+CONFIG
+  exit 0
+fi
+if jq -e '.[0].review.request.object.data.password' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  echo '{"allowed":false,"message":"ConfigMap holds a password: use a Secret"}' > "$VALIDATING_RESPONSE_PATH"
+else
+  echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH"
+fi
+"#;
+
+fn config_map(name: &str, data: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  \
+         labels:\n    policy-test: \"yes\"\ndata:\n{data}"
+    )
+}
+
+pub(crate) fn validating_through_the_service(node: &Node) -> Result<(), String> {
+    crate::shell_operator::ensure_deployed(node)?;
+    let pki = node.dir().join("pki");
+    let svc = format!("shell-operator-validating-svc.{NS}.svc");
+    control_plane::pki::server_cert(&pki, "webhook", &[&svc], &[])?;
+    let file = |f: &str| pki.join(f).display().to_string();
+    let secret = node.kubectl(&[
+        "-n",
+        NS,
+        "create",
+        "secret",
+        "generic",
+        "shell-operator-validating-certs",
+        &format!("--from-file=tls.crt={}", file("webhook.crt")),
+        &format!("--from-file=tls.key={}", file("webhook.key")),
+        &format!("--from-file=ca.crt={}", file("ca.crt")),
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ])?;
+    node.apply(&secret)?;
+    let patch = serde_json::json!({ "data": { "policy.sh": POLICY_HOOK } }).to_string();
+    node.kubectl(&[
+        "-n",
+        NS,
+        "patch",
+        "configmap",
+        "shell-operator-hooks",
+        "--type=merge",
+        "-p",
+        &patch,
+    ])?;
+    node.kubectl(&["-n", NS, "rollout", "restart", "deployment/shell-operator"])?;
+    node.kubectl(&[
+        "-n",
+        NS,
+        "rollout",
+        "status",
+        "deployment/shell-operator",
+        "--timeout=120s",
+    ])?;
+    // The operator registers the configuration with the CA of its Secret.
+    let ca = std::fs::read(pki.join("ca.crt")).map_err(|e| e.to_string())?;
+    let config = wait_for(
+        "the ValidatingWebhookConfiguration with a caBundle",
+        60,
+        || {
+            let v = json(
+                node,
+                &[
+                    "get",
+                    "validatingwebhookconfiguration",
+                    "shell-operator-hooks-hooks",
+                ],
+            )?;
+            let has = v["webhooks"][0]["clientConfig"]["caBundle"]
+                .as_str()
+                .is_some_and(|b| !b.is_empty());
+            Ok(has.then_some(v))
+        },
+    )?;
+    let bundle = config["webhooks"][0]["clientConfig"]["caBundle"]
+        .as_str()
+        .unwrap_or("");
+    let decoded = base64_decode(bundle)?;
+    if decoded != ca {
+        return Err(format!(
+            "caBundle is not the Secret's ca.crt: {}",
+            config["webhooks"][0]["clientConfig"]
+        ));
+    }
+    if config["webhooks"][0]["clientConfig"]["service"]["name"] != "shell-operator-validating-svc" {
+        return Err(format!(
+            "clientConfig: {}",
+            config["webhooks"][0]["clientConfig"]
+        ));
+    }
+    // Refused with the hook's message, through the Service. Until kube-proxy has the
+    // new pod's endpoint the Service rejects connections ("connection refused"):
+    // that is retried for a while, anything else is the answer.
+    let t = Instant::now();
+    loop {
+        match node.apply(&config_map("with-password", "  password: hunter2\n")) {
+            Ok(out) => return Err(format!("a ConfigMap with a password was accepted: {out}")),
+            Err(e) if e.contains(MESSAGE) => break,
+            Err(e) if e.contains("connection refused") && t.elapsed().as_secs() < 30 => {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            Err(e) => return Err(format!("refused, but not with the hook's message: {e}")),
+        }
+    }
+    println!(
+        "  admission through the Service: refused with the hook's message {:.1} s after the rollout",
+        t.elapsed().as_secs_f64()
+    );
+    node.apply(&config_map("no-password", "  user: alice\n"))
+        .map_err(|e| format!("a ConfigMap without a password was refused: {e}"))?;
+    Ok(())
+}
+
+fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+    let out = std::process::Command::new("base64")
+        .arg("-d")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().map(|mut s| s.write_all(text.as_bytes()));
+            c.wait_with_output()
+        })
+        .map_err(|e| format!("base64 -d: {e}"))?;
+    Ok(out.stdout)
+}
