@@ -339,6 +339,9 @@ mod tests {
         let mut worker = Worker::new("q", task_rx, stop_rx, handler, view.clone())
             .on_stop(move |e| drop(stops_tx.send(e.to_string())));
         worker.backoff = |_| Duration::from_millis(10);
+        // Dropped before the worker starts when the handler's clone is the last
+        // sender (else the run could end before this drop: a race under load).
+        let stop_tx = (!shutdown_in_run).then_some(stop_tx);
         let thread = std::thread::spawn(move || {
             let _keep_open = task_tx;
             worker.run()
@@ -346,7 +349,7 @@ mod tests {
         Run {
             runs,
             stops,
-            stop_tx: (!shutdown_in_run).then_some(stop_tx),
+            stop_tx,
             view,
             thread: Some(thread),
         }
