@@ -18,7 +18,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 arch="${1:-amd64}"
-cargo="${CARGO:-cargo}"
+# The cargo on PATH (the rustup proxy), whoever calls: a test gets CARGO set to the
+# toolchain's own binary, and one cargo for every caller keeps builds fresh.
+cargo=cargo
 zig_version=0.14.1
 
 case "$arch" in
@@ -32,7 +34,20 @@ rustup target list --installed | grep -qx "$target" || rustup target add "$targe
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 sysroot="$(rustc --print sysroot)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}"
+
+# The build sees only this environment (plus what is set below): variables that
+# cargo gives a running test or build script (CARGO_PKG_*, CARGO_MANIFEST_DIR,
+# OUT_DIR, ...) are tracked by ring's build script, so leaking them in would both
+# rebuild ring and make the build depend on who called it. SOURCE_DATE_EPOCH is
+# left out too: the binary holds no time, and cc-rs would rebuild ring on each
+# commit if it changed. (The image layers and the SBOM do use it.)
+keep=(PATH HOME USER TERM CARGO_HOME RUSTUP_HOME RUSTUP_TOOLCHAIN CARGO_NET_OFFLINE
+    SHELL_OPERATOR_COMMIT http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY)
+clean_env=()
+for v in "${keep[@]}"; do
+    [ -z "${!v+x}" ] || clean_env+=("$v=${!v}")
+done
+clean_env+=("CARGO_TARGET_DIR=$target_dir")
 
 # rustc: paths in panic locations and any file!() come out as /src, /cargo, /rustc.
 remap="--remap-path-prefix=$root=/src --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$sysroot=/rustc"
@@ -42,8 +57,7 @@ cmap="-ffile-prefix-map=$root=/src -ffile-prefix-map=$cargo_home=/cargo -ffile-p
 
 triple_env="$(echo "$target" | tr 'a-z-' 'A-Z_')"
 triple_cc="$(echo "$target" | tr '-' '_')"
-export "CARGO_TARGET_${triple_env}_RUSTFLAGS=$remap"
-export "CFLAGS_${triple_cc}=$cmap"
+clean_env+=("CARGO_TARGET_${triple_env}_RUSTFLAGS=$remap" "CFLAGS_${triple_cc}=$cmap")
 
 if [ "$target" = aarch64-unknown-linux-musl ]; then
     zig_dir="$root/.tools/ziglang-$zig_version"
@@ -51,14 +65,12 @@ if [ "$target" = aarch64-unknown-linux-musl ]; then
         echo "installing zig $zig_version (PyPI ziglang) into $zig_dir" >&2
         python3 -m pip install --quiet --disable-pip-version-check --target "$zig_dir" "ziglang==$zig_version" >&2
     fi
-    export SHIPPING_ZIG="$zig_dir/ziglang/zig"
-    # zig's cache outside the checkout, so builds in two checkouts do not share it.
-    export ZIG_GLOBAL_CACHE_DIR="${ZIG_GLOBAL_CACHE_DIR:-$target_dir/zig-cache}"
-    export ZIG_LOCAL_CACHE_DIR="$ZIG_GLOBAL_CACHE_DIR"
-    export "CC_${triple_cc}=$root/scripts/zig-cc"
-    export "AR_${triple_cc}=$root/scripts/zig-ar"
-    export "CARGO_TARGET_${triple_env}_LINKER=rust-lld"
+    # zig's cache in the target dir, so builds in two checkouts do not share it.
+    clean_env+=("SHIPPING_ZIG=$zig_dir/ziglang/zig"
+        "ZIG_GLOBAL_CACHE_DIR=$target_dir/zig-cache" "ZIG_LOCAL_CACHE_DIR=$target_dir/zig-cache"
+        "CC_${triple_cc}=$root/scripts/zig-cc" "AR_${triple_cc}=$root/scripts/zig-ar"
+        "CARGO_TARGET_${triple_env}_LINKER=rust-lld")
 fi
 
-(cd "$root" && "$cargo" build --locked --release --target "$target" -p shell-operator) >&2
+(cd "$root" && env -i "${clean_env[@]}" "$cargo" build --locked --release --target "$target" -p shell-operator) >&2
 echo "$target_dir/$target/release/shell-operator"
