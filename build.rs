@@ -48,7 +48,11 @@ fn commit() -> String {
         watch.push(r);
     }
     for w in watch {
-        if let Some(path) = git(&["rev-parse", "--git-path", &w]) {
+        // Only files that exist: cargo reruns a build script on every build while
+        // one of its rerun-if-changed paths is missing.
+        if let Some(path) = git(&["rev-parse", "--git-path", &w])
+            && std::path::Path::new(&path).exists()
+        {
             println!("cargo:rerun-if-changed={path}");
         }
     }
