@@ -24,6 +24,29 @@ import cargo_graph
 
 IDENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)::")
 
+# Our direct dependencies, the design card's first, and why each is there.
+WHY = {
+    "ureq": "card: the Kubernetes REST + watch client's HTTP/1.1 (blocking, no async)",
+    "rustls": "card: TLS for the API server and the webhook servers (ring provider)",
+    "serde": "card: (de)serialisation of hook configs, contexts, Kubernetes types",
+    "serde_json": "card: binding contexts, objects as Value, raw_value for the watch cache",
+    "yaml_serde": "card (maintained serde_yaml): hook configs, values, kubeconfig, charts",
+    "jaq-core": "card (successor of jaq-interpret): jqFilter and the jq CLI",
+    "jaq-std": "card: jq's standard library definitions for jaq",
+    "jaq-json": "card: jaq's JSON values and serde bridge",
+    "cron": "card: crontab parsing behind src/schedule/cron.rs",
+    "crossbeam-channel": "card: every channel between threads (select over several)",
+    "prometheus": "card: /metrics registry and text encoding (no default features)",
+    "jsonschema": "card: addon-operator's OpenAPI validation of values",
+    "signal-hook": "card: SIGTERM/SIGINT/SIGCHLD to the signal thread",
+    "chrono": "card (via cron): cron's API speaks chrono; our schedule adapter too",
+    "base64": "card (via ureq): kubeconfig *-data fields, webhook CA bundles",
+    "libc": "process groups, kill(2), wait4(2) rusage, the PID-1 reaper's waitid(2)",
+    "libyaml-rs": "helm's YAML 1.1 reading in the post-renderer (scalar styles and tags)",
+    "vendor-k8s-types": "ours: the few Kubernetes types read field by field",
+    "shell-operator": "the binary",
+}
+
 
 def sizes(binary, crates):
     """Crate (underscore form) -> bytes of text symbols; plus the text total."""
@@ -76,13 +99,17 @@ def main(binary, target="x86_64-unknown-linux-musl"):
     names = {p["name"].replace("-", "_") for p in linked}
     by_crate, total = sizes(binary, names)
     print(f"Machine code (text symbols): {total} bytes.\n")
-    print("| crate | version | brought in by | pulls in | share of code |")
+    print("| crate | version | why (direct) / brought in by | pulls in | share of code |")
     print("| --- | --- | --- | --: | --: |")
-    rows = sorted(linked, key=lambda p: -by_crate[p["name"].replace("-", "_")])
+    order = list(WHY)
+    rows = sorted(linked, key=lambda p: (
+        order.index(p["name"]) if p["name"] in order else len(order),
+        -by_crate[p["name"].replace("-", "_")]))
     for p in rows:
         share = by_crate[p["name"].replace("-", "_")]
-        by = ", ".join(sorted(set(parents[p["id"]]))) or "(the binary)"
-        print(f"| {p['name']} | {p['version']} | {by} | {len(reach(p['id']))} | "
+        by = WHY.get(p["name"]) or "via " + ", ".join(sorted(set(parents[p["id"]])))
+        name = f"**{p['name']}**" if p["name"] in WHY else p["name"]
+        print(f"| {name} | {p['version']} | {by} | {len(reach(p['id']))} | "
               f"{share / total:.1%} ({share // 1024} KiB) |")
     for extra in ["std", "core", "alloc", "compiler_builtins",
                   "[C: musl libc, ring's C helpers]", "[rust, unattributed]"]:
