@@ -96,6 +96,8 @@ def main(binary, target="x86_64-unknown-linux-musl"):
     for pid in ids:
         for d in normal_deps(pid):
             parents[d].append(by_id[pid]["name"])
+    root = next(p["id"] for p in linked if p["name"] == cargo_graph.ROOT_PACKAGE)
+    direct = set(normal_deps(root)) | {root}
     names = {p["name"].replace("-", "_") for p in linked}
     by_crate, total = sizes(binary, names)
     print(f"Machine code (text symbols): {total} bytes.\n")
@@ -103,12 +105,13 @@ def main(binary, target="x86_64-unknown-linux-musl"):
     print("| --- | --- | --- | --: | --: |")
     order = list(WHY)
     rows = sorted(linked, key=lambda p: (
-        order.index(p["name"]) if p["name"] in order else len(order),
+        order.index(p["name"]) if p["id"] in direct else len(order),
         -by_crate[p["name"].replace("-", "_")]))
     for p in rows:
         share = by_crate[p["name"].replace("-", "_")]
-        by = WHY.get(p["name"]) or "via " + ", ".join(sorted(set(parents[p["id"]])))
-        name = f"**{p['name']}**" if p["name"] in WHY else p["name"]
+        via = "via " + ", ".join(sorted(set(parents[p["id"]])))
+        by = WHY[p["name"]] if p["id"] in direct else via
+        name = f"**{p['name']}**" if p["id"] in direct else p["name"]
         print(f"| {name} | {p['version']} | {by} | {len(reach(p['id']))} | "
               f"{share / total:.1%} ({share // 1024} KiB) |")
     for extra in ["std", "core", "alloc", "compiler_builtins",

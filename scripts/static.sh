@@ -44,7 +44,8 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 keep=(PATH HOME USER TERM CARGO_HOME RUSTUP_HOME RUSTUP_TOOLCHAIN CARGO_NET_OFFLINE
     SHELL_OPERATOR_COMMIT http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY)
 clean_env=()
-for v in "${keep[@]}"; do
+# CARGO_PROFILE_* (e.g. CARGO_PROFILE_RELEASE_STRIP=false for a size study) pass.
+for v in "${keep[@]}" $(compgen -e | grep '^CARGO_PROFILE_' || true); do
     [ -z "${!v+x}" ] || clean_env+=("$v=${!v}")
 done
 clean_env+=("CARGO_TARGET_DIR=$target_dir")
