@@ -73,7 +73,14 @@ fn crate_count(target: &str) -> String {
         Command::new(cargo)
             .current_dir(dir)
             .args(["tree", "--offline", "--locked", "-p", "shell-operator"])
-            .args(["-e", "normal,no-proc-macro", "--prefix", "none", "-f", "{p}"])
+            .args([
+                "-e",
+                "normal,no-proc-macro",
+                "--prefix",
+                "none",
+                "-f",
+                "{p}",
+            ])
             .args(["--target", target])
             .env_remove("CARGO_ENCODED_RUSTFLAGS"),
     );

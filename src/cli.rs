@@ -17,7 +17,9 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub(crate) enum Command {
     Start(Box<crate::flags::Config>),
     /// `version`; `--verbose` (`-v`) adds the build facts (see `build.rs`).
-    Version { verbose: bool },
+    Version {
+        verbose: bool,
+    },
     Help(String),
     DebugOptions,
     /// A debug socket client command; the words after the program name.

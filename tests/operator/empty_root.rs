@@ -31,7 +31,10 @@ fn static_binary() -> PathBuf {
     assert!(out.status.success(), "scripts/static.sh amd64 failed");
     let text = String::from_utf8_lossy(&out.stdout);
     let bin = PathBuf::from(text.lines().last().expect("binary path").trim());
-    assert!(bin.ends_with(Path::new(MUSL).join("release/shell-operator")), "{bin:?}");
+    assert!(
+        bin.ends_with(Path::new(MUSL).join("release/shell-operator")),
+        "{bin:?}"
+    );
     bin
 }
 

@@ -68,11 +68,22 @@ fn arm64_version_verbose_and_jq_under_qemu() {
     let (code, out) = qemu(&bin, &["version", "--verbose"], "");
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("shell-operator v"), "{out}");
-    assert!(out.contains("\ntarget: aarch64-unknown-linux-musl\n"), "{out}");
-    let head = run(Command::new("git").args(["rev-parse", "HEAD"]).current_dir(crate::root()));
-    assert!(out.contains(&format!("\ncommit: {}\n", head.trim())), "{out}");
+    assert!(
+        out.contains("\ntarget: aarch64-unknown-linux-musl\n"),
+        "{out}"
+    );
+    let head = run(Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(crate::root()));
+    assert!(
+        out.contains(&format!("\ncommit: {}\n", head.trim())),
+        "{out}"
+    );
     let rustc = run(Command::new("rustc").arg("-V"));
-    assert!(out.contains(&format!("\nrustc: {}\n", rustc.trim())), "{out}");
+    assert!(
+        out.contains(&format!("\nrustc: {}\n", rustc.trim())),
+        "{out}"
+    );
     let crates: usize = out
         .lines()
         .find_map(|l| l.strip_prefix("crates: "))
@@ -101,13 +112,24 @@ fn qemu_wrapper(dir: &Path, bin: &Path) -> PathBuf {
 fn server_cert(dir: &Path) -> TlsFiles {
     let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
     run(Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
         .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
         .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
         .arg(&key)
         .arg("-out")
         .arg(&cert));
-    TlsFiles { cert, key, client_ca: None }
+    TlsFiles {
+        cert,
+        key,
+        client_ca: None,
+    }
 }
 
 #[test]
@@ -143,17 +165,30 @@ fi"#;
     assert_eq!(runs[0].1[0]["binding"], "onStartup", "{runs:?}");
     let sync = &runs[1].1[0];
     assert_eq!(sync["type"], "Synchronization", "{sync}");
-    assert_eq!(sync["objects"][0]["filterResult"], json!({"k": "v"}), "{sync}");
+    assert_eq!(
+        sync["objects"][0]["filterResult"],
+        json!({"k": "v"}),
+        "{sync}"
+    );
 
     sim.create(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "trigger", "namespace": "default"}}))
         .expect("trigger");
     let deadline = Instant::now() + WAIT;
-    while sim.get("v1", "ConfigMap", "default", "from-arm64").is_none() {
-        assert!(Instant::now() < deadline, "no from-arm64 object: {}", op.logs());
+    while sim
+        .get("v1", "ConfigMap", "default", "from-arm64")
+        .is_none()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no from-arm64 object: {}",
+            op.logs()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let made = sim.get("v1", "ConfigMap", "default", "from-arm64").expect("object");
+    let made = sim
+        .get("v1", "ConfigMap", "default", "from-arm64")
+        .expect("object");
     assert_eq!(made["data"], json!({"by": "arm64"}));
     // Runs 3 and 4: "trigger" Added, then the hook's own "from-arm64" Added.
     let runs = op.wait_runs(WAIT, |r| r.len() >= 4);

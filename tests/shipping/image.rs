@@ -28,13 +28,21 @@ fn write_layout(dir: &Path, epoch: u64) -> std::path::PathBuf {
 fn blob(layout: &Path, digest: &str) -> Vec<u8> {
     let hex = digest.strip_prefix("sha256:").expect("sha256 digest");
     let path = layout.join("blobs/sha256").join(hex);
-    assert_eq!(sha256(&path), hex, "blob {digest} is not what its name says");
+    assert_eq!(
+        sha256(&path),
+        hex,
+        "blob {digest} is not what its name says"
+    );
     std::fs::read(path).expect("read blob")
 }
 
 fn json_blob(layout: &Path, descriptor: &Value) -> Value {
     let bytes = blob(layout, descriptor["digest"].as_str().expect("digest"));
-    assert_eq!(Some(bytes.len() as u64), descriptor["size"].as_u64(), "{descriptor}");
+    assert_eq!(
+        Some(bytes.len() as u64),
+        descriptor["size"].as_u64(),
+        "{descriptor}"
+    );
     serde_json::from_slice(&bytes).expect("json blob")
 }
 
@@ -52,7 +60,9 @@ fn untar(bytes: &[u8]) -> Vec<Entry> {
     let mut at = 0;
     while at + 512 <= bytes.len() && bytes[at] != 0 {
         let h = &bytes[at..at + 512];
-        let name = String::from_utf8_lossy(&h[..100]).trim_end_matches('\0').to_string();
+        let name = String::from_utf8_lossy(&h[..100])
+            .trim_end_matches('\0')
+            .to_string();
         let size = octal(&h[124..136]) as usize;
         let content = bytes[at + 512..at + 512 + size].to_vec();
         entries.push((
@@ -100,7 +110,10 @@ fn dockerfile_config() -> Value {
 
 #[test]
 fn oci_layout_has_each_architecture_with_its_own_binary() {
-    let bins = [("amd64", static_binary("amd64")), ("arm64", static_binary("arm64"))];
+    let bins = [
+        ("amd64", static_binary("amd64")),
+        ("arm64", static_binary("arm64")),
+    ];
     let dir = TempDir::new("oci");
     let layout = write_layout(&dir.0, EPOCH);
     assert_eq!(
@@ -111,7 +124,10 @@ fn oci_layout_has_each_architecture_with_its_own_binary() {
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).expect("index.json"))
             .expect("index json");
     let tagged = &top["manifests"][0];
-    assert_eq!(tagged["mediaType"], "application/vnd.oci.image.index.v1+json");
+    assert_eq!(
+        tagged["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
     assert_eq!(
         tagged["annotations"]["org.opencontainers.image.ref.name"],
         env!("CARGO_PKG_VERSION")
@@ -127,7 +143,10 @@ fn oci_layout_has_each_architecture_with_its_own_binary() {
         let config = json_blob(&layout, &manifest["config"]);
         assert_eq!(config["architecture"], *arch, "{config}");
         assert_eq!(config["os"], "linux");
-        assert_eq!(config["config"], expected_config, "config vs Dockerfile.scratch");
+        assert_eq!(
+            config["config"], expected_config,
+            "config vs Dockerfile.scratch"
+        );
         let layer_desc = &manifest["layers"][0];
         assert_eq!(manifest["layers"].as_array().map(Vec::len), Some(1));
         let layer = blob(&layout, layer_desc["digest"].as_str().expect("digest"));
@@ -153,7 +172,11 @@ fn oci_layout_has_each_architecture_with_its_own_binary() {
 fn oci_layout_is_deterministic_and_honours_source_date_epoch() {
     static_binary("amd64");
     static_binary("arm64");
-    let (a, b, c) = (TempDir::new("oci-a"), TempDir::new("oci-b"), TempDir::new("oci-c"));
+    let (a, b, c) = (
+        TempDir::new("oci-a"),
+        TempDir::new("oci-b"),
+        TempDir::new("oci-c"),
+    );
     let archive = |dir: &Path| dir.join("oci.tar");
     write_layout(&a.0, EPOCH);
     write_layout(&b.0, EPOCH);

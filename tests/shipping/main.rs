@@ -52,7 +52,10 @@ pub fn static_binary_in(dir: &Path, arch: &str, env: &[(&str, &str)]) -> PathBuf
         .stderr(Stdio::inherit())
         .output()
         .expect("run scripts/static.sh");
-    assert!(out.status.success(), "scripts/static.sh {arch} in {dir:?} failed");
+    assert!(
+        out.status.success(),
+        "scripts/static.sh {arch} in {dir:?} failed"
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let bin = PathBuf::from(text.lines().last().expect("binary path").trim());
     assert!(bin.is_file(), "{bin:?} missing after the build");
@@ -76,7 +79,10 @@ pub fn sha256(path: &Path) -> String {
 
 /// The ELF header's e_machine of `bytes`: 62 is x86-64, 183 is AArch64.
 pub fn elf_machine(bytes: &[u8]) -> u16 {
-    assert!(bytes.len() > 20 && bytes[..4] == *b"\x7fELF", "not an ELF file");
+    assert!(
+        bytes.len() > 20 && bytes[..4] == *b"\x7fELF",
+        "not an ELF file"
+    );
     assert_eq!(bytes[5], 1, "little-endian ELF expected");
     u16::from_le_bytes([bytes[18], bytes[19]])
 }

@@ -14,7 +14,9 @@ use std::process::Command;
 /// Copies the tracked files of the repository into `dest`; `.tools` (caches,
 /// not source) is linked so zig is not downloaded again.
 fn copy_checkout(dest: &std::path::Path) {
-    let files = run(Command::new("git").args(["ls-files", "-z"]).current_dir(root()));
+    let files = run(Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root()));
     for rel in files.split('\0').filter(|f| !f.is_empty()) {
         let from = root().join(rel);
         let Ok(meta) = std::fs::symlink_metadata(&from) else {
@@ -37,7 +39,9 @@ fn copy_checkout(dest: &std::path::Path) {
 #[test]
 fn arm64_binary_and_sbom_are_identical_from_a_second_checkout() {
     let first = static_binary("arm64");
-    let head = run(Command::new("git").args(["rev-parse", "HEAD"]).current_dir(root()));
+    let head = run(Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root()));
     let dir = TempDir::new("repro");
     let copy = dir.0.join("elsewhere/checkout");
     copy_checkout(&copy);
@@ -50,7 +54,10 @@ fn arm64_binary_and_sbom_are_identical_from_a_second_checkout() {
             ("CARGO_TARGET_DIR", target_dir.to_str().expect("utf8")),
         ],
     );
-    assert!(second.starts_with(&copy), "{second:?} built outside the copy");
+    assert!(
+        second.starts_with(&copy),
+        "{second:?} built outside the copy"
+    );
     assert_eq!(sha256(&first), sha256(&second), "arm64 binaries differ");
     let sbom = |checkout: &std::path::Path, bin: &std::path::Path, out: &std::path::Path| {
         run(Command::new("python3")

@@ -15,12 +15,7 @@ fn lock_checksums() -> BTreeMap<(String, String), String> {
     let quoted = |l: &str| l.split('"').nth(1).unwrap_or_default().to_string();
     let mut sums = BTreeMap::new();
     for block in text.split("[[package]]").skip(1) {
-        let field = |key: &str| {
-            block
-                .lines()
-                .find(|l| l.starts_with(key))
-                .map(quoted)
-        };
+        let field = |key: &str| block.lines().find(|l| l.starts_with(key)).map(quoted);
         if let (Some(n), Some(v), Some(c)) =
             (field("name = "), field("version = "), field("checksum = "))
         {
@@ -35,7 +30,14 @@ fn tree(target: &str) -> BTreeSet<(String, String)> {
     let out = run(Command::new(env!("CARGO"))
         .current_dir(root())
         .args(["tree", "--offline", "--locked", "-p", "shell-operator"])
-        .args(["-e", "normal,no-proc-macro", "--prefix", "none", "-f", "{p}"])
+        .args([
+            "-e",
+            "normal,no-proc-macro",
+            "--prefix",
+            "none",
+            "-f",
+            "{p}",
+        ])
         .args(["--target", target]));
     out.lines()
         .filter_map(|l| {
@@ -63,8 +65,16 @@ fn check(arch: &str) -> usize {
     assert_eq!(bom["bomFormat"], "CycloneDX");
     let app = &bom["metadata"]["component"];
     assert_eq!(app["name"], "shell-operator");
-    assert_eq!(app["hashes"][0]["content"], sha256(&bin), "names the binary's bytes");
-    let listed: Vec<&Value> = bom["components"].as_array().expect("components").iter().collect();
+    assert_eq!(
+        app["hashes"][0]["content"],
+        sha256(&bin),
+        "names the binary's bytes"
+    );
+    let listed: Vec<&Value> = bom["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .collect();
     let mut names: BTreeSet<(String, String)> = listed
         .iter()
         .map(|c| {
@@ -76,7 +86,11 @@ fn check(arch: &str) -> usize {
     names.insert(("shell-operator".into(), env!("CARGO_PKG_VERSION").into()));
     assert_eq!(names, tree(target), "SBOM vs cargo tree for {target}");
     assert!(names.iter().any(|(n, _)| n == "ring"));
-    assert!(!names.iter().any(|(n, _)| n == "serde_derive" || n == "kube-sim" || n == "cc"));
+    assert!(
+        !names
+            .iter()
+            .any(|(n, _)| n == "serde_derive" || n == "kube-sim" || n == "cc")
+    );
     let sums = lock_checksums();
     for c in &listed {
         let key = (
@@ -104,7 +118,13 @@ fn sboms_list_every_linked_crate_with_cargo_lock_checksums() {
     let arm64 = check("arm64");
     // `version --verbose` of the amd64 binary (native here) counts the same set.
     let out = run(Command::new(static_binary("amd64")).args(["version", "--verbose"]));
-    assert!(out.contains(&format!("\ncrates: {amd64}\n")), "{out} vs {amd64}");
-    assert!(out.contains("\ntarget: x86_64-unknown-linux-musl\n"), "{out}");
+    assert!(
+        out.contains(&format!("\ncrates: {amd64}\n")),
+        "{out} vs {amd64}"
+    );
+    assert!(
+        out.contains("\ntarget: x86_64-unknown-linux-musl\n"),
+        "{out}"
+    );
     eprintln!("linked crates: amd64 {amd64}, arm64 {arm64}");
 }
