@@ -6,6 +6,8 @@ MUSL_TARGET := $(if $(filter arm64 aarch64,$(ARCH)),aarch64,x86_64)-unknown-linu
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
 DIST_ARCH := $(if $(filter arm64 aarch64,$(ARCH)),arm64,amd64)
 DIST := target/dist
+# Image layers and SBOM timestamps: the commit's time unless given (reproducible builds).
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .PHONY: build test test-cluster test-compat test-shipping cluster control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
