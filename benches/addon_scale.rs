@@ -425,9 +425,9 @@ fn global_change(s: &Setup, ns: &str, port: u16, k: usize) -> Duration {
 /// How many runs of `module` ended (`addon_operator_module_run_seconds_count`).
 fn module_runs(port: u16, module: &str) -> f64 {
     let body = common::http_get_body(port, "/metrics");
-    let prefix = format!("addon_operator_module_run_seconds_count{{module=\"{module}\"");
+    let label = format!("module=\"{module}\"");
     body.lines()
-        .filter(|l| l.starts_with(&prefix))
+        .filter(|l| l.starts_with("addon_operator_module_run_seconds_count{") && l.contains(&label))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }

@@ -2,6 +2,8 @@
 //! the bytes they asked for, so unit tests can measure what one step of the data
 //! path costs (see the "life of an event" in `docs/threads.md`). Per-thread
 //! counters keep parallel tests from seeing each other's allocations.
+// Needs unsafe for a GlobalAlloc; each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

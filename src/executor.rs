@@ -427,6 +427,7 @@ fn read_output_max(path: &Path, var: &str, max: u64) -> std::io::Result<Vec<u8>>
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // mkfifo(3) makes the FIFO a test feeds the executor
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

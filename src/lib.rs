@@ -15,6 +15,8 @@
 //! dispatch benches drive, and the types those name.
 
 #![warn(unreachable_pub)]
+// Unsafe code only where a file allows it, each block with its SAFETY comment.
+#![deny(unsafe_code)]
 
 pub mod addon;
 #[cfg(test)]

@@ -581,6 +581,12 @@ impl HookRunMetrics {
         self.run_seconds
             .with_label_values(&values)
             .observe(took.as_secs_f64());
+        self.observe_usage(l, usage);
+    }
+
+    /// Records a run's CPU and memory only (as flant does for `enabled` scripts).
+    pub(crate) fn observe_usage(&self, l: &HookRunLabels, usage: &Usage) {
+        let values = l.values(self.kind.labels());
         self.user_cpu_seconds
             .with_label_values(&values)
             .observe(usage.user_cpu.as_secs_f64());

@@ -195,6 +195,7 @@ impl Bound {
             client: kube.as_ref().map(|k| k.client.clone()),
             snapshots: webhook_snapshots(kube.as_ref(), &hooks),
             patcher: patcher.clone().ok(),
+            registered_at_start: flavor.webhooks_at_start(),
         })?;
         Ok(Bound {
             serving: Serving {
@@ -333,9 +334,17 @@ impl Engine {
             .0
             .clone();
         let (kube, metrics) = (self.kube.as_ref(), Arc::clone(&self.run.metrics));
-        let (handler, mut started) =
-            self.run
-                .start(&self.hooks, kube, schedule_tx, forward_tx, main)?;
+        let module_webhooks = (running.webhooks.as_ref())
+            .map(webhook::Webhooks::for_modules)
+            .unwrap_or_default();
+        let (handler, mut started) = self.run.start(
+            &self.hooks,
+            kube,
+            schedule_tx,
+            forward_tx,
+            main,
+            module_webhooks,
+        )?;
         let (threads, stop) = (&mut running.threads, &running.stop_rx);
         let senders = spawn_queues(threads, queues, &self.views, stop, &handler)?;
         let router = Router {
@@ -409,6 +418,7 @@ impl RunParts {
         scheduler: Sender<Control>,
         forward: Sender<(String, Task)>,
         main: Sender<Task>,
+        webhooks: webhook::ModuleWebhooks,
     ) -> Result<(Arc<dyn Handler>, flavor::Started), String> {
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
@@ -416,6 +426,7 @@ impl RunParts {
             scheduler: scheduler.clone(),
             ready: self.ready,
             store: kube.map(|k| Arc::clone(&k.store)),
+            webhooks,
         })?;
         let runner = Arc::new(Runner {
             hooks: Arc::clone(hooks),

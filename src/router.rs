@@ -39,9 +39,14 @@ impl Router {
     pub(crate) fn run(self) {
         let never = crossbeam_channel::never();
         let inputs = self.addon.as_ref().map_or(&never, |a| a.receiver());
+        // When the lifecycle's next retry is due, as its last step said.
+        let due: std::cell::Cell<Option<Instant>> = Default::default();
+        let stepped = |(tasks, next): (Vec<(String, Task)>, Option<Instant>)| {
+            due.set(next);
+            tasks
+        };
         loop {
-            let due = self.addon.as_ref().and_then(|a| a.due());
-            let wait = due.map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
+            let wait = (due.get()).map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
             let tasks = select! {
                 recv(self.fires) -> f => match f {
                     Ok(f) => schedule_task(&self.hooks, f).into_iter().collect(),
@@ -56,12 +61,12 @@ impl Router {
                     Err(_) => return,
                 },
                 recv(inputs) -> i => match (i, &self.addon) {
-                    (Ok(i), Some(addon)) => addon.step(i),
+                    (Ok(i), Some(addon)) => stepped(addon.step(i)),
                     _ => return,
                 },
                 recv(self.stop) -> _ => return,
                 default(wait) => match &self.addon {
-                    Some(addon) => addon.tick(),
+                    Some(addon) => stepped(addon.tick()),
                     None => Vec::new(),
                 },
             };

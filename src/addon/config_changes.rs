@@ -72,7 +72,7 @@ impl AddonHandler {
         log::info("ConfigMap changed", &[("reload_all", &reload.to_string())]);
         if reload {
             let event = "KubeConfigChanged".to_string();
-            return st.lifecycle.step(Input::ConvergeRequested { event });
+            return shared.step_locked(&mut st, Input::ConvergeRequested { event });
         }
         let layout = &shared.layout;
         let scripted = changed
@@ -87,7 +87,7 @@ impl AddonHandler {
         let mut tasks = Vec::new();
         for module in changed {
             let event = "KubeConfig-Changed-Modules".to_string();
-            tasks.extend(st.lifecycle.step(Input::ValuesChanged { module, event }));
+            tasks.extend(shared.step_locked(&mut st, Input::ValuesChanged { module, event }));
         }
         tasks
     }

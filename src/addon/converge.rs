@@ -9,8 +9,8 @@ use super::enabled;
 use super::engine::AddonHandler;
 use super::helm;
 use super::lifecycle::Input;
-use super::module_run::secrets_driver;
 use super::modules::Owner;
+use super::release::secrets_driver;
 use crate::hook::context::BindingType;
 use crate::log;
 use crate::queue::{ConvergePhase, Step, Task};
@@ -145,7 +145,10 @@ impl AddonHandler {
         st.releases.clear();
         st.listed.clear();
         let changed = hash(&st.global_checksum()) != before;
-        tasks.extend(st.lifecycle.step(Input::ConvergeDone { changed }));
+        tasks.extend(
+            self.shared
+                .step_locked(&mut st, Input::ConvergeDone { changed }),
+        );
         tasks
     }
 

@@ -93,6 +93,15 @@ fn run_script(
         .env("MODULE_ENABLED_REASON", reason.path());
     let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT)
         .map_err(|e| fail(format!("cannot run {}: {e}", script.display())))?;
+    // As flant: the script's CPU and memory as a module hook `enabled`.
+    let labels = crate::metrics::HookRunLabels {
+        module: &module.name,
+        hook: "enabled",
+        binding: "enabled",
+        queue: "main",
+        activation: st.lifecycle.converge_event(),
+    };
+    (shared.metrics.module_hooks).observe_usage(&labels, &run.usage);
     for line in String::from_utf8_lossy(&run.stdout).lines() {
         log::info(line, &[("module", &module.name), ("output", "enabled")]);
     }

@@ -674,8 +674,11 @@ pub struct UpgradeFacts<'a> {
     /// The manifest of the release's last revision.
     pub released: Box<dyn Fn() -> Result<String, String> + 'a>,
     /// Whether an object is in the cluster.
-    pub exists: Box<dyn Fn(&ObjectRef) -> Result<bool, String> + 'a>,
+    pub exists: Box<ExistsFn<'a>>,
 }
+
+/// Whether an object is in the cluster (an [`UpgradeFacts`] question).
+pub type ExistsFn<'a> = dyn Fn(&ObjectRef) -> Result<bool, String> + 'a;
 
 /// An upgrade the decision calls for.
 #[derive(Debug, Clone, PartialEq)]

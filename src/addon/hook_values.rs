@@ -4,7 +4,10 @@
 //! A run's patches change values only whole: both files are parsed and checked (path
 //! rules, strict apply, schemas) and the ConfigMap is written before anything is
 //! stored; any failure fails the run, which the queue retries, and the values stay
-//! as they were. Then the reactions of seed 004, sent to the lifecycle through the
+//! as they were. The check holds the addon state's lock, the ConfigMap write does
+//! not (a slow API server must not stall the router, which takes that lock), and
+//! the result is stored under the lock only if the values it was computed from did
+//! not move meanwhile; else it is computed and written again. Then the reactions of seed 004, sent to the lifecycle through the
 //! router: a global hook's schedule or event run that changed global values (or
 //! `*Enabled` flags) asks for a converge; a module hook's that changed its module's
 //! values, a run of the module.
@@ -23,6 +26,16 @@ use serde_json::Value;
 use std::sync::Arc;
 
 const PATCH_FILES: [&str; 2] = ["CONFIG_VALUES_JSON_PATCH_PATH", "VALUES_JSON_PATCH_PATH"];
+
+/// How many times a patch is computed and written while its values keep moving.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// The error when the values moved under every attempt.
+fn kept_moving(what: &str) -> String {
+    format!(
+        "{what} values changed while the config patch was written, {WRITE_ATTEMPTS} times; the run is retried"
+    )
+}
 
 /// The runner's values hook.
 pub(crate) struct ValuesHook {
@@ -158,31 +171,49 @@ impl ValuesHook {
                 }
             }
         }
-        let mut st = self.shared.lock();
-        let before = (st.global_checksum(), st.dynamic.clone());
-        let dynamic = dynamic_flags(&st, &flags)?;
-        let config = match global_config.is_empty() {
-            true => None,
-            false => Some(st.global.try_config_patch(&global_config)?),
-        };
-        let patches = match global_values.is_empty() {
-            true => None,
-            false => Some(st.global.try_values_patch(&global_values)?),
-        };
-        if let Some(config) = &config {
-            self.write_back(&mut st, "global", config)?;
-            st.global.config = config.clone();
+        for _ in 0..WRITE_ATTEMPTS {
+            // Checked under the lock ...
+            let (seen, dynamic, config, patches) = {
+                let mut st = self.shared.lock();
+                let seen = global_state(&st);
+                let dynamic = dynamic_flags(&st, &flags)?;
+                let config = match global_config.is_empty() {
+                    true => None,
+                    false => Some(st.global.try_config_patch(&global_config)?),
+                };
+                let patches = match global_values.is_empty() {
+                    true => None,
+                    false => Some(st.global.try_values_patch(&global_values)?),
+                };
+                let config = config.map(|c| (expect_section(&mut st, "global", &c), c));
+                (seen, dynamic, config, patches)
+            };
+            // ... written without it ...
+            if let Some((prior, config)) = &config {
+                self.write_section("global", config, prior)?;
+            }
+            // ... stored under it, unless the values moved meanwhile.
+            let mut st = self.shared.lock();
+            if global_state(&st) != seen {
+                continue;
+            }
+            let before = (st.global_checksum(), st.dynamic.clone());
+            if let Some((_, config)) = config {
+                st.global.config = config;
+            }
+            if let Some(p) = patches {
+                st.global.patches = p;
+            }
+            st.dynamic = dynamic;
+            let changed = before != (st.global_checksum(), st.dynamic.clone());
+            drop(st);
+            if changed && reacts(task) {
+                let event = event_of(task, "GlobalValues");
+                self.shared.send(Input::ConvergeRequested { event });
+            }
+            return Ok(());
         }
-        if let Some(p) = patches {
-            st.global.patches = p;
-        }
-        st.dynamic = dynamic;
-        let changed = before != (st.global_checksum(), st.dynamic.clone());
-        if changed && reacts(task) {
-            let event = event_of(task, "GlobalValues");
-            self.shared.send(Input::ConvergeRequested { event });
-        }
-        Ok(())
+        Err(kept_moving("global"))
     }
 
     fn apply_module(
@@ -192,12 +223,11 @@ impl ValuesHook {
         config_ops: Vec<PatchOp>,
         values_ops: Vec<PatchOp>,
     ) -> Result<(), String> {
-        let mut st = self.shared.lock();
-        let key = st
-            .modules
-            .get(m)
-            .map(|s| s.scope.key.clone())
-            .ok_or("no such module")?;
+        let key = {
+            let st = self.shared.lock();
+            let scope = st.modules.get(m).map(|s| &s.scope);
+            scope.map(|s| s.key.clone()).ok_or("no such module")?
+        };
         if let Some(op) = config_ops
             .iter()
             .chain(&values_ops)
@@ -208,43 +238,98 @@ impl ValuesHook {
                 op.path()
             ));
         }
-        let before = st.module_checksum(m);
-        let module = &st.modules[m];
-        let config = match config_ops.is_empty() {
-            true => None,
-            false => Some(module.scope.try_config_patch(&config_ops)?),
-        };
-        let patches = match values_ops.is_empty() {
-            true => None,
-            false => Some(module.scope.try_values_patch(&values_ops)?),
-        };
-        if let Some(config) = &config {
-            self.write_back(&mut st, &key, config)?;
-            st.modules[m].scope.config = config.clone();
+        for _ in 0..WRITE_ATTEMPTS {
+            let (seen, config, patches) = {
+                let mut st = self.shared.lock();
+                let scope = &st.modules[m].scope;
+                let config = match config_ops.is_empty() {
+                    true => None,
+                    false => Some(scope.try_config_patch(&config_ops)?),
+                };
+                let patches = match values_ops.is_empty() {
+                    true => None,
+                    false => Some(scope.try_values_patch(&values_ops)?),
+                };
+                let seen = (scope.config.clone(), scope.patches.clone());
+                let config = config.map(|c| (expect_section(&mut st, &key, &c), c));
+                (seen, config, patches)
+            };
+            if let Some((prior, config)) = &config {
+                self.write_section(&key, config, prior)?;
+            }
+            let mut st = self.shared.lock();
+            let scope = &st.modules[m].scope;
+            if (&scope.config, &scope.patches) != (&seen.0, &seen.1) {
+                continue;
+            }
+            let before = st.module_checksum(m);
+            if let Some((_, config)) = config {
+                st.modules[m].scope.config = config;
+            }
+            if let Some(p) = patches {
+                st.modules[m].scope.patches = p;
+            }
+            let changed = before != st.module_checksum(m);
+            drop(st);
+            if changed && reacts(task) {
+                let event = event_of(task, "ModuleValues");
+                self.shared.send(Input::ValuesChanged { module: m, event });
+            }
+            return Ok(());
         }
-        if let Some(p) = patches {
-            st.modules[m].scope.patches = p;
-        }
-        if before != st.module_checksum(m) && reacts(task) {
-            let event = event_of(task, "ModuleValues");
-            self.shared.send(Input::ValuesChanged { module: m, event });
-        }
-        Ok(())
+        Err(kept_moving(&format!("module {key}'s")))
     }
 
-    /// Writes a config section into the ConfigMap and records it as applied, so the
-    /// watch event of our own write changes nothing.
-    fn write_back(&self, st: &mut State, key: &str, section: &Value) -> Result<(), String> {
+    /// Writes a config section into the ConfigMap (no lock held). It was recorded
+    /// as the applied section before ([`expect_section`]), so the watch event of our
+    /// own write changes nothing; a failed write puts `prior` back.
+    fn write_section(&self, key: &str, section: &Value, prior: &Value) -> Result<(), String> {
         let s = &self.shared;
-        configmap::write_section(&s.client, &s.namespace, &s.config_map, key, section)?;
-        if key == "global" {
-            st.config.global = section.clone();
-        } else {
-            st.config.modules.insert(key.to_string(), section.clone());
+        let written =
+            configmap::write_section(&s.client, &s.namespace, &s.config_map, key, section);
+        if let Err(e) = written {
+            let mut st = s.lock();
+            if st.config.section(key) == *section {
+                set_section(&mut st, key, prior.clone());
+            }
+            return Err(e.into());
         }
         log::info("config values saved to the ConfigMap", &[("key", key)]);
         Ok(())
     }
+}
+
+/// Records `section` as the ConfigMap's applied `key` before it is written, so the
+/// watch event of the write is no change; returns what it replaced.
+fn expect_section(st: &mut State, key: &str, section: &Value) -> Value {
+    let prior = st.config.section(key);
+    set_section(st, key, section.clone());
+    prior
+}
+
+fn set_section(st: &mut State, key: &str, section: Value) {
+    match key {
+        "global" => st.config.global = section,
+        _ => {
+            st.config.modules.insert(key.to_string(), section);
+        }
+    }
+}
+
+/// What a global hook's patch is computed from: the global config and patches and
+/// the dynamic flags.
+fn global_state(
+    st: &State,
+) -> (
+    Value,
+    Vec<PatchOp>,
+    std::collections::BTreeMap<String, bool>,
+) {
+    (
+        st.global.config.clone(),
+        st.global.patches.clone(),
+        st.dynamic.clone(),
+    )
 }
 
 /// The dynamic `*Enabled` flags after a global hook's ops on `/<key>Enabled`.

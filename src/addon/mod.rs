@@ -34,6 +34,7 @@ mod module_run;
 pub(crate) mod modules;
 mod parallel;
 pub(crate) mod post_render;
+mod release;
 pub(crate) mod release_record;
 mod resources;
 mod state;
@@ -63,6 +64,7 @@ use modules::{Layout, Owner};
 use state::{AddonMetrics, ModuleState, Shared, State};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use values::{Schemas, Scope};
 
 /// Name of the operator's own ConfigMap watch in the hook list (and in `hook list`).
@@ -241,21 +243,20 @@ impl Inputs {
         &self.rx
     }
 
-    /// Steps one input; returns its tasks with their queue.
-    pub(crate) fn step(&self, input: Input) -> Vec<(String, Task)> {
-        let tasks = self.shared.lock().lifecycle.step(input);
-        on_main(tasks)
+    /// Steps one input; returns its tasks with their queue, and when the next
+    /// retry is due. A step on another thread that changes that time sends a
+    /// `Tick` here (`Shared::step`), so the router learns it without asking.
+    pub(crate) fn step(&self, input: Input) -> (Vec<(String, Task)>, Option<Instant>) {
+        let mut st = self.shared.lock();
+        let tasks = st.lifecycle.step(input);
+        (on_main(tasks), st.lifecycle.next_due())
     }
 
-    /// When the next retry is due.
-    pub(crate) fn due(&self) -> Option<std::time::Instant> {
-        self.shared.lock().lifecycle.next_due()
-    }
-
-    /// Queues the retries that are due.
-    pub(crate) fn tick(&self) -> Vec<(String, Task)> {
-        let now = std::time::Instant::now();
-        on_main(self.shared.lock().lifecycle.step(Input::Tick { now }))
+    /// Queues the retries that are due; when the next one is.
+    pub(crate) fn tick(&self) -> (Vec<(String, Task)>, Option<Instant>) {
+        self.step(Input::Tick {
+            now: Instant::now(),
+        })
     }
 }
 
@@ -319,6 +320,13 @@ impl Bound {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
+    /// Which hooks' admission entries are registered at startup: not those of
+    /// module hooks (a module's run registers them, its delete removes them).
+    pub(crate) fn webhooks_at_start(&self) -> Vec<bool> {
+        let of_module = |o: &Owner| matches!(o, Owner::Module(_));
+        self.owners.iter().map(|o| !of_module(o)).collect()
+    }
+
     /// Step 2: the shared state the engine, the values hook and the routes use.
     pub(crate) fn start(
         self,
@@ -326,6 +334,7 @@ impl Bound {
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
+        webhooks: crate::webhook::ModuleWebhooks,
     ) -> Result<Started, String> {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
@@ -351,6 +360,7 @@ impl Bound {
             store,
             refused_config: Mutex::new(None),
             crds: self.crds,
+            webhooks,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {

@@ -1,23 +1,22 @@
-//! A module's run and delete in the addon engine: startup (its CRDs, onStartup hooks, then
-//! its bindings' Enable tasks), beforeHelm hooks, the helm phase (the upgrade
-//! decision of spec §5.3 with the release deduplicated by its rendered objects,
-//! maintenance, a revision left pending by a killed helm), afterHelm hooks;
-//! and ModuleDelete (schedules and watches off, beforeDeleteHelm, helm uninstall,
-//! afterDeleteHelm).
+//! A module's run and delete in the addon engine: startup (its admission webhooks,
+//! its CRDs and their conversion, onStartup hooks, then its bindings' Enable tasks),
+//! beforeHelm hooks, the helm phase (the upgrade decision of spec §5.3 with the
+//! release deduplicated by its rendered objects, and maintenance; the release's own
+//! questions are `release.rs`'s), afterHelm hooks; and ModuleDelete (webhooks,
+//! schedules and watches off, beforeDeleteHelm, helm uninstall, afterDeleteHelm).
 //! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it
 //! answers: a failed run is retried by the lifecycle, off the queue.
 
 use super::engine::AddonHandler;
-use super::helm::{self, ListKey, ObjectRef};
+use super::helm;
 use super::lifecycle::Input;
 use super::modules::Owner;
-use super::release_record::Record;
+use super::release::ModuleRelease;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::log;
 use crate::queue::{Task, TaskKind};
 use crate::schedule::Control;
-use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
@@ -94,7 +93,8 @@ impl AddonHandler {
         let (enabled, started) = {
             let mut st = self.shared.lock();
             let event = event.to_string();
-            st.lifecycle.step(Input::RunStarted { module: m, event });
+            self.shared
+                .step_locked(&mut st, Input::RunStarted { module: m, event });
             (st.lifecycle.may_run(m), st.lifecycle.is_started(m))
         };
         if !enabled {
@@ -131,7 +131,9 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         log::info("module startup", &[("module", name), ("event", event)]);
+        self.follow_webhooks(m, true)?;
         self.install_crds(m, name)?;
+        self.configure_conversions(m)?;
         let hooks = self.shared.hooks_of(Owner::Module(m));
         let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
         for i in on_startup {
@@ -159,6 +161,37 @@ impl AddonHandler {
         }
         tasks.extend(self.shared.step(Input::StartupDone { module: m }));
         Ok(tasks)
+    }
+
+    /// Registers (`enabled`) or removes the admission entries of module `m`'s
+    /// hooks: a module's webhooks are called only while it is enabled.
+    fn follow_webhooks(&self, m: usize, enabled: bool) -> Result<(), String> {
+        let Some(registrar) = &self.shared.webhooks.admission else {
+            return Ok(());
+        };
+        let hooks: Vec<usize> = self
+            .shared
+            .hooks_of(Owner::Module(m))
+            .map(|(i, _)| i)
+            .collect();
+        registrar
+            .set_active(&hooks, enabled)
+            .map_err(|e| format!("the module's admission webhooks: {e}"))
+    }
+
+    /// Sets the conversion webhook of every CRD module `m`'s hooks convert, right
+    /// after its CRDs are installed and before helm creates custom resources; the
+    /// conversion stays while the module is off (stored objects may need it).
+    fn configure_conversions(&self, m: usize) -> Result<(), String> {
+        let Some(converter) = &self.shared.webhooks.conversion else {
+            return Ok(());
+        };
+        let hooks = self.shared.hooks_of(Owner::Module(m));
+        let crds: BTreeSet<&str> = hooks
+            .flat_map(|(_, h)| h.config.conversion.iter().map(|b| b.crd_name.as_str()))
+            .collect();
+        crds.into_iter()
+            .try_for_each(|crd| converter.configure(crd))
     }
 
     /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
@@ -200,12 +233,11 @@ impl AddonHandler {
     }
 
     /// Upgrades when [`helm::upgrade_reason`] says so. The release, its manifest and
-    /// its values are read from its storage Secrets, so an unchanged module spawns
-    /// no helm process, and a changed one spawns one: `helm upgrade`, which our
-    /// post-renderer stops before a revision when the render makes the release's
-    /// objects (then the checksum moves to the release, and a vanished object still
-    /// calls for a real upgrade). A revision left pending by a killed helm is removed
-    /// first (then its status is the reason). A module in maintenance
+    /// its values are read from its storage Secrets ([`ModuleRelease`]), so an
+    /// unchanged module spawns no helm process, and a changed one spawns one: `helm
+    /// upgrade`, which our post-renderer stops before a revision when the render
+    /// makes the release's objects (then the checksum moves to the release, and a
+    /// vanished object still calls for a real upgrade). A module in maintenance
     /// (`NoResourceReconciliation`) is installed once, labelled so, and then left
     /// alone until maintenance ends.
     pub(super) fn upgrade_if_needed(
@@ -217,21 +249,13 @@ impl AddonHandler {
     ) -> Result<(), String> {
         let metrics = &self.shared.metrics;
         let checksum = super::chart_sum::decision_checksum(given.values, chart)?;
-        let record = OnceCell::new();
-        let lists = RefCell::new(HashMap::new());
-        let (decision, last) = metrics.helm_op(name, event, "check-upgrade", || {
-            let last = self.last_release(name)?;
-            if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
-                self.clear_pending(name, r)?;
+        let (release, decision) = metrics.helm_op(name, event, "check-upgrade", || {
+            let release = ModuleRelease::lookup(&self.shared, name, event)?;
+            if given.maintenance && release.last().is_some() {
+                return Ok::<_, String>((release, None));
             }
-            if given.maintenance && last.is_some() {
-                return Ok::<_, String>((None, last));
-            }
-            let decision = {
-                let facts = self.facts(name, event, last.as_ref(), &record, &lists);
-                helm::upgrade_reason(last.as_ref(), &checksum, &facts)?
-            };
-            Ok((decision, last))
+            let decision = helm::upgrade_reason(release.last(), &checksum, &release.facts())?;
+            Ok((release, decision))
         })?;
         let Some(decision) = decision else {
             if given.maintenance {
@@ -243,7 +267,7 @@ impl AddonHandler {
                 );
             } else {
                 log::info("helm upgrade not needed", &[("module", name)]);
-                self.keep_checksum(name, last.as_ref(), &checksum);
+                release.keep_checksum(&checksum);
             }
             return Ok(());
         };
@@ -252,7 +276,7 @@ impl AddonHandler {
             &[("module", name), ("reason", &decision.reason)],
         );
         let released = match decision.unless_same {
-            true => self.released_file(name, &record, last.as_ref(), event),
+            true => release.released_file(),
             false => None,
         };
         let upgrade = Upgrade {
@@ -260,15 +284,14 @@ impl AddonHandler {
             chart,
             given,
             checksum: &checksum,
-            last: last.as_ref(),
+            release: &release,
             event,
         };
         let upgraded = self.run_upgrade(&upgrade, released.as_ref().map(|f| f.path()))?;
         if upgraded == helm::Upgraded::Done {
             return Ok(());
         }
-        let facts = self.facts(name, event, last.as_ref(), &record, &lists);
-        match helm::absent_object(&facts)? {
+        match helm::absent_object(&release.facts())? {
             Some(obj) => {
                 let reason = format!("resource {obj} absent");
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
@@ -279,56 +302,10 @@ impl AddonHandler {
                     "helm upgrade not needed: the rendered objects are the release's",
                     &[("module", name)],
                 );
-                self.keep_checksum(name, last.as_ref(), &checksum);
+                release.keep_checksum(&checksum);
                 Ok(())
             }
         }
-    }
-
-    /// What the decision asks, answered lazily: the release's manifest (its record,
-    /// read once into `record`) and the cluster's objects (listed once per kind into
-    /// `lists`).
-    fn facts<'a>(
-        &'a self,
-        name: &'a str,
-        event: &'a str,
-        last: Option<&'a helm::Release>,
-        record: &'a OnceCell<Result<Record, String>>,
-        lists: &'a RefCell<HashMap<ListKey, BTreeSet<String>>>,
-    ) -> helm::UpgradeFacts<'a> {
-        helm::UpgradeFacts {
-            released: Box::new(move || {
-                let r = record.get_or_init(|| self.release_record(name, event, last));
-                r.as_ref()
-                    .map(|r| r.manifest.clone())
-                    .map_err(String::clone)
-            }),
-            exists: Box::new(move |obj| self.object_listed(obj, &mut lists.borrow_mut())),
-        }
-    }
-
-    /// The deployed release's manifest in a temp file for the post-renderer to
-    /// compare with; `None` (a plain upgrade) when it cannot be read or written.
-    fn released_file(
-        &self,
-        name: &str,
-        record: &OnceCell<Result<Record, String>>,
-        last: Option<&helm::Release>,
-        event: &str,
-    ) -> Option<crate::executor::ChildFile> {
-        let record = record.get_or_init(|| self.release_record(name, event, last));
-        let stem = format!("{name}.released-manifest.yaml");
-        let file = record.as_ref().map_err(String::clone).and_then(|r| {
-            crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, r.manifest.as_bytes())
-                .map_err(|e| e.to_string())
-        });
-        file.inspect_err(|e| {
-            log::warn(
-                "cannot read the deployed manifest; upgrading without deduplication",
-                &[("module", name), ("error", e)],
-            )
-        })
-        .ok()
     }
 
     /// One `helm upgrade` (timed as the `upgrade` operation), stopped by the
@@ -339,13 +316,15 @@ impl AddonHandler {
             // With --flant-checksum, flant's: the MD5 of the plain `helm template`
             // output with the surrounding white space trimmed (as v1.5.0 reads it),
             // so flant's operator finds the release up to date after a switch back.
-            let value = match self.kept_flant_checksum(u) {
-                _ if !helm.flant_checksum => u.checksum.to_string(),
-                Some(kept) => kept,
-                None => {
-                    let plain = helm.render_plain(u.name, u.chart, u.given.file)?;
-                    crate::md5::md5_hex(plain.trim().as_bytes())
-                }
+            let value = match helm.flant_checksum {
+                false => u.checksum.to_string(),
+                true => match u.release.kept_flant_checksum(u.checksum) {
+                    Some(kept) => kept,
+                    None => {
+                        let plain = helm.render_plain(u.name, u.chart, u.given.file)?;
+                        crate::md5::md5_hex(plain.trim().as_bytes())
+                    }
+                },
             };
             helm.upgrade_with(&helm::UpgradeArgs {
                 release: u.name,
@@ -363,144 +342,11 @@ impl AddonHandler {
         Ok(result?)
     }
 
-    /// flant's checksum kept in the release's values when our checksum is unchanged
-    /// (an object to heal, a status to fix): no render needed for it.
-    fn kept_flant_checksum(&self, u: &Upgrade) -> Option<String> {
-        let last = u.last?;
-        if !self.shared.helm.flant_checksum || last.checksum.as_deref() != Some(u.checksum) {
-            return None;
-        }
-        let record = last.stored.as_ref()?.decode().ok()?;
-        record.config[helm::CHECKSUM_VALUE]
-            .as_str()
-            .map(str::to_string)
-    }
-
-    /// The manifest and values of the release's latest revision: decoded from its
-    /// storage Secret, or `helm get manifest` (no values) when it was not read from
-    /// one or its record cannot be decoded.
-    fn release_record(
-        &self,
-        name: &str,
-        event: &str,
-        last: Option<&helm::Release>,
-    ) -> Result<Record, String> {
-        if let Some(stored) = last.and_then(|r| r.stored.as_ref()) {
-            match stored.decode() {
-                Ok(record) => return Ok(record),
-                Err(e) => log::warn(
-                    "cannot read the release record; asking helm",
-                    &[("module", name), ("error", &e)],
-                ),
-            }
-        }
-        let helm = &self.shared.helm;
-        let manifest =
-            (self.shared.metrics).helm_op(name, event, "get-manifest", || helm.manifest(name))?;
-        Ok(Record {
-            manifest,
-            config: serde_json::Value::Null,
-        })
-    }
-
-    /// After a render showed the module's new checksum makes the release's objects,
-    /// stores that checksum on the release's Secret (a failure only costs the next
-    /// converge a render).
-    fn keep_checksum(&self, name: &str, last: Option<&helm::Release>, checksum: &str) {
-        let Some(last) = last.filter(|r| r.checksum.as_deref() != Some(checksum)) else {
-            return;
-        };
-        let Some(stored) = &last.stored else { return };
-        let (client, ns) = (&self.shared.bookkeeping, &self.shared.namespace);
-        if let Err(e) = helm::record_checksum(client, ns, &stored.secret, checksum) {
-            log::warn(
-                "cannot keep the new checksum",
-                &[("module", name), ("error", &e)],
-            );
-        }
-    }
-
-    /// Whether `obj` is in the cluster, answered from one list of its kind in its
-    /// namespace (the release namespace when it renders none) on the bookkeeping
-    /// client: the converge's list when one is on (listed by its first run that asks,
-    /// then shared), else this run's own (`lists`), so a run never reads an object by
-    /// name.
-    fn object_listed(
-        &self,
-        obj: &ObjectRef,
-        lists: &mut HashMap<ListKey, BTreeSet<String>>,
-    ) -> Result<bool, String> {
-        let ns = obj.namespace.as_deref().unwrap_or(&self.shared.namespace);
-        let key: ListKey = (obj.api_version.clone(), obj.kind.clone(), Some(ns.into()));
-        if let Some(names) = lists.get(&key) {
-            return Ok(names.contains(&obj.name));
-        }
-        if let Some(names) = self.shared.lock().listed.get(&key) {
-            return Ok(names.contains(&obj.name));
-        }
-        let context = format!("helm resource {obj}");
-        let (api_version, kind) = (&obj.api_version, &obj.kind);
-        let client = &self.shared.bookkeeping;
-        let names = helm::object_names(client, api_version, kind, Some(ns), &context)?;
-        let found = names.contains(&obj.name);
-        let mut st = self.shared.lock();
-        if st.lifecycle.converge_status().2 {
-            st.listed.insert(key.clone(), names.clone());
-        }
-        lists.insert(key, names);
-        Ok(found)
-    }
-
-    /// A revision left `pending-install`/`-upgrade`/`-rollback` by a helm that was
-    /// killed (the operator restarted mid-upgrade) makes helm refuse every later
-    /// operation ("another operation is in progress"): its storage Secret is deleted,
-    /// so the next upgrade starts from the last finished revision.
-    pub(super) fn clear_pending(&self, name: &str, release: &helm::Release) -> Result<(), String> {
-        if !secrets_driver() {
-            return Err(format!(
-                "release {name} is {} and HELM_DRIVER is not secrets: recover it by hand",
-                release.status
-            ));
-        }
-        let secret = format!("sh.helm.release.v1.{name}.v{}", release.revision);
-        log::warn(
-            "removing a release revision left pending by an interrupted helm",
-            &[
-                ("module", name),
-                ("secret", &secret),
-                ("status", &release.status),
-            ],
-        );
-        let secrets = helm::secrets_resource();
-        let api = self
-            .shared
-            .client
-            .api(&secrets, Some(&self.shared.namespace));
-        match api.delete(&secret, None) {
-            Ok(()) => Ok(()),
-            Err(e) if e.status_code() == Some(404) => Ok(()),
-            Err(e) => Err(format!("release {name}: deleting {secret}: {e}")),
-        }
-    }
-
-    /// The release's latest revision: the converge's list if it has the module's
-    /// entry, else from helm's storage Secrets with our client (no helm process), or
-    /// `helm history` when `HELM_DRIVER` names other storage.
-    pub(super) fn last_release(&self, name: &str) -> Result<Option<helm::Release>, String> {
-        if let Some(cached) = self.shared.lock().releases.remove(name) {
-            return Ok(cached);
-        }
-        if secrets_driver() {
-            helm::release_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, name)
-        } else {
-            Ok(self.shared.helm.last_release(name)?)
-        }
-    }
-
     pub(super) fn module_delete(&self, m: usize) -> Result<(), String> {
         let name = self.module_name(m);
         let event = self.shared.lock().lifecycle.activation(m);
         log::info("module delete", &[("module", &name)]);
+        self.follow_webhooks(m, false)?;
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if !hook.config.schedule.is_empty() {
                 let _ = self.shared.scheduler.send(Control::Disable(i));
@@ -526,12 +372,6 @@ impl AddonHandler {
     }
 }
 
-/// Whether helm stores releases in Secrets (its default), which we then read ourselves.
-pub(super) fn secrets_driver() -> bool {
-    let driver = std::env::var("HELM_DRIVER").unwrap_or_default();
-    matches!(driver.as_str(), "" | "secret" | "secrets")
-}
-
 /// What a module run gives helm: the values file and its values, and whether the
 /// module is in maintenance.
 pub(super) struct Given<'a> {
@@ -546,6 +386,6 @@ struct Upgrade<'a> {
     chart: &'a Path,
     given: &'a Given<'a>,
     checksum: &'a str,
-    last: Option<&'a helm::Release>,
+    release: &'a ModuleRelease<'a>,
     event: &'a str,
 }

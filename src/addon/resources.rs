@@ -166,19 +166,9 @@ impl ResourceMonitor {
         if let Some(objects) = known {
             return Ok(objects);
         }
-        let stored = release.stored.as_ref().map(|s| s.decode());
-        let manifest = match stored {
-            Some(Ok(record)) => record.manifest,
-            Some(Err(e)) => {
-                log::warn(
-                    "cannot read the release record; asking helm",
-                    &[("module", name), ("error", &e)],
-                );
-                self.shared.helm.manifest(name)?
-            }
-            None => self.shared.helm.manifest(name)?,
-        };
-        let objects = helm::manifest_objects(&manifest)?;
+        let stored = release.stored.as_ref();
+        let record = super::release::read_record(&self.shared, name, "", stored)?;
+        let objects = helm::manifest_objects(&record.manifest)?;
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         watched.insert(
             name.to_string(),

@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     /// The ConfigMap `data` refused last (logged and counted once, not again when
     /// only its metadata changes); `None` after a good one.
     pub(crate) refused_config: Mutex<Option<serde_json::Value>>,
+    /// The webhook registrations module runs follow: a module's admission entries
+    /// are registered while it is enabled, its CRDs' conversion set before helm.
+    pub(crate) webhooks: crate::webhook::ModuleWebhooks,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
     pub(crate) crds: super::crds::ModuleCrds,
 }
@@ -118,11 +121,14 @@ impl Shared {
     /// the tasks it returns run next.
     /// A retry it schedules wakes the router, which keeps the retry timer.
     pub(crate) fn step(&self, input: Input) -> Vec<Task> {
-        let mut st = self.lock();
+        self.step_locked(&mut self.lock(), input)
+    }
+
+    /// [`Self::step`] for a caller that holds the state's lock already.
+    pub(crate) fn step_locked(&self, st: &mut State, input: Input) -> Vec<Task> {
         let before = st.lifecycle.next_due();
         let tasks = st.lifecycle.step(input);
         let due = st.lifecycle.next_due();
-        drop(st);
         if due.is_some() && due != before {
             let now = Instant::now();
             self.send(Input::Tick { now });

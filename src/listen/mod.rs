@@ -14,6 +14,8 @@
 //!
 //! Threads: `<server>` accepts (spawned by `operator.rs` from [`Server::serve`]);
 //! `<server>-N` handle requests (spawned by the accept thread when it starts).
+// Needs unsafe for poll(2); each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 mod gather;
 pub(crate) mod http1;

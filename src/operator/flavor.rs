@@ -54,6 +54,16 @@ impl Flavor {
         }
     }
 
+    /// Which hooks' admission entries are registered at startup: all in
+    /// shell-operator (`None`), the global hooks' in addon-operator (a module's
+    /// come with its run).
+    pub(super) fn webhooks_at_start(&self) -> Option<Vec<bool>> {
+        match self {
+            Flavor::Shell => None,
+            Flavor::Addon(a) => Some(a.webhooks_at_start()),
+        }
+    }
+
     /// Extra routes on the metrics port (`main` is the main queue's view).
     pub(super) fn http_routes(&self, main: SharedView) -> Option<crate::http::ExtraRoutes> {
         match self {
@@ -88,7 +98,13 @@ impl Flavor {
                 addon: None,
             }),
             Flavor::Addon(a) => {
-                let started = a.start(setup.hooks, setup.scheduler, setup.ready, setup.store)?;
+                let started = a.start(
+                    setup.hooks,
+                    setup.scheduler,
+                    setup.ready,
+                    setup.store,
+                    setup.webhooks,
+                )?;
                 Ok(Started {
                     startup_ready: Arc::new(AtomicBool::new(false)),
                     addon: Some(started),
@@ -104,6 +120,8 @@ pub(super) struct Setup {
     pub(super) scheduler: Sender<Control>,
     pub(super) ready: Arc<AtomicBool>,
     pub(super) store: Option<Arc<SnapshotStore>>,
+    /// The registrations addon-operator's module runs follow.
+    pub(super) webhooks: crate::webhook::ModuleWebhooks,
 }
 
 /// The program's part of the spawn step, started.

@@ -3,7 +3,11 @@
 //!
 //! - Create: POST; AlreadyExists is an error (CreateIfNotExists: success;
 //!   CreateOrUpdate: GET, copy resourceVersion (and the current `.status`
-//!   when the object has none), PUT, retried on conflict).
+//!   when the object has none), PUT, retried on conflict). The metadata the
+//!   server owns (`resourceVersion`, `uid`, `creationTimestamp`, `managedFields`,
+//!   …) is dropped from the object first, so an object taken from a snapshot can
+//!   be created again (shell-operator#346); the PUT carries the current object's
+//!   `resourceVersion`.
 //! - Delete*: DELETE with Foreground / Background / Orphan propagation; NotFound
 //!   is success; a foreground delete then waits (≤ 20 s) until the object is gone.
 //! - JQPatch: GET, jq, nothing if unchanged, else PUT (to the subresource),
@@ -51,7 +55,8 @@ fn run(client: &Client, op: &Operation, jq_library: Option<&Path>) -> Result<(),
     let api = client.api(&resource, Some(&op.namespace));
     let res = match (&op.payload, op.kind) {
         (Payload::Object(obj), kind) => {
-            let obj = with_namespace(obj, &op.namespace, resource.namespaced);
+            let mut obj = with_namespace(obj, &op.namespace, resource.namespaced);
+            without_server_metadata(&mut obj);
             create(&api, &obj, kind)
         }
         (Payload::Jq { code, filter }, _) => jq_patch(&api, op, code, filter.as_ref(), jq_library),
@@ -94,6 +99,27 @@ fn with_namespace(obj: &Value, ns: &str, namespaced: bool) -> Value {
         obj["metadata"]["namespace"] = Value::from(ns);
     }
     obj
+}
+
+/// Metadata the API server sets and a create must not carry.
+const SERVER_METADATA: [&str; 8] = [
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "managedFields",
+    "generation",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// Drops [`SERVER_METADATA`] from `obj`'s metadata.
+fn without_server_metadata(obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in SERVER_METADATA {
+            meta.remove(field);
+        }
+    }
 }
 
 fn create(api: &Api, obj: &Value, kind: OperationKind) -> Result<(), ApplyError> {
@@ -237,4 +263,25 @@ fn filtered(filter: &JqFilter, current: &Value) -> Result<Value, ApplyError> {
         });
     }
     Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_metadata_is_dropped_and_the_rest_kept() {
+        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "a", "namespace": "n", "labels": {"x": "y"}, "annotations": {"k": "v"},
+            "resourceVersion": "7", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubectl"}], "generation": 2},
+            "data": {"k": "v"}});
+        without_server_metadata(&mut obj);
+        assert_eq!(
+            obj["metadata"],
+            json!({"name": "a", "namespace": "n", "labels": {"x": "y"}, "annotations": {"k": "v"}})
+        );
+        assert_eq!(obj["data"], json!({"k": "v"}));
+    }
 }

@@ -23,6 +23,8 @@ pub(crate) struct Captured {
     /// The last 64 KiB of stderr.
     pub(crate) stderr: Vec<u8>,
     pub(crate) status: ExitStatus,
+    /// CPU and memory it used (with its children).
+    pub(crate) usage: super::Usage,
 }
 
 /// Runs `cmd` to completion with stdin closed and both outputs captured. After
@@ -65,6 +67,7 @@ pub(crate) fn run_captured_under(
         stdout: sink.stdout,
         stderr: sink.stderr.into_bytes(),
         status: ended.exit.status,
+        usage: ended.exit.usage,
     })
 }
 

@@ -17,6 +17,8 @@
 //! reaped. Spawning happens under the same lock, so the reaper can never take a
 //! hook's status before the hook is registered (flant's bug #886 was a reaper that
 //! stole statuses). Every child of the operator is therefore started here.
+// Needs unsafe for process groups and signals (libc); each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 mod capture;
 mod run;

@@ -22,6 +22,8 @@
 //! - **reaping**: the exit status and rusage come from the registry (`wait4` on the
 //!   pid, or the reaper as PID 1); a pidfd in the same poll(2) says when to look,
 //!   so an exit is seen at once, even while a grandchild holds the pipes.
+// Needs unsafe for pre_exec and signals (libc); each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 use super::{Exit, ExitStatus, Running, kill_group, shutdown_flag, shutdown_grace, spawn};
 use std::fs::File;

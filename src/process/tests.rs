@@ -2,6 +2,8 @@
 //! through the executor (log sink) and a captured run (`run_captured`'s sink). Each
 //! rule is checked on both, with the outcome each caller actually gets. Stop flags
 //! are each test's own, never the process-wide one (tests run in parallel).
+// Needs unsafe for signals sent by the tests (libc); each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 use super::capture::run_captured_under;
 use super::run::{OUTPUT_DRAIN, Rules};

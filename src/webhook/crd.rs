@@ -64,6 +64,22 @@ pub(crate) fn run(client: Client, crds: Vec<String>, t: Target, stop: Receiver<(
     }
 }
 
+/// CRD conversion configured on demand: addon-operator's module run sets it for its
+/// hooks' CRDs right after installing the module's CRDs, before helm creates any
+/// custom resource (the background thread could come up to 15 s later).
+pub(crate) struct Converter {
+    pub(crate) client: Client,
+    pub(crate) target: Target,
+}
+
+impl Converter {
+    /// One attempt for `crd`; the error names it.
+    pub(crate) fn configure(&self, crd: &str) -> Result<(), String> {
+        configure(&self.client, crd, &self.target)
+            .map_err(|e| format!("configuring the conversion of CRD {crd}: {e}"))
+    }
+}
+
 /// One attempt: GET the CRD, PUT it back with the conversion set (if different).
 fn configure(client: &Client, crd: &str, t: &Target) -> Result<(), KubeError> {
     let resource = client.resolve(

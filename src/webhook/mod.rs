@@ -58,6 +58,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) snapshots: SnapshotSource,
     /// The object patcher's client, for hooks that write `$KUBERNETES_PATCH_PATH`.
     pub(crate) patcher: Option<Client>,
+    /// Which hooks' admission entries are registered at startup (`None`: all;
+    /// addon-operator: not those of modules, which their runs register).
+    pub(crate) registered_at_start: Option<Vec<bool>>,
 }
 
 /// Stops the running webhook threads ([`Webhooks::stop`]); the operator joins them.
@@ -66,9 +69,24 @@ pub(crate) struct Webhooks {
     stoppers: Vec<Stopper>,
     /// Dropping it stops the CRD thread's waits.
     stop: Option<Sender<()>>,
+    /// What module runs follow, once registered.
+    modules: ModuleWebhooks,
+}
+
+/// The registrations addon-operator's module runs follow: admission entries
+/// added and removed with their module, CRD conversion set before their helm run.
+#[derive(Clone, Default)]
+pub(crate) struct ModuleWebhooks {
+    pub(crate) admission: Option<Arc<register::Registrar>>,
+    pub(crate) conversion: Option<Arc<crd::Converter>>,
 }
 
 impl Webhooks {
+    /// The registrations the addon engine's module runs follow.
+    pub(crate) fn for_modules(&self) -> ModuleWebhooks {
+        self.modules.clone()
+    }
+
     /// Stops accepting requests and ends the CRD thread's waits.
     pub(crate) fn stop(mut self) {
         drop(self.stop.take());
@@ -83,9 +101,8 @@ pub(crate) type ThreadBody = (String, Box<dyn FnOnce() + Send + 'static>);
 #[derive(Default)]
 pub(crate) struct Bound {
     servers: Vec<TlsServer>,
-    admission: Option<(Client, register::Target)>,
+    admission: Option<register::Registrar>,
     crds: Option<(Client, Vec<String>, crd::Target)>,
-    hooks: Arc<Vec<Hook>>,
 }
 
 impl Bound {
@@ -106,11 +123,16 @@ impl Bound {
     /// HA only on the leader) and returns the CRD configuration thread, whose stop
     /// goes into `webhooks`.
     pub(crate) fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, String> {
-        if let Some((client, target)) = &self.admission {
-            register::register_all(client, &self.hooks, target, &register::RETRY_DELAYS)?;
+        if let Some(registrar) = self.admission {
+            registrar.register(&register::RETRY_DELAYS)?;
+            webhooks.modules.admission = Some(Arc::new(registrar));
         }
         let mut threads: Vec<ThreadBody> = Vec::new();
         if let Some((client, names, target)) = self.crds {
+            webhooks.modules.conversion = Some(Arc::new(crd::Converter {
+                client: client.clone(),
+                target: target.clone(),
+            }));
             let (tx, rx) = bounded::<()>(0);
             webhooks.stop = Some(tx);
             threads.push((
@@ -135,10 +157,7 @@ fn kinds(hooks: &[Hook]) -> (bool, bool) {
 /// they need; nothing is registered or served yet.
 pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
     let (admission, conversion) = kinds(s.hooks);
-    let mut out = Bound {
-        hooks: Arc::clone(s.hooks),
-        ..Bound::default()
-    };
+    let mut out = Bound::default();
     if !admission && !conversion {
         return Ok(out);
     }
@@ -184,7 +203,13 @@ pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
             ca_bundle: ca_bundle(&c.validating, "validating")?,
             failure_policy: c.validating.failure_policy.clone(),
         };
-        out.admission = Some((client.clone(), target));
+        let (hooks, active) = (Arc::clone(s.hooks), s.registered_at_start);
+        out.admission = Some(register::Registrar::new(
+            client.clone(),
+            target,
+            hooks,
+            active,
+        ));
     }
     if conversion {
         let crds = conversion::rules_by_crd(s.hooks);

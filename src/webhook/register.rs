@@ -7,6 +7,12 @@
 //! unchanged object is not written (the defaults kube-apiserver fills in, such as
 //! the Service port 443, are no change). Runs once at startup on the main thread,
 //! retrying with backoff when the API server refuses.
+//!
+//! [`Registrar`] keeps which hooks' entries are registered: all of them in
+//! shell-operator; in addon-operator the global hooks' at startup, and a module's
+//! hooks' only while the module is enabled (its run adds them before its CRDs and
+//! helm, its delete removes them first), so a disabled module's webhook, even one
+//! with `failurePolicy: Fail`, is never called.
 
 use super::names::{CONFIGURATION_ID, admission_path};
 use crate::hook::Hook;
@@ -74,10 +80,13 @@ pub(crate) fn entry(b: &AdmissionBinding, t: &Target) -> Value {
     e
 }
 
-/// Entries of every hook's validating (or mutating) bindings, sorted by name.
-pub(crate) fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> {
+/// Entries of the validating (or mutating) bindings of `hooks`, sorted by name.
+pub(crate) fn entries<'a>(
+    hooks: impl Iterator<Item = &'a Hook>,
+    mutating: bool,
+    t: &Target,
+) -> Vec<Value> {
     let mut list: Vec<(&str, Value)> = hooks
-        .iter()
         .flat_map(|h| {
             if mutating {
                 &h.config.mutating
@@ -91,21 +100,80 @@ pub(crate) fn entries(hooks: &[Hook], mutating: bool, t: &Target) -> Vec<Value> 
     list.into_iter().map(|(_, e)| e).collect()
 }
 
-/// Registers both configurations, retrying each after `delays`.
-pub(crate) fn register_all(
-    client: &Client,
-    hooks: &[Hook],
-    t: &Target,
-    delays: &[Duration],
-) -> Result<(), String> {
-    for (kind, mutating) in [
-        ("ValidatingWebhookConfiguration", false),
-        ("MutatingWebhookConfiguration", true),
-    ] {
-        let webhooks = entries(hooks, mutating, t);
-        with_retries(kind, delays, || apply(client, kind, &t.name, &webhooks))?;
+/// The registered admission entries: which hooks' bindings are in the two
+/// configuration objects. Shared by the operator (startup) and the addon engine
+/// (module enable and delete); one registration at a time.
+pub(crate) struct Registrar {
+    client: Client,
+    target: Target,
+    hooks: std::sync::Arc<Vec<Hook>>,
+    /// Per hook: its entries are registered.
+    active: std::sync::Mutex<Vec<bool>>,
+}
+
+impl Registrar {
+    /// `active`: which hooks' entries the first registration holds (`None`: all).
+    pub(crate) fn new(
+        client: Client,
+        target: Target,
+        hooks: std::sync::Arc<Vec<Hook>>,
+        active: Option<Vec<bool>>,
+    ) -> Registrar {
+        let active = active.unwrap_or_else(|| vec![true; hooks.len()]);
+        Registrar {
+            client,
+            target,
+            hooks,
+            active: std::sync::Mutex::new(active),
+        }
     }
-    Ok(())
+
+    /// Registers both configurations with the active hooks' entries, retrying
+    /// each after `delays`.
+    pub(crate) fn register(&self, delays: &[Duration]) -> Result<(), String> {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        self.write(&active, delays)
+    }
+
+    /// Adds (`on`) or removes the entries of `hooks` and registers again if that
+    /// changes them; no retries (the caller's task is retried).
+    pub(crate) fn set_active(&self, hooks: &[usize], on: bool) -> Result<(), String> {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let with_admission = |&&i: &&usize| {
+            self.hooks
+                .get(i)
+                .is_some_and(|h| !h.config.validating.is_empty() || !h.config.mutating.is_empty())
+        };
+        let changed: Vec<usize> = hooks
+            .iter()
+            .filter(with_admission)
+            .filter(|&&i| active.get(i).is_some_and(|a| *a != on))
+            .copied()
+            .collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let mut next = active.clone();
+        changed.iter().for_each(|&i| next[i] = on);
+        self.write(&next, &[])?;
+        *active = next;
+        Ok(())
+    }
+
+    fn write(&self, active: &[bool], delays: &[Duration]) -> Result<(), String> {
+        for (kind, mutating) in [
+            ("ValidatingWebhookConfiguration", false),
+            ("MutatingWebhookConfiguration", true),
+        ] {
+            let hooks = (self.hooks.iter().enumerate())
+                .filter(|(i, _)| active.get(*i).copied().unwrap_or(false))
+                .map(|(_, h)| h);
+            let webhooks = entries(hooks, mutating, &self.target);
+            let (client, name) = (&self.client, &self.target.name);
+            with_retries(kind, delays, || apply(client, kind, name, &webhooks))?;
+        }
+        Ok(())
+    }
 }
 
 fn with_retries(

@@ -4,34 +4,11 @@
 //! stop startup nor freeze later edits, an edit of a module's own section runs its
 //! `enabled` script again, and a fresh module in maintenance is installed once.
 
-use crate::harness::{Addon, NS, chart, rec};
+use crate::harness::{Addon, NS, chart, eventually, rec, refs, rendered_values};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
-
-fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
-    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
-
-/// Polls `f` until it is true; panics after [`LONG`] with the operator's logs.
-fn eventually(addon: &Addon, what: &str, f: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < LONG,
-            "{what}: not within {LONG:?}; logs:\n{}",
-            addon.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The module values the chart of `name` rendered into its ConfigMap.
-fn rendered_values(addon: &Addon, name: &str) -> Option<Value> {
-    let cm = addon.object("v1", "ConfigMap", name)?;
-    serde_json::from_str(cm["data"]["values"].as_str()?).ok()
-}
 
 /// The labels of the storage Secret of `release`'s revision `revision`.
 fn release_labels(addon: &Addon, release: &str, revision: u64) -> Value {
@@ -170,7 +147,8 @@ fn configmap_keys_of_unknown_modules_never_stop_startup_nor_freeze_edits() {
 
 /// Seed 004, "Enabled script": the docs' script disables its module when
 /// `param2` is `stopMePlease`; setting it in the module's own ConfigMap section
-/// disables the module at once, and clearing it enables it again.
+/// disables the module at once, and clearing it enables it again. Its runs are
+/// measured as flant measures them (found by the generated corpus).
 #[test]
 fn an_edit_of_a_module_section_runs_its_enabled_script_again() {
     let script = r#"#!/bin/sh
@@ -191,6 +169,21 @@ if [ "$param2" = "stopMePlease" ]; then echo false > "$MODULE_ENABLED_RESULT"; e
     eventually(&addon, "installed", || {
         rendered_values(&addon, "simple") == Some(json!({"param2": "go"}))
     });
+    // As flant: the script's CPU and memory, as module hook `enabled`.
+    let metrics = addon.metrics();
+    let series = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!("addon_operator_module_hook_run_{name}{{"))
+                    && l.contains("hook=\"enabled\"")
+                    && l.contains("binding=\"enabled\"")
+                    && l.contains("module=\"simple-module\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    assert!(series("user_cpu_seconds_count") >= Some(1.0), "{metrics}");
+    assert!(series("max_rss_bytes") > Some(0.0), "{metrics}");
 
     addon.set_config("simpleModule", "param2: stopMePlease\n");
     eventually(&addon, "disabled by its enabled script", || {

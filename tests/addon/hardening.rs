@@ -3,16 +3,12 @@
 //! modules that could never install, and what successful `enabled` scripts and helm
 //! write to stderr.
 
-use crate::harness::{Addon, NS, chart, helm_bin, repo_root};
+use crate::harness::{Addon, NS, chart, helm_bin, refs, repo_root};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(60);
-
-fn refs(files: &[(String, String)]) -> Vec<(&str, String)> {
-    files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
 
 /// Waits until `path` has a line for which `cond` holds; every line.
 fn wait_file(addon: &Addon, path: &Path, cond: impl Fn(&str) -> bool) -> String {

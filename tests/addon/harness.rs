@@ -428,3 +428,34 @@ pub fn manifest_docs(text: &str) -> Vec<Value> {
         .filter(|v| !v.is_null())
         .collect()
 }
+
+/// The files of a layout as `Addon::start` takes them.
+pub fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
+    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
+}
+
+/// Polls `f` until it is true; panics after `within`, with the operator's logs.
+/// Returns how long it took.
+pub fn within(addon: &Addon, what: &str, within: Duration, f: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < within,
+            "{what}: not within {within:?}; logs:\n{}",
+            addon.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
+
+/// [`within`] 60 s.
+pub fn eventually(addon: &Addon, what: &str, f: impl Fn() -> bool) {
+    within(addon, what, Duration::from_secs(60), f);
+}
+
+/// The module values the chart of [`chart`] for `name` rendered into its ConfigMap.
+pub fn rendered_values(addon: &Addon, name: &str) -> Option<Value> {
+    let cm = addon.object("v1", "ConfigMap", name)?;
+    serde_json::from_str(cm["data"]["values"].as_str()?).ok()
+}

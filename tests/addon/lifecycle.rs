@@ -5,17 +5,13 @@
 //! and a binding with `waitForSynchronization: false` on its own queue does not
 //! hold back the module's helm run.
 
-use crate::harness::{Addon, NS, chart, helm_bin, rec};
+use crate::harness::{Addon, NS, chart, helm_bin, rec, refs, within};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
 /// How soon a change must reach a module that is failing (the retry is 5 s away).
 const AT_ONCE: Duration = Duration::from_secs(4);
-
-fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
-    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
 
 /// Module `strict` whose chart refuses to render without `strict.x`.
 fn strict() -> Vec<(String, String)> {
@@ -26,20 +22,6 @@ fn strict() -> Vec<(String, String)> {
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: strict\ndata:\n  x: {{ required \"x is required\" .Values.strict.x | quote }}\n".into(),
         ),
     ]
-}
-
-/// Polls `f` until it is true; panics after `within`, with the operator's logs.
-fn within(addon: &Addon, what: &str, within: Duration, f: impl Fn() -> bool) -> Duration {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < within,
-            "{what}: not within {within:?}; logs:\n{}",
-            addon.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    start.elapsed()
 }
 
 fn module_state(addon: &Addon, name: &str) -> Value {

@@ -21,4 +21,5 @@ mod production;
 mod reactions;
 mod restart;
 mod scenarios;
+mod slow_api;
 mod ux;

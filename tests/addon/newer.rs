@@ -4,34 +4,11 @@
 //! another file of the module's `openapi/`. The `<module>Maintenance` key is in
 //! `contract.rs`.
 
-use crate::harness::{Addon, chart, rec};
-use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use crate::harness::{Addon, chart, eventually, rec, refs, rendered_values};
+use serde_json::json;
+use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
-
-fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
-    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
-
-/// Polls `f` until it is true; panics after [`LONG`] with the operator's logs.
-fn eventually(addon: &Addon, what: &str, f: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < LONG,
-            "{what}: not within {LONG:?}; logs:\n{}",
-            addon.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The module values the chart of `name` rendered into its ConfigMap.
-fn rendered_values(addon: &Addon, name: &str) -> Option<Value> {
-    let cm = addon.object("v1", "ConfigMap", name)?;
-    serde_json::from_str(cm["data"]["values"].as_str()?).ok()
-}
 
 #[test]
 fn a_before_delete_helm_hook_runs_right_before_helm_uninstall() {

@@ -7,16 +7,12 @@
 //! one after the other. A failing module holds back the next order while its
 //! siblings install their releases, until its fix arrives through the ConfigMap.
 
-use crate::harness::{Addon, chart, rec};
+use crate::harness::{Addon, chart, rec, refs};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(90);
-
-fn refs(list: &[(String, String)]) -> Vec<(&str, String)> {
-    list.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
-}
 
 /// A hook with `config` that records its start and end as `tag` around a sleep.
 fn timed(tag: &str, config: &str, sleep: &str) -> String {

@@ -105,6 +105,17 @@ impl AddonOperator {
         files: &[(&str, String)],
         env: &[(&str, &str)],
     ) -> AddonOperator {
+        Self::start_with(ns, major, files, env, &[])
+    }
+
+    /// [`AddonOperator::start`] with extra environment variables and flags.
+    fn start_with(
+        ns: &str,
+        major: u32,
+        files: &[(&str, String)],
+        env: &[(&str, &str)],
+        args: &[String],
+    ) -> AddonOperator {
         let dir = TempDir::new("addon-cluster");
         write_hooks(&dir.0, files);
         for d in ["modules", "global-hooks", "home"] {
@@ -132,6 +143,7 @@ impl AddonOperator {
             .env("LOG_TYPE", "json")
             .env("ADDON_OPERATOR_RESOURCES_CHECK_PERIOD", "2s")
             .envs(env.iter().copied())
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -406,6 +418,228 @@ fn identical_manifests_make_no_revision_with_helm3() {
 #[test]
 fn identical_manifests_make_no_revision_with_helm4() {
     identical_manifests_make_no_revision(4);
+}
+
+/// A release a killed helm left behind, recovered by the next module run:
+/// `uninstalling` (addon-operator#496: an uninstall interrupted, then the module
+/// enabled again; helm refuses every upgrade, "has no deployed releases") is
+/// installed afresh, taking over the objects that are left and creating the ones
+/// already deleted; `pending-install`, `pending-upgrade` and `pending-rollback` on top
+/// of the deployed revision ("another operation is in progress") are dropped and
+/// the release upgraded. The states are written as helm writes them (a record that
+/// is not gzipped, which helm reads) with the operator stopped.
+fn an_interrupted_helm_is_recovered(major: u32, status: &str) {
+    use base64::Engine;
+    let _api = api_shared();
+    let tag = status.replace("pending-", "p");
+    let ns = cp().namespace(&format!("addon-{tag}{major}"));
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let op = AddonOperator::start(&ns, major, &echo_module());
+    op.wait_ready();
+    let one = vec![("echo".into(), "1".into(), "deployed".into())];
+    op.wait("revision 1", || (releases(major, &ns) == one).then_some(()));
+    let manifest = helm(major, &ns, &["get", "manifest", "echo"]);
+    drop(op);
+
+    let version = if status == "uninstalling" { 1 } else { 2 };
+    let record = json!({
+        "name": "echo", "namespace": ns, "version": version, "manifest": manifest,
+        "config": {}, "info": {"status": status, "description": "interrupted"},
+        "chart": {"metadata": {"apiVersion": "v2", "name": "echo", "version": "0.1.0"}},
+    });
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let data = b64(b64(record.to_string().as_bytes()).as_bytes());
+    let secret = format!("sh.helm.release.v1.echo.v{version}");
+    if version == 1 {
+        kubectl(&["-n", &ns, "delete", "secret", &secret]);
+    }
+    apply(&format!(
+        "apiVersion: v1\nkind: Secret\ntype: helm.sh/release.v1\nmetadata:\n  name: {secret}\n  \
+         namespace: {ns}\n  labels: {{owner: helm, name: echo, status: {status}, version: \"{version}\"}}\n\
+         data:\n  release: {data}\n"
+    ));
+    kubectl(&["-n", &ns, "delete", "service", "echo"]);
+    let stuck = helm(major, &ns, &["history", "echo", "-o", "json"]);
+    assert!(stuck.contains(status), "{stuck}");
+
+    let op = AddonOperator::start(&ns, major, &echo_module());
+    op.wait_ready();
+    let want = vec![("echo".into(), version.to_string(), "deployed".into())];
+    op.wait("the release deployed", || {
+        (releases(major, &ns) == want).then_some(())
+    });
+    let svc = op.wait("Service echo back", || get("service", &ns, "echo"));
+    assert_eq!(svc["metadata"]["labels"]["heritage"], "addon-operator");
+    assert!(get("deployment", &ns, "echo").is_some(), "kept");
+    let logged = match status {
+        "uninstalling" => "left uninstalling by an interrupted helm",
+        _ => "left pending by an interrupted helm",
+    };
+    assert!(op.logs().contains(logged), "{logged}:\n{}", op.logs());
+}
+
+#[test]
+fn an_interrupted_helm_is_recovered_with_helm3() {
+    for status in [
+        "uninstalling",
+        "pending-install",
+        "pending-upgrade",
+        "pending-rollback",
+    ] {
+        an_interrupted_helm_is_recovered(3, status);
+    }
+}
+
+#[test]
+fn an_interrupted_helm_is_recovered_with_helm4() {
+    for status in [
+        "uninstalling",
+        "pending-install",
+        "pending-upgrade",
+        "pending-rollback",
+    ] {
+        an_interrupted_helm_is_recovered(4, status);
+    }
+}
+
+/// The names of the entries of the ValidatingWebhookConfiguration `name`.
+fn validating_entries(name: &str) -> Vec<String> {
+    let text = kubectl(&[
+        "get",
+        "validatingwebhookconfiguration",
+        name,
+        "-o",
+        "json",
+        "--ignore-not-found",
+    ]);
+    let obj: Value = serde_json::from_str(&text).unwrap_or_default();
+    let entries = obj["webhooks"].as_array().cloned().unwrap_or_default();
+    entries
+        .iter()
+        .filter_map(|e| e["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// A hook with one validating binding `name` (failurePolicy Fail) on ConfigMaps
+/// of `ns` labelled `guarded: "yes"`, allowing everything.
+fn validating_hook(name: &str, ns: &str) -> String {
+    format!(
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\nconfigVersion: v1\n\
+         kubernetesValidating:\n- name: {name}\n  failurePolicy: Fail\n  labelSelector:\n    \
+         matchLabels: {{guarded: \"yes\"}}\n  namespace:\n    labelSelector:\n      matchLabels:\n        \
+         kubernetes.io/metadata.name: {ns}\n  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [\"v1\"]\n    \
+         operations: [\"CREATE\"]\n    resources: [\"configmaps\"]\n    scope: Namespaced\nEOF\nexit 0\nfi\n\
+         echo '{{\"allowed\": true}}' > \"$VALIDATING_RESPONSE_PATH\"\n"
+    )
+}
+
+/// addon-operator#174: a module's admission webhooks follow the module. A disabled
+/// module's entries (failurePolicy Fail) are not in the API server; enabling it
+/// registers them before its helm run; disabling removes them. A global hook's
+/// entry stays throughout.
+#[test]
+fn module_webhooks_follow_their_module() {
+    let _api = api_shared();
+    let ns = cp().namespace("addon-wh");
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let ep = cp()
+        .webhook_endpoint(&ns, "hooks-svc")
+        .unwrap_or_else(|e| panic!("webhook endpoint: {e}"));
+    let mut args = ep.flags("validating");
+    args.extend(["--validating-webhook-configuration-name".into(), ns.clone()]);
+    let mut files = echo_module();
+    files[0] = ("modules/values.yaml", "echoEnabled: false\n".into());
+    files.push((
+        "modules/001-echo/hooks/guard",
+        validating_hook("module.example.com", &ns),
+    ));
+    files.push((
+        "global-hooks/guard",
+        validating_hook("global.example.com", &ns),
+    ));
+    let op = AddonOperator::start_with(&ns, 4, &files, &[], &args);
+    op.wait_ready();
+    let name = format!("{ns}-hooks");
+    assert_eq!(validating_entries(&name), ["global.example.com"]);
+
+    patch_addon_config(&ns, r#"{"data":{"echoEnabled":"true"}}"#);
+    op.wait("the module's entry registered", || {
+        (validating_entries(&name) == ["global.example.com", "module.example.com"]).then_some(())
+    });
+    op.wait("the release", || get("configmap", &ns, "echo-config"));
+    let logs = op.logs();
+    let registered = logs
+        .find("webhook configuration updated")
+        .expect("registered");
+    let upgraded = logs.find("\"msg\":\"helm upgrade\"").expect("helm upgrade");
+    assert!(registered < upgraded, "registered before helm:\n{logs}");
+
+    patch_addon_config(&ns, r#"{"data":{"echoEnabled":"false"}}"#);
+    op.wait("the module's entry removed", || {
+        (validating_entries(&name) == ["global.example.com"]).then_some(())
+    });
+    op.wait("the release gone", || {
+        releases(4, &ns).is_empty().then_some(())
+    });
+    kubectl(&[
+        "delete",
+        "validatingwebhookconfiguration",
+        &name,
+        "--ignore-not-found",
+    ]);
+}
+
+/// A module hook's conversion webhook is set on the module's CRD by the module's
+/// run, after its `crds/` are installed and before helm runs, so custom resources
+/// the chart creates already go through it.
+#[test]
+fn a_module_crd_gets_its_conversion_before_the_helm_run() {
+    let _api = api_shared();
+    let ns = cp().namespace("addon-conv");
+    let group = format!("{ns}.example.com");
+    let crd = format!("crontabs.{group}");
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let ep = cp()
+        .webhook_endpoint(&ns, "conv-svc")
+        .unwrap_or_else(|e| panic!("webhook endpoint: {e}"));
+    let args = ep.flags("conversion");
+    let config = format!(
+        "configVersion: v1\nkubernetesCustomResourceConversion:\n- name: versions\n  \
+         crdName: {crd}\n  conversions:\n  - fromVersion: {group}/v1alpha1\n    toVersion: {group}/v1\n"
+    );
+    let hook = format!(
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then cat <<'EOF'\n{config}EOF\nexit 0\nfi\n\
+         echo '{{\"failedMessage\": \"not in this test\"}}' > \"$CONVERSION_RESPONSE_PATH\"\n"
+    );
+    let mut files = echo_module();
+    files.push(("modules/001-echo/hooks/conv", hook));
+    files.push((
+        "modules/001-echo/crds/crontab.yaml",
+        control_plane::fixtures::crontab_crd(&group),
+    ));
+    let op = AddonOperator::start_with(&ns, 4, &files, &[], &args);
+    op.wait_ready();
+    let stored: Value =
+        serde_json::from_str(&kubectl(&["get", "crd", &crd, "-o", "json"])).expect("crd json");
+    assert_eq!(
+        stored["spec"]["conversion"]["strategy"], "Webhook",
+        "{stored:#}"
+    );
+    let logs = op.logs();
+    let upgraded = logs.find("\"msg\":\"helm upgrade\"").expect("helm upgrade");
+    let configured = ["CRD conversion configured", "CRD conversion is up to date"]
+        .iter()
+        .filter_map(|m| logs.find(m))
+        .min()
+        .expect("conversion logged");
+    assert!(configured < upgraded, "conversion before helm:\n{logs}");
+    kubectl(&["delete", "crd", &crd, "--ignore-not-found", "--wait=false"]);
 }
 
 /// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).

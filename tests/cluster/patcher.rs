@@ -133,6 +133,59 @@ fn creates_land_as_written() {
     assert_eq!(get("configmap", &ns, "toplevel")["data"], json!({"k": "t"}));
 }
 
+/// shell-operator#346: an object taken from a snapshot (as the API server returned
+/// it: `resourceVersion`, `uid`, `creationTimestamp`, `managedFields`) is created
+/// again by Create (in another namespace, under a new name) and by CreateOrUpdate
+/// (over an object recreated since, whose uid and resourceVersion differ).
+#[test]
+fn objects_taken_from_snapshots_are_created_and_updated() {
+    let _api = api_shared();
+    let ns = namespace_retry("patch-snapshot");
+    kubectl_retry(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "src",
+        "--from-literal=k=v",
+    ]);
+    kubectl_retry(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "twin",
+        "--from-literal=k=v",
+    ]);
+    let src = get("configmap", &ns, "src");
+    for field in [
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "managedFields",
+    ] {
+        assert!(!src["metadata"][field].is_null(), "{field} in {src:#}");
+    }
+    let mut copy = src.clone();
+    copy["metadata"]["name"] = json!("copy");
+    // The twin as an old snapshot: another object's uid and an old resourceVersion.
+    let mut twin = src.clone();
+    twin["metadata"]["name"] = json!("twin");
+    twin["data"] = json!({"k": "from-snapshot"});
+    let ops = [
+        json!({"operation": "Create", "object": copy}),
+        json!({"operation": "CreateOrUpdate", "object": twin}),
+    ];
+    let text: Vec<String> = ops.iter().map(Value::to_string).collect();
+    let _op = patched(&text.join("\n"));
+    let copy = get("configmap", &ns, "copy");
+    assert_eq!(copy["data"], json!({"k": "v"}));
+    assert_ne!(copy["metadata"]["uid"], src["metadata"]["uid"]);
+    let twin = get("configmap", &ns, "twin");
+    assert_eq!(twin["data"], json!({"k": "from-snapshot"}));
+    assert_ne!(twin["metadata"]["uid"], src["metadata"]["uid"]);
+}
+
 /// JQPatch, MergePatch and JSONPatch on a ConfigMap (a YAML patch file); a JQPatch
 /// that changes nothing writes nothing; ignoreMissingObject makes a missing object
 /// no error.

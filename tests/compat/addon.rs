@@ -10,11 +10,9 @@
 //! label names. A difference fails unless [`ALLOWED`] names it (each is in the
 //! README's "Differences from flant's operators").
 
-use crate::addon_oracle::{
-    AddonOp, Who, namespace_with_config, patch_config, release_content, releases, settle,
-};
+use crate::addon_compare::{diff_maps, metric_gaps, patch, rec, release_state, runs_since};
+use crate::addon_oracle::{AddonOp, Who, namespace_with_config, patch_config, releases, settle};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Differences kept on purpose against v1.5.0: (what, why).
@@ -43,6 +41,20 @@ pub const ALLOWED: &[(&str, &str)] = &[
          the docs say; the suite's steps flip it together with the module's section",
     ),
     (
+        "<module>Enabled in a module's own values.yaml",
+        "v1.5.0 (and flant's newer static extender) reads `<module>Enabled` only from \
+         modules/values.yaml; its docs (\"Keys in values.yaml files\") count the module's \
+         own values.yaml too, as ours does; the generated corpus sets it only in \
+         modules/values.yaml",
+    ),
+    (
+        "<module>Enabled without a change of the enabled set",
+        "ours reloads all modules (beforeAll, afterAll) on any `*Enabled` change, as the \
+         docs say; v1.5.0 only when the set of enabled modules changes (e.g. not when a \
+         module its `enabled` script disabled gets `<module>Enabled: false`); the \
+         generated corpus compares such a step by its outcome only",
+    ),
+    (
         "helm values /global/enabledModules",
         "the chart's values carry `global.enabledModules` (flant v1.0 and its docs; \
          v1.5.0 leaves it out); a chart that renders it sees the list",
@@ -64,23 +76,6 @@ pub const ALLOWED: &[(&str, &str)] = &[
          `code` (README, Metrics)",
     ),
 ];
-
-/// A recording hook: prints `config` for `--config`; otherwise appends
-/// `<tag> {"ctx":…,"values":…,"config":…}` to `$OUT_DIR/runs.log`, then runs `body`.
-fn rec(tag: &str, config: &str, body: &str) -> String {
-    format!(
-        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then\ncat <<'CONFIG'\n{config}\nCONFIG\nexit 0\nfi\n\
-         v=$(tr -d '\\n' < \"$VALUES_PATH\"); c=$(tr -d '\\n' < \"$CONFIG_VALUES_PATH\")\n\
-         printf '%s {{\"ctx\":%s,\"values\":%s,\"config\":%s}}\\n' '{tag}' \"$(tr -d '\\n' < \"$BINDING_CONTEXT_PATH\")\" \"${{v:-null}}\" \"${{c:-null}}\" >> \"$OUT_DIR/runs.log\"\n{body}\n"
-    )
-}
-
-/// A values patch adding `value` at `path`.
-fn patch(path: &str, value: &str) -> String {
-    format!(
-        "echo '[{{\"op\":\"add\",\"path\":\"{path}\",\"value\":\"{value}\"}}]' > \"$VALUES_JSON_PATCH_PATH\""
-    )
-}
 
 /// The corpus for an operator in `ns` (its kubernetes binding watches only `ns`).
 pub fn corpus(ns: &str) -> Vec<(String, String)> {
@@ -220,112 +215,6 @@ pub fn start(who: Who, ns: &str) -> AddonOp {
     AddonOp::start(who, ns, &refs)
 }
 
-/// Runs recorded from index `from` on, grouped by tag (in order within a tag), with
-/// the differences [`ALLOWED`] names taken out of both sides.
-pub fn runs_since(op: &AddonOp, from: usize) -> BTreeMap<String, Vec<Value>> {
-    let mut map: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for (tag, mut rec) in op.records().into_iter().skip(from) {
-        if tag.ends_with("-enabled") {
-            continue; // "enabled scripts' runs"
-        }
-        if !tag.starts_with("g-") {
-            if let Some(g) = rec
-                .pointer_mut("/values/global")
-                .and_then(Value::as_object_mut)
-            {
-                g.remove("enabledModules");
-            }
-        }
-        if let Some(cfg) = rec.get_mut("config").and_then(Value::as_object_mut) {
-            for v in cfg.values_mut().filter(|v| v.is_null()) {
-                *v = json!({});
-            }
-        }
-        strip_server_fields(&mut rec);
-        map.entry(tag).or_default().push(rec);
-    }
-    map
-}
-
-/// Each release of `ns`: revision, status, values (with the checksum value
-/// `_addonOperatorModuleChecksum`, which ours writes as flant's v1.5.0 does) and the
-/// manifest's objects, without what [`ALLOWED`] names (`global.enabledModules`, the
-/// `heritage` label).
-pub fn release_state(ns: &str) -> BTreeMap<String, Value> {
-    releases(ns)
-        .into_iter()
-        .map(|(name, (revision, status))| {
-            let (mut values, manifest) = release_content(ns, &name);
-            if let Some(g) = values.get_mut("global").and_then(Value::as_object_mut) {
-                g.remove("enabledModules");
-            }
-            let objects: Vec<Value> = manifest_docs(&manifest)
-                .into_iter()
-                .map(|mut o| {
-                    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-                        if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
-                            labels.remove("heritage");
-                            if labels.is_empty() {
-                                meta.remove("labels");
-                            }
-                        }
-                    }
-                    o
-                })
-                .collect();
-            let state = json!({"revision": revision, "status": status, "values": values, "objects": objects});
-            (name, state)
-        })
-        .collect()
-}
-
-/// The documents of a manifest stream, parsed (YAML or JSON).
-fn manifest_docs(text: &str) -> Vec<Value> {
-    use serde::Deserialize;
-    serde_yaml::Deserializer::from_str(text)
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{e}: {text}")))
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-/// Removes what the API server makes up per object (uid, resourceVersion, times).
-fn strip_server_fields(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for k in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "managedFields",
-            ] {
-                map.remove(k);
-            }
-            map.values_mut().for_each(strip_server_fields);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_server_fields),
-        _ => {}
-    }
-}
-
-/// The differences between two maps, one line per key that differs.
-fn diff_maps<T: PartialEq + std::fmt::Debug>(
-    what: &str,
-    flant: &BTreeMap<String, T>,
-    ours: &BTreeMap<String, T>,
-) -> Vec<String> {
-    let keys: BTreeSet<&String> = flant.keys().chain(ours.keys()).collect();
-    keys.into_iter()
-        .filter(|k| flant.get(*k) != ours.get(*k))
-        .map(|k| {
-            format!(
-                "{what} {k}:\n  flant: {:?}\n  ours:  {:?}",
-                flant.get(k),
-                ours.get(k)
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn the_same_modules_see_the_same_values_and_get_the_same_releases() {
     let flant_ns = namespace_with_config("compat-addon-flant", START_CONFIG);
@@ -431,19 +320,7 @@ fn the_same_modules_see_the_same_values_and_get_the_same_releases() {
             first_schedule(&ours)
         ));
     }
-    let shapes = |op: &AddonOp| {
-        op.metric_shapes("addon_operator_")
-            .into_iter()
-            .filter(|s| !s.starts_with("addon_operator_kubernetes_client_")) // ALLOWED
-            .collect::<BTreeSet<_>>()
-    };
-    let (fm, om) = (shapes(&flant), shapes(&ours));
-    let missing: Vec<&String> = fm.difference(&om).collect();
-    if !missing.is_empty() {
-        report.push(format!(
-            "metrics flant exports and ours does not: {missing:?}"
-        ));
-    }
+    report.extend(metric_gaps(&flant, &ours));
     if !releases(&flant_ns).contains_key("gamma") {
         let gamma: Vec<String> = flant
             .logs()

@@ -145,6 +145,11 @@ impl AddonOp {
         }
     }
 
+    /// Whether the process still runs.
+    pub(crate) fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     pub fn logs(&self) -> String {
         self.logs.lock().expect("lock").join("\n")
     }

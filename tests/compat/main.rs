@@ -12,9 +12,13 @@ mod common;
 mod oracle;
 
 mod addon;
+mod addon_compare;
 mod addon_migration;
 mod addon_oracle;
 mod burst;
+mod gen_addon;
+mod gen_addon_files;
+mod gen_addon_run;
 mod mutating;
 mod patcher;
 mod queues;

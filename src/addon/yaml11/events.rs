@@ -5,6 +5,8 @@
 //! both split a stream into the same documents, nodes, scalar styles, tags and
 //! anchors. [`Parser`] hands out owned [`Event`]s; what the scalars mean is decided by
 //! the caller (`resolve.rs`), not here. Runs on the post-renderer's only thread.
+// Needs unsafe for libyaml's C API; each block says why it is sound (SAFETY).
+#![allow(unsafe_code)]
 
 use libyaml_rs as sys;
 use std::ffi::CStr;
