@@ -9,7 +9,7 @@ DIST := target/dist
 # Image layers and SBOM timestamps: the commit's time unless given (reproducible builds).
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: clients build test test-cluster test-compat test-shipping cluster control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat test-compat-generated test-shipping cluster control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
