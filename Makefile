@@ -1,9 +1,15 @@
 # Everyday commands. `make test` is what CI runs (see .ci/run).
 CARGO ?= cargo
-MUSL_TARGET := x86_64-unknown-linux-musl
+# ARCH picks the static build's architecture: amd64 (default) or arm64.
+ARCH ?= amd64
+MUSL_TARGET := $(if $(filter arm64 aarch64,$(ARCH)),aarch64,x86_64)-unknown-linux-musl
 STATIC_BIN := target/$(MUSL_TARGET)/release/shell-operator
+DIST_ARCH := $(if $(filter arm64 aarch64,$(ARCH)),arm64,amd64)
+DIST := target/dist
+# Image layers and SBOM timestamps: the commit's time unless given (reproducible builds).
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: clients build test test-cluster test-compat test-compat-generated test-node cluster node node-tools control-plane flant soak static bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
+.PHONY: clients build test test-cluster test-compat test-compat-generated test-node test-shipping cluster node node-tools control-plane flant soak static static-all image deny bench bench-addon bench-peers run demo demo-addon dev dev-addon fmt lint clean fuzz
 
 build:
 	$(CARGO) build --release
@@ -83,12 +89,39 @@ soak:
 	$(CARGO) build --release
 	SOAK_RELEASE=1 SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --test soak -- --nocapture
 
-# Fully static musl binary (needs Debian's musl-tools for ring's C code).
+# Fully static musl binary for ARCH (amd64 or arm64), reproducible (scripts/static.sh:
+# paths remapped, SOURCE_DATE_EPOCH), with its CycloneDX SBOM beside it in
+# target/dist/linux-ARCH/. amd64 needs Debian's musl-tools for ring's C code; arm64
+# is cross-built with zig from PyPI (installed into .tools on first use).
 static:
-	rustup target list --installed | grep -q $(MUSL_TARGET) || rustup target add $(MUSL_TARGET)
-	$(CARGO) build --release --target $(MUSL_TARGET)
-	@ls -l $(STATIC_BIN)
+	@mkdir -p $(DIST)/linux-$(DIST_ARCH)
+	scripts/static.sh $(ARCH)
+	cp $(STATIC_BIN) $(DIST)/linux-$(DIST_ARCH)/shell-operator
+	python3 scripts/sbom.py $(MUSL_TARGET) $(STATIC_BIN) $(DIST)/linux-$(DIST_ARCH)/shell-operator.cdx.json
+	cd $(DIST)/linux-$(DIST_ARCH) && sha256sum shell-operator shell-operator.cdx.json > SHA256SUMS
+	@ls -l $(DIST)/linux-$(DIST_ARCH)
 	@file $(STATIC_BIN) 2>/dev/null || true
+
+# Both architectures, then the multi-arch OCI image layout (target/dist/oci, and
+# target/dist/oci.tar for docker load / skopeo / podman).
+static-all:
+	$(MAKE) static ARCH=amd64
+	$(MAKE) static ARCH=arm64
+	$(MAKE) image
+
+# The multi-arch scratch image as an OCI layout from the two static binaries
+# (scripts/oci-image.sh; no Docker or registry needed).
+image:
+	scripts/oci-image.sh $(DIST)/oci amd64 arm64
+
+# Only the shipping tests: the arm64 binary under qemu-user-static, the OCI layout,
+# the SBOMs and the double build (tests/shipping).
+test-shipping:
+	$(CARGO) test --test shipping --no-fail-fast
+
+# Offline dependency checks: sources, licences, banned crates, duplicates (scripts/deny.py).
+deny:
+	python3 scripts/deny.py
 
 # Benchmarks: ratios measured in one run; figures go to BENCHMARKS.md by hand.
 bench: build static
@@ -151,6 +184,7 @@ fmt:
 	$(CARGO) fmt --all
 
 lint:
+	python3 scripts/deny.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

@@ -16,7 +16,10 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[derive(Debug)]
 pub(crate) enum Command {
     Start(Box<crate::flags::Config>),
-    Version,
+    /// `version`; `--verbose` (`-v`) adds the build facts (see `build.rs`).
+    Version {
+        verbose: bool,
+    },
     Help(String),
     DebugOptions,
     /// A debug socket client command; the words after the program name.
@@ -79,9 +82,12 @@ pub fn main() -> i32 {
                 None => code,
             }
         }
-        Ok(Command::Version) => {
+        Ok(Command::Version { verbose }) => {
             println!("{name} v{VERSION}");
             println!("jqFilter implementation: using jaq (jaq-core 3)");
+            if verbose {
+                print!("{}", build_facts());
+            }
             0
         }
         Ok(Command::Help(text)) => {
@@ -155,9 +161,13 @@ pub(crate) fn parse(
         return Ok(Command::Help(help_for(program, Some(command))));
     }
     match command {
-        "version" => match rest.first() {
-            None => Ok(Command::Version),
-            Some(a) => Err(FlagError(format!("version takes no arguments, got {a:?}"))),
+        "version" => match rest.first().map(String::as_str) {
+            None => Ok(Command::Version { verbose: false }),
+            Some("--verbose" | "-v") if rest.len() == 1 => Ok(Command::Version { verbose: true }),
+            Some(_) => Err(FlagError(format!(
+                "version takes only --verbose, got {:?}",
+                rest.join(" ")
+            ))),
         },
         _ => {
             let flag_values = parse_flags(program, rest)?;
@@ -238,11 +248,25 @@ module resource-monitor [<module>]\n\n\
 Run 'addon-operator start --help' for the flags, 'addon-operator module --help' for the \
 debug commands.\n";
 
+/// The facts `build.rs` embeds, one `key: value` line each.
+fn build_facts() -> String {
+    format!(
+        "target: {}\ncommit: {}\nrustc: {}\ncrates: {}\n",
+        env!("SO_BUILD_TARGET"),
+        env!("SO_BUILD_COMMIT"),
+        env!("SO_BUILD_RUSTC"),
+        env!("SO_BUILD_CRATES"),
+    )
+}
+
 fn help_for(program: Program, command: Option<&str>) -> String {
     let name = program.name();
     match command {
         Some("start") => start_help(program, false),
-        Some("version") => format!("Print the version.\n\nUsage:\n  {name} version\n"),
+        Some("version") => format!(
+            "Print the version; --verbose adds the target, git commit, rustc and crate count.\n\n\
+             Usage:\n  {name} version [--verbose]\n"
+        ),
         _ => root_help(program),
     }
 }
@@ -359,7 +383,7 @@ mod tests {
         assert!(!text.contains("--hooks-dir"), "shell-only flag listed");
         assert!(matches!(
             run(&["addon-operator", "version"]),
-            Ok(Command::Version)
+            Ok(Command::Version { verbose: false })
         ));
         let err = run(&["addon-operator", "--hooks-dir", "x"]).unwrap_err();
         assert_eq!(err.0, "unknown flag: --hooks-dir");

@@ -116,8 +116,10 @@ fn dockerfile_ships_only_the_binary_as_non_root() {
         .collect();
     assert_eq!(
         copies,
-        [&"COPY target/x86_64-unknown-linux-musl/release/shell-operator /shell-operator"]
+        [&"COPY target/${ARCH}-unknown-linux-musl/release/shell-operator /shell-operator"]
     );
+    // The default architecture keeps `docker build -f Dockerfile.scratch .` on x86_64.
+    assert!(instructions.contains(&"ARG ARCH=x86_64"));
     let user = instructions
         .iter()
         .find_map(|l| l.strip_prefix("USER "))

@@ -18,25 +18,23 @@ use std::time::{Duration, Instant};
 
 const MUSL: &str = "x86_64-unknown-linux-musl";
 
-/// The static binary `make static` builds, brought up to date first (cargo does
-/// nothing when it already is), so the test never runs a stale build.
+/// The static binary `make static` builds, brought up to date first by the same
+/// script (scripts/static.sh: cargo does nothing when it already is, and the
+/// same flags mean no rebuild), so the test never runs a stale build.
 fn static_binary() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let bin = target.join(MUSL).join("release/shell-operator");
-    {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "--target", MUSL])
-            .current_dir(root)
-            .status()
-            .expect("run cargo build for the static binary");
-        assert!(
-            status.success(),
-            "cargo build --release --target {MUSL} failed"
-        );
-    }
+    let out = Command::new(root.join("scripts/static.sh"))
+        .arg("amd64")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/static.sh");
+    assert!(out.status.success(), "scripts/static.sh amd64 failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bin = PathBuf::from(text.lines().last().expect("binary path").trim());
+    assert!(
+        bin.ends_with(Path::new(MUSL).join("release/shell-operator")),
+        "{bin:?}"
+    );
     bin
 }
 
