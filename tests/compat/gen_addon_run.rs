@@ -18,9 +18,12 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-/// The seeds `make test-compat` runs (chosen among those that do not hit a bug of
-/// ours still being fixed; README, "Measured against flant's addon-operator v1.5.0").
-const FIXED: &[u64] = &[3, 1004, 1008];
+/// The seeds `make test-compat` runs (README, "Measured against flant's
+/// addon-operator v1.5.0"). 3, 1004 and 1008 use every part of the generator between them; 1002, 1003 and
+/// 1005 are the minimal witnesses of bugs the corpus found (an unknown module's
+/// section froze later edits, an `enabled` script unmeasured and not re-run on its
+/// module's section, a revision for a value no template reads).
+const FIXED: &[u64] = &[3, 1004, 1008, 1002, 1003, 1005];
 
 /// The two sides.
 const WHO: [Who; 2] = [Who::Flant, Who::Ours];
