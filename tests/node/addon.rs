@@ -4,7 +4,7 @@
 //! and config under the `/tmp` emptyDir), the echo module's release installed, a
 //! ConfigMap value upgrading it, and a deleted object of the release healed.
 
-use crate::support::{json, wait_for};
+use crate::support::{json, patch, wait_for};
 use node_support::{ADDON_IMAGE, Node};
 use std::time::Instant;
 
@@ -115,17 +115,8 @@ pub(crate) fn addon_operator_deploy(node: &Node) -> Result<(), String> {
         return Err("no helm release Secret for echo".into());
     }
     // A value in addon-operator's ConfigMap upgrades the release.
-    let patch = serde_json::json!({"data": {"echo": "message: changed on the node\n"}}).to_string();
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "configmap",
-        "addon-operator",
-        "--type=merge",
-        "-p",
-        &patch,
-    ])?;
+    let value = serde_json::json!({"data": {"echo": "message: changed on the node\n"}});
+    patch(node, NS, "configmap/addon-operator", "merge", &value)?;
     let t = Instant::now();
     wait_for("the release upgraded with the new value", 60, || {
         Ok(echo_message(node)?.filter(|m| m == "changed on the node"))

@@ -5,7 +5,7 @@
 //! leader released the Lease and its last hook line comes before the new leader's
 //! first. The takeover time is printed.
 
-use crate::support::{http_get, json, wait_for};
+use crate::support::{http_get, json, patch, wait_for};
 use node_support::Node;
 use serde_json::Value;
 use std::time::Instant;
@@ -56,24 +56,14 @@ pub(crate) fn leader_handover(node: &Node) -> Result<(), String> {
         serde_json::json!({"op": "add", "path": "/spec/template/spec/containers/0/env/-",
                            "value": {"name": name, "value": value}})
     };
-    let patch = serde_json::json!([
+    let ha = serde_json::json!([
         {"op": "replace", "path": "/spec/replicas", "value": 2},
         env("SHELL_OPERATOR_HA", "true"),
         env("SHELL_OPERATOR_HA_LEASE_DURATION", "6s"),
         env("SHELL_OPERATOR_HA_RENEW_DEADLINE", "4s"),
         env("SHELL_OPERATOR_HA_RETRY_PERIOD", "1s"),
-    ])
-    .to_string();
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "deployment",
-        "shell-operator",
-        "--type=json",
-        "-p",
-        &patch,
-    ])?;
+    ]);
+    patch(node, NS, "deployment/shell-operator", "json", &ha)?;
     // Two replicas of the new template, one of them holding the Lease.
     let (leader, standby) = wait_for("two HA replicas, one leading", 120, || {
         let pods = running_pods(node)?;

@@ -7,7 +7,7 @@
 //! built-in jq is OOM-killed by the kernel under this limit (exit 137, retried
 //! forever) while the operator itself stays up; the hook counts with grep instead.
 
-use crate::support::{json, wait_for};
+use crate::support::{json, patch, wait_for};
 use node_support::Node;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -64,31 +64,13 @@ pub(crate) fn limit_32mib_5000_configmaps(node: &Node) -> Result<(), String> {
         t.elapsed().as_secs_f64()
     );
     // Only this hook (and hello.sh); one replica; the limit.
-    let patch = serde_json::json!({"data": {"cms.sh": HOOK, "slow.sh": null, "policy.sh": null}});
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "configmap",
-        "shell-operator-hooks",
-        "--type=merge",
-        "-p",
-        &patch.to_string(),
-    ])?;
+    let hooks = serde_json::json!({"data": {"cms.sh": HOOK, "slow.sh": null, "policy.sh": null}});
+    patch(node, NS, "configmap/shell-operator-hooks", "merge", &hooks)?;
     let deploy = serde_json::json!([
         {"op": "replace", "path": "/spec/replicas", "value": 1},
         {"op": "replace", "path": "/spec/template/spec/containers/0/resources/limits/memory", "value": "32Mi"},
     ]);
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "deployment",
-        "shell-operator",
-        "--type=json",
-        "-p",
-        &deploy.to_string(),
-    ])?;
+    patch(node, NS, "deployment/shell-operator", "json", &deploy)?;
     let t = Instant::now();
     let pod = wait_for(
         "the 32 MiB pod synchronized with 5000 ConfigMaps",

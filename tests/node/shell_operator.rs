@@ -5,7 +5,7 @@
 //! the ServiceAccount (in-cluster), deleting the pod while that hook runs stops it and
 //! exits 0 within the grace period, without "will retry".
 
-use crate::support::{http_get, json, wait_for};
+use crate::support::{http_get, json, patch, wait_for};
 use node_support::{BUSYBOX_IMAGE, Node, OPERATOR_IMAGE};
 use serde_json::Value;
 use std::path::Path;
@@ -180,17 +180,8 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
         .iter()
         .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
         .collect();
-    let patch = serde_json::json!({ "data": { "slow.sh": SLOW_HOOK } }).to_string();
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "configmap",
-        "shell-operator-hooks",
-        "--type=merge",
-        "-p",
-        &patch,
-    ])?;
+    let hooks = serde_json::json!({ "data": { "slow.sh": SLOW_HOOK } });
+    patch(node, NS, "configmap/shell-operator-hooks", "merge", &hooks)?;
     node.kubectl(&["-n", NS, "rollout", "restart", "deployment/shell-operator"])?;
     let name = wait_for("a new operator pod running slow.sh", 120, || {
         for p in pods(node)? {

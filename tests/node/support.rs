@@ -17,6 +17,20 @@ pub(crate) fn json(node: &Node, args: &[&str]) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("kubectl {}: not JSON: {e}", args.join(" ")))
 }
 
+/// `kubectl -n <ns> patch <kind> <name> --type=<kind_of_patch> -p <patch>`.
+pub(crate) fn patch(
+    node: &Node,
+    ns: &str,
+    object: &str,
+    kind_of_patch: &str,
+    patch: &Value,
+) -> Result<String, String> {
+    let (kind, name) = object.split_once('/').unwrap_or((object, ""));
+    let patch = patch.to_string();
+    let kind_of_patch = format!("--type={kind_of_patch}");
+    node.kubectl(&["-n", ns, "patch", kind, name, &kind_of_patch, "-p", &patch])
+}
+
 /// Polls `f` every 250 ms until it gives `Some` or `secs` pass; the error says `what`
 /// and the last error `f` reported.
 pub(crate) fn wait_for<T>(

@@ -3,7 +3,7 @@
 //! (`shell-operator-validating-svc`, kube-proxy's DNAT), the operator writing the
 //! caBundle, and `kubectl apply` of a refused object returning the hook's message.
 
-use crate::support::{json, wait_for};
+use crate::support::{json, patch, wait_for};
 use node_support::Node;
 use std::time::Instant;
 
@@ -64,17 +64,8 @@ pub(crate) fn validating_through_the_service(node: &Node) -> Result<(), String> 
         "yaml",
     ])?;
     node.apply(&secret)?;
-    let patch = serde_json::json!({ "data": { "policy.sh": POLICY_HOOK } }).to_string();
-    node.kubectl(&[
-        "-n",
-        NS,
-        "patch",
-        "configmap",
-        "shell-operator-hooks",
-        "--type=merge",
-        "-p",
-        &patch,
-    ])?;
+    let hooks = serde_json::json!({ "data": { "policy.sh": POLICY_HOOK } });
+    patch(node, NS, "configmap/shell-operator-hooks", "merge", &hooks)?;
     node.kubectl(&["-n", NS, "rollout", "restart", "deployment/shell-operator"])?;
     node.kubectl(&[
         "-n",
