@@ -37,20 +37,8 @@ command -v go >/dev/null 2>&1 || {
 
 mkdir -p "$dest"
 cd "$module"
-# -mod=readonly: go.sum is committed; a module the proxy refuses fails here, by name.
-build() {
-    local pkg="$1" out="$2" ldflags="$3"
-    echo "building $out from $pkg ..." >&2
-    local start=$SECONDS
-    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags="$ldflags" -o "$dest/$out.tmp" "$pkg" >&2; then
-        echo "error: go build $pkg failed (see above: a module the proxy refused is named there)" >&2
-        exit 1
-    fi
-    mv "$dest/$out.tmp" "$dest/$out"
-    echo "built $out in $((SECONDS - start)) s" >&2
-}
 # etcd carries its own version (go.etcd.io/etcd/api/v3/version); kube-apiserver is
 # stamped, else it reports v0.0.0-master+$Format:%H$.
-[ -x "$dest/etcd" ] || build go.etcd.io/etcd/server/v3 etcd "-s -w"
-[ -x "$dest/kube-apiserver" ] || build k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$(k8s_ldflags "$k8s")"
+[ -x "$dest/etcd" ] || go_build go.etcd.io/etcd/server/v3 etcd "-s -w"
+[ -x "$dest/kube-apiserver" ] || go_build k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$(k8s_ldflags "$k8s")"
 echo "$dest"

@@ -63,19 +63,8 @@ ldflags="$(k8s_ldflags "$k8s")"
 
 mkdir -p "$dest/cni"
 cd "$module"
-build() {
-    local pkg="$1" out="$2"
-    echo "building $out from $pkg ..." >&2
-    local start=$SECONDS
-    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags="$ldflags" -o "$dest/$out.tmp" "$pkg" >&2; then
-        echo "error: go build $pkg failed (see above: a module the proxy refused is named there)" >&2
-        exit 1
-    fi
-    mv "$dest/$out.tmp" "$dest/$out"
-    echo "built $out in $((SECONDS - start)) s" >&2
-}
 for b in "${bins[@]}"; do
-    [ -x "$dest/$b" ] || build "k8s.io/kubernetes/cmd/$b" "$b"
+    [ -x "$dest/$b" ] || go_build "k8s.io/kubernetes/cmd/$b" "$b" "$ldflags"
 done
 
 # The CNI plugins are built from their own module (go install pkg@version uses its

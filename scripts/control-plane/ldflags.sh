@@ -1,5 +1,5 @@
 # Sourced by scripts/install-control-plane.sh and scripts/install-node.sh: the Go
-# link flags that stamp a Kubernetes build with its version. Built from the module
+# link flags that stamp a Kubernetes build with its version, and the build itself. Built from the module
 # (not from a git checkout) the binaries otherwise report v0.0.0-master+$Format:%H$,
 # which `kubectl version` cannot parse and a kubelet registers its node with.
 #
@@ -17,4 +17,19 @@ k8s_ldflags() {
         flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
     done
     printf '%s' "$flags"
+}
+
+# go_build PKG OUT LDFLAGS: builds PKG into "$dest/OUT" (the caller's $dest) with the
+# module's committed go.sum (-mod=readonly: a module the proxy refuses fails here, by
+# name), written under a temporary name first so a cut build is never taken as done.
+go_build() {
+    local pkg="$1" out="$2" ldflags="$3"
+    echo "building $out from $pkg ..." >&2
+    local start=$SECONDS
+    if ! go build -mod=readonly -buildvcs=false -trimpath -ldflags="$ldflags" -o "$dest/$out.tmp" "$pkg" >&2; then
+        echo "error: go build $pkg failed (see above: a module the proxy refused is named there)" >&2
+        exit 1
+    fi
+    mv "$dest/$out.tmp" "$dest/$out"
+    echo "built $out in $((SECONDS - start)) s" >&2
 }
