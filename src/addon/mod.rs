@@ -21,6 +21,7 @@ pub(crate) mod configmap;
 mod converge;
 mod crds;
 mod debug;
+pub(crate) mod drift;
 mod enabled;
 mod engine;
 pub(crate) mod global_use;
@@ -92,6 +93,8 @@ pub(crate) struct Bound {
     bookkeeping_client: Client,
     /// What the resource monitor watches (the debug CLI shows it).
     watched: resources::WatchedModules,
+    /// The drift watcher's view, for the debug socket.
+    drift_report: drift::watcher::DriftReport,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
 }
@@ -218,6 +221,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         monitor_client,
         bookkeeping_client,
         watched: Default::default(),
+        drift_report: Default::default(),
         crds,
     };
     Ok((bound, hooks))
@@ -228,6 +232,7 @@ pub(crate) struct Started {
     pub(crate) values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
     monitor: Option<resources::ResourceMonitor>,
+    drift: Option<drift::watcher::DriftWatcher>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
 }
 
@@ -317,7 +322,8 @@ impl Bound {
 
     /// The debug socket's `/global/...` and `/module/...` routes.
     pub(crate) fn debug_routes(&self) -> crate::debug::ExtraRoutes {
-        debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
+        let report = Arc::clone(&self.drift_report);
+        debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched), report)
     }
 
     /// Which hooks' admission entries are registered at startup: not those of
@@ -339,6 +345,7 @@ impl Bound {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
+        let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             layout: self.layout,
             hooks,
@@ -361,11 +368,20 @@ impl Bound {
             refused_config: Mutex::new(None),
             crds: self.crds,
             webhooks,
+            drift,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {
             shared: Arc::clone(&shared),
         });
+        let drift = drift::watcher::DriftWatcher::new(
+            Arc::clone(&shared),
+            self.monitor_client.clone(),
+            self.flags.drift_mode,
+            self.flags.resources_check_period,
+            drift_rx,
+            self.drift_report,
+        );
         let monitor = resources::ResourceMonitor {
             shared: Arc::clone(&shared),
             client: self.monitor_client,
@@ -376,6 +392,7 @@ impl Bound {
             values,
             shared,
             monitor: Some(monitor),
+            drift: Some(drift),
             inputs: Some(inputs_rx),
         })
     }
@@ -389,6 +406,15 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         let monitor = self.monitor.take()?;
         Some(move || monitor.run(stop))
+    }
+
+    /// The drift watcher's thread body (once): watches until `stop` closes.
+    pub(crate) fn drift_watcher(
+        &mut self,
+        stop: crossbeam_channel::Receiver<()>,
+    ) -> Option<impl FnOnce() + Send + 'static> {
+        let watcher = self.drift.take()?;
+        Some(move || watcher.run(stop))
     }
 
     /// The router's side of the lifecycle (once).
