@@ -155,14 +155,18 @@ impl Tracker {
     }
 
     /// Module `module`'s run ended; `ok`: its helm upgrade went through. A failed
-    /// correction holds the module's drifted objects as a fight does.
-    pub(crate) fn run_done(&mut self, module: usize, ok: bool, now: Instant) {
+    /// correction holds the module's drifted objects as a fight does. Returns the
+    /// keys of a failed correction's drifted objects.
+    pub(crate) fn run_done(&mut self, module: usize, ok: bool, now: Instant) -> Vec<String> {
         if !self.correcting.remove(&module) || ok {
-            return;
+            return Vec::new();
         }
-        for entry in self.entries.values_mut().filter(|e| e.module == module) {
+        let mut held = Vec::new();
+        for (key, entry) in self.entries.iter_mut().filter(|(_, e)| e.module == module) {
             entry.hold_until = Some(now + backoff(entry.corrections));
+            held.push(key.clone());
         }
+        held
     }
 
     /// Drops every entry of `module` (disabled, or its release gone).

@@ -143,7 +143,7 @@ fn a_failed_correction_run_holds_the_module_objects() {
     let (mut t, now) = (Tracker::default(), Instant::now());
     let key = "ns/Deployment/web";
     t.observe(key, 0, Mode::Correct, drift("/spec/replicas", 5), now);
-    t.run_done(0, false, now);
+    assert_eq!(t.run_done(0, false, now), [key.to_string()]);
     assert!(
         t.observe(key, 0, Mode::Correct, drift("/spec/replicas", 5), now)
             .is_empty()

@@ -148,7 +148,12 @@ impl DriftWatcher {
     fn notice(&mut self, notice: Notice) {
         match notice {
             Notice::Released { module, ok } => {
-                self.tracker.run_done(module, ok, Instant::now());
+                let name = self.shared.layout.modules[module].name.clone();
+                for key in self.tracker.run_done(module, ok, Instant::now()) {
+                    (self.shared.metrics.module_drift_correction_failures_total)
+                        .with_label_values(&[&name, kind_of(&key), "failed"])
+                        .inc();
+                }
                 self.refresh(module);
             }
             Notice::Deleted { module } => self.drop_module(module),
