@@ -41,7 +41,7 @@ mod resources;
 mod state;
 mod status;
 pub(crate) mod values;
-mod yaml11;
+pub(crate) mod yaml11;
 
 use crate::flags::Config;
 use crate::flags::addon::AddonFlags;
