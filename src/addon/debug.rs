@@ -269,11 +269,7 @@ fn resource_monitor(
     watched: &WatchedModules,
     only: Option<String>,
 ) -> Result<Value, String> {
-    if let Some(name) = &only
-        && !shared.layout.modules.iter().any(|m| &m.name == name)
-    {
-        return Err(format!("module not found: {name}"));
-    }
+    known_module(shared, only.as_deref())?;
     let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
     let st = shared.lock();
@@ -306,11 +302,7 @@ fn drift_route(
     report: &DriftReport,
     only: Option<String>,
 ) -> Result<Value, String> {
-    if let Some(name) = &only
-        && !shared.layout.modules.iter().any(|m| &m.name == name)
-    {
-        return Err(format!("module not found: {name}"));
-    }
+    known_module(shared, only.as_deref())?;
     let report = report.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
     for (module, objects) in report.iter() {
@@ -332,4 +324,14 @@ fn drift_route(
         out.insert(module.clone(), Value::from(objects));
     }
     Ok(Value::Object(out))
+}
+
+/// An error for a module name that no module has.
+fn known_module(shared: &Shared, only: Option<&str>) -> Result<(), String> {
+    match only {
+        Some(name) if !shared.layout.modules.iter().any(|m| m.name == name) => {
+            Err(format!("module not found: {name}"))
+        }
+        _ => Ok(()),
+    }
 }

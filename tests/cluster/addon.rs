@@ -212,19 +212,7 @@ impl AddonOperator {
 
     /// A debug command (`addon-operator <args>`) over the operator's socket: stdout.
     pub(crate) fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_shell-operator"))
-            .arg("addon-operator")
-            .args(args)
-            .arg("--debug-unix-socket")
-            .arg(self.dir.0.join("debug.socket"))
-            .output()
-            .expect("debug cli");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::common::addon_cli(&self.dir.0.join("debug.socket"), args)
     }
 }
 

@@ -99,6 +99,14 @@ fn start(ns: &str, major: u32, mode: &str) -> AddonOperator {
     op
 }
 
+/// `kubectl patch <kind> drifty` (strategic merge) as field manager `manager`.
+fn patch_as(ns: &str, kind: &str, manager: &str, extra: &[&str], patch: &str) {
+    let manager = format!("--field-manager={manager}");
+    let mut args = vec!["-n", ns, "patch", kind, "drifty", &manager, "-p", patch];
+    args.extend_from_slice(extra);
+    kubectl(&args);
+}
+
 fn drift_reported_then_corrected(major: u32) {
     let _api = api_shared();
     let ns = cp().namespace(&format!("drift{major}"));
@@ -110,28 +118,15 @@ fn drift_reported_then_corrected(major: u32) {
 
     // What others may do: a webhook's sidecar, the HPA controller's replica count.
     let sidecar = r#"{"spec":{"template":{"spec":{"containers":[{"name":"mesh-proxy","image":"registry.example/proxy:1"}]}}}}"#;
-    kubectl(&[
-        "-n",
-        &ns,
-        "patch",
-        "deployment",
-        "drifty",
-        "--field-manager=sidecar-injector",
-        "-p",
-        sidecar,
-    ]);
+    patch_as(&ns, "deployment", "sidecar-injector", &[], sidecar);
     let scale = r#"{"spec":{"replicas":3}}"#;
-    kubectl(&[
-        "-n",
+    patch_as(
         &ns,
-        "patch",
         "deployment",
-        "drifty",
-        "--subresource=scale",
-        "--field-manager=kube-controller-manager",
-        "-p",
+        "kube-controller-manager",
+        &["--subresource=scale"],
         scale,
-    ]);
+    );
     // Ten check periods (2 s) with no drift anywhere among the 20 kinds.
     std::thread::sleep(Duration::from_secs(20));
     assert_eq!(drift_of(&op), Vec::<Value>::new(), "{}", op.logs());
@@ -144,16 +139,7 @@ fn drift_reported_then_corrected(major: u32) {
 
     // An edited image is reported, named with its manager, and left in warn mode.
     let edit = r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:evil"}]}}}}"#;
-    kubectl(&[
-        "-n",
-        &ns,
-        "patch",
-        "deployment",
-        "drifty",
-        "--field-manager=kubectl-edit",
-        "-p",
-        edit,
-    ]);
+    patch_as(&ns, "deployment", "kubectl-edit", &[], edit);
     let found = op.wait("the drift reported", || {
         Some(drift_of(&op)).filter(|d| !d.is_empty())
     });
@@ -227,16 +213,7 @@ fn drift_reported_then_corrected(major: u32) {
     let fight_until = Instant::now() + Duration::from_secs(25);
     let fight = r#"{"data":{"key":"fighter-value"}}"#;
     while Instant::now() < fight_until {
-        let _ = cp().kubectl(&[
-            "-n",
-            &ns,
-            "patch",
-            "configmap",
-            "drifty",
-            "--field-manager=fighter",
-            "-p",
-            fight,
-        ]);
+        patch_as(&ns, "configmap", "fighter", &[], fight);
         std::thread::sleep(Duration::from_millis(500));
     }
     let body = scrape(&op);
