@@ -423,7 +423,7 @@ pub(crate) const START_FLAGS: &[FlagSpec] = &[
     flag!(hidden "debug-unix-socket", "DEBUG_UNIX_SOCKET", "/var/run/shell-operator/debug.socket", Kind::Str, "Path of the debug unix socket."),
     flag!(hidden "debug-http-addr", "DEBUG_HTTP_SERVER_ADDR", "", Kind::Str, "Also serve the debug endpoints on this plain HTTP address."),
     flag!(hidden "debug-keep-tmp-files", "DEBUG_KEEP_TMP_FILES", "false", Kind::Bool, "Keep hooks' temporary files after runs."),
-    flag!(hidden "debug-kubernetes-api", "DEBUG_KUBERNETES_API", "false", Kind::Bool, "Accepted for compatibility; does nothing (see the README)."),
+    flag!(hidden "debug-kubernetes-api", "DEBUG_KUBERNETES_API", "false", Kind::Bool, "Accepted for compatibility; does nothing (see docs/migrating.md)."),
 ];
 
 /// A bad flag or env value: which one, what was given, what is accepted.

@@ -8,6 +8,7 @@ mod common;
 
 mod debug_cli;
 mod deploy_manifests;
+mod doc_links;
 mod empty_root;
 mod ha;
 mod hardening;

@@ -1,7 +1,8 @@
-//! The README's flag tables are the CLI's flag tables: the block between
-//! `<!-- flags:begin -->` and `<!-- flags:end -->` must equal the table generated
-//! from shell-operator's flags, and `<!-- addon-flags:begin -->` … `end` the one of
-//! addon-operator's. On a mismatch the test prints the table to paste.
+//! The documented flag tables are the CLI's flag tables: the block between
+//! `<!-- flags:begin -->` and `<!-- flags:end -->` in docs/cli.md must equal the
+//! table generated from shell-operator's flags, and `<!-- addon-flags:begin -->` …
+//! `end` in docs/modules.md the one of addon-operator's. On a mismatch the test
+//! prints the table to paste.
 
 use shell_operator::flags::{Kind, Program};
 
@@ -36,27 +37,27 @@ fn generated(program: Program) -> String {
     out
 }
 
-fn check(program: Program, marker: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
+fn check(program: Program, file: &str, marker: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let table = readme
         .split_once(&format!("<!-- {marker}:begin -->\n"))
         .and_then(|(_, rest)| rest.split_once(&format!("<!-- {marker}:end -->")))
         .map(|(table, _)| table)
-        .unwrap_or_else(|| panic!("README has the {marker}:begin / {marker}:end markers"));
+        .unwrap_or_else(|| panic!("{file} has the {marker}:begin / {marker}:end markers"));
     let expected = generated(program);
     assert!(
         table == expected,
-        "README {marker} table is out of date; replace it with:\n{expected}"
+        "{file}: the {marker} table is out of date; replace it with:\n{expected}"
     );
 }
 
 #[test]
 fn readme_flag_table_matches_the_cli() {
-    check(Program::Shell, "flags");
+    check(Program::Shell, "docs/cli.md", "flags");
 }
 
 #[test]
 fn readme_addon_flag_table_matches_the_cli() {
-    check(Program::Addon, "addon-flags");
+    check(Program::Addon, "docs/modules.md", "addon-flags");
 }

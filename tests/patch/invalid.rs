@@ -318,10 +318,10 @@ EOF"#;
     assert_eq!((err.document(), err.field()), (Some(2), Some("namspace")));
 }
 
-/// The README's patcher examples parse, and its error examples are real.
+/// The patcher examples of docs/hooks.md parse, and its error examples are real.
 #[test]
 fn readme_examples_are_true() {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../docs/hooks.md");
     let section = readme
         .split("## Changing objects from hooks")
         .nth(1)
