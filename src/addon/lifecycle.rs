@@ -6,7 +6,8 @@
 //!
 //! A module is **disabled** until a converge enables it, then **queued** (a
 //! ModuleRun waits in the main queue), **running**, and **ready** when its run
-//! succeeded, or **failed** with a retry due after flant's backoff (5 s … 32 s). A
+//! succeeded, or **failed** with a retry due after flant's backoff (5 s … 32 s);
+//! what it is doing is one [`Activity`] at a time. A
 //! failed run leaves the queue: it holds back no other task (only the later orders
 //! of its converge, below), and the retry is a new ModuleRun that reads the values
 //! as they are then. A converge that
@@ -121,17 +122,45 @@ struct Module {
     started: bool,
     /// Its kubernetes bindings were enabled (watches keep running until a delete).
     kube_enabled: bool,
-    queued: bool,
-    running: bool,
-    deleting: bool,
+    /// What it is doing: one thing at a time.
+    activity: Activity,
     /// The last run succeeded.
     ready: bool,
     failures: u32,
-    /// When the failed run is retried, with the event it ran for.
-    retry: Option<(Instant, String)>,
     last_error: Option<String>,
     /// The event of its current (or last) run or delete (`activation`).
     activation: String,
+}
+
+/// What a module is doing; the one place its queue, run, retry and delete states
+/// live, so no two of them can be on at once by mistake.
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Activity {
+    #[default]
+    Idle,
+    /// A ModuleRun waits in the main queue (or for its order in the converge).
+    Queued,
+    /// A run is on; `queued_again`: another run was queued meanwhile.
+    Running {
+        queued_again: bool,
+    },
+    /// The last run failed and is retried at `at` for `event`, unless an input
+    /// queues a run first.
+    Retrying {
+        at: Instant,
+        event: String,
+    },
+    Deleting,
+}
+
+impl Activity {
+    /// A run waits in the queue (the one coming after a run on counts).
+    fn queued(&self) -> bool {
+        matches!(
+            self,
+            Activity::Queued | Activity::Running { queued_again: true }
+        )
+    }
 }
 
 /// Where converges are.
@@ -235,7 +264,9 @@ impl Lifecycle {
             }
             Input::ValuesChanged { module, event } => {
                 let ok = self.converge.started_once
-                    && self.get(module).is_some_and(|s| s.enabled && !s.queued);
+                    && self
+                        .get(module)
+                        .is_some_and(|s| s.enabled && !s.activity.queued());
                 if !ok {
                     return Vec::new();
                 }
@@ -248,9 +279,11 @@ impl Lifecycle {
             Input::RunStarted { module, .. } if self.is_pending(module) => Vec::new(),
             Input::RunStarted { module, event } => {
                 if let Some(s) = self.modules.get_mut(module) {
-                    s.queued = false;
+                    s.activity = Activity::Idle;
                     if s.enabled {
-                        s.running = true;
+                        s.activity = Activity::Running {
+                            queued_again: false,
+                        };
                         s.activation = event;
                     }
                 }
@@ -260,20 +293,25 @@ impl Lifecycle {
                 let Some(s) = self.modules.get_mut(module) else {
                     return Vec::new();
                 };
-                (s.started, s.kube_enabled, s.running) = (true, true, false);
+                (s.started, s.kube_enabled, s.activity) = (true, true, Activity::Idle);
                 let event = s.activation.clone();
                 vec![self.queue_run(module, event)]
             }
             Input::RunFinished { module, again } => self.run_finished(module, again),
             Input::RunFailed { module, error, now } => {
                 if let Some(s) = self.modules.get_mut(module) {
-                    s.running = false;
                     s.ready = false;
-                    // The drift watcher retries a failed correction, with its own
-                    // backoff (a server that refuses it must not loop the module).
-                    if s.activation != super::drift::EVENT {
-                        s.retry = Some((now + backoff(s.failures), s.activation.clone()));
-                    }
+                    s.activity = match s.activity {
+                        // A run queued meanwhile comes anyway: it is the retry.
+                        Activity::Running { queued_again: true } => Activity::Queued,
+                        // The drift watcher retries a failed correction, with its
+                        // own backoff (a server that refuses it must not loop it).
+                        _ if s.activation == super::drift::EVENT => Activity::Idle,
+                        _ => Activity::Retrying {
+                            at: now + backoff(s.failures),
+                            event: s.activation.clone(),
+                        },
+                    };
                     s.failures += 1;
                     s.last_error = Some(error);
                 }
@@ -282,13 +320,13 @@ impl Lifecycle {
             Input::DeleteStarted { module } => {
                 let event = self.converge.event.clone();
                 if let Some(s) = self.modules.get_mut(module) {
-                    (s.deleting, s.kube_enabled, s.activation) = (true, false, event);
+                    (s.activity, s.kube_enabled, s.activation) = (Activity::Deleting, false, event);
                 }
                 Vec::new()
             }
             Input::DeleteFinished { module } => {
                 if let Some(s) = self.modules.get_mut(module) {
-                    (s.deleting, s.started, s.ready) = (false, false, false);
+                    (s.activity, s.started, s.ready) = (Activity::Idle, false, false);
                 }
                 Vec::new()
             }
@@ -313,8 +351,10 @@ impl Lifecycle {
     /// Queues a run of module `m` (which exists), replacing a pending retry.
     fn queue_run(&mut self, m: usize, event: String) -> Task {
         let s = &mut self.modules[m];
-        s.queued = true;
-        s.retry = None;
+        s.activity = match s.activity {
+            Activity::Running { .. } => Activity::Running { queued_again: true },
+            _ => Activity::Queued,
+        };
         self.run_task(m, event)
     }
 
@@ -328,7 +368,7 @@ impl Lifecycle {
     /// The converge can go no further until a retry succeeds.
     fn stuck(&self) -> bool {
         let c = &self.converge;
-        let failed = |m: &usize| self.modules[*m].retry.is_some();
+        let failed = |m: &usize| matches!(self.modules[*m].activity, Activity::Retrying { .. });
         c.retry.is_some() || (c.in_modules && !c.waiting.is_empty() && c.waiting.iter().all(failed))
     }
 
@@ -363,13 +403,15 @@ impl Lifecycle {
             }
             s.enabled = on;
             if !on {
-                (s.queued, s.retry, s.failures) = (false, None, 0);
+                s.failures = 0;
+                if matches!(s.activity, Activity::Queued | Activity::Retrying { .. }) {
+                    s.activity = Activity::Idle;
+                }
             }
         }
         // Every enabled module is queued; only the first order's runs go now.
         for &m in &enabled {
-            let s = &mut self.modules[m];
-            (s.queued, s.retry) = (true, None);
+            self.modules[m].activity = Activity::Queued;
         }
         let mut orders: Vec<Vec<usize>> = Vec::new();
         for &m in &enabled {
@@ -420,7 +462,11 @@ impl Lifecycle {
         let Some(s) = self.modules.get_mut(m) else {
             return Vec::new();
         };
-        (s.running, s.ready, s.failures, s.retry, s.last_error) = (false, true, 0, None, None);
+        (s.ready, s.failures, s.last_error) = (true, 0, None);
+        s.activity = match s.activity {
+            Activity::Running { queued_again: true } => Activity::Queued,
+            _ => Activity::Idle,
+        };
         if again {
             return vec![self.queue_run(m, "AfterHelm-Hooks-Change-Values".into())];
         }
@@ -440,8 +486,8 @@ impl Lifecycle {
         }
         for m in 0..self.modules.len() {
             let s = &self.modules[m];
-            match &s.retry {
-                Some((at, event)) if *at <= now && s.enabled => {
+            match &s.activity {
+                Activity::Retrying { at, event } if *at <= now && s.enabled => {
                     let event = event.clone();
                     tasks.push(self.queue_run(m, event));
                 }
@@ -453,9 +499,9 @@ impl Lifecycle {
 
     fn drift_applies(&self, m: usize) -> bool {
         !self.converge.active
-            && self.get(m).is_some_and(|s| {
-                s.enabled && s.started && !s.queued && !s.running && s.retry.is_none()
-            })
+            && self
+                .get(m)
+                .is_some_and(|s| s.enabled && s.started && s.activity == Activity::Idle)
     }
 
     /// When the next retry is due, if one is pending.
@@ -464,7 +510,10 @@ impl Lifecycle {
             .modules
             .iter()
             .filter(|s| s.enabled)
-            .filter_map(|s| s.retry.as_ref().map(|r| r.0));
+            .filter_map(|s| match s.activity {
+                Activity::Retrying { at, .. } => Some(at),
+                _ => None,
+            });
         modules.chain(self.converge.retry).min()
     }
 
@@ -532,14 +581,14 @@ impl Lifecycle {
     /// The state of module `m` and its last error, for `module list`.
     pub(crate) fn view(&self, m: usize) -> Option<ModuleView> {
         let s = self.get(m)?;
-        let state = match s {
-            s if s.deleting => "Deleting",
-            s if !s.enabled => "Disabled",
-            s if s.running => "Running",
-            s if s.queued => "Queued",
-            s if s.retry.is_some() => "Failed",
-            s if s.ready => "Ready",
-            _ => "Enabled",
+        let state = match (&s.activity, s.enabled) {
+            (Activity::Deleting, _) => "Deleting",
+            (_, false) => "Disabled",
+            (Activity::Running { .. }, _) => "Running",
+            (Activity::Queued, _) => "Queued",
+            (Activity::Retrying { .. }, _) => "Failed",
+            (Activity::Idle, _) if s.ready => "Ready",
+            (Activity::Idle, _) => "Enabled",
         };
         Some(ModuleView {
             state,

@@ -291,6 +291,40 @@ fn a_failed_drift_correction_is_not_retried_by_the_lifecycle() {
 }
 
 #[test]
+fn a_run_that_fails_with_another_queued_is_retried_by_that_one_only() {
+    let (mut l, now) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    finish(&mut l, 0);
+    l.step(Input::ConvergeDone { changed: false });
+    let change = |e: &str| Input::ValuesChanged {
+        module: 0,
+        event: e.into(),
+    };
+    assert_eq!(names(l.step(change("first"))).len(), 1);
+    l.step(Input::RunStarted {
+        module: 0,
+        event: "first".into(),
+    });
+    assert_eq!(
+        names(l.step(change("second"))).len(),
+        1,
+        "queued behind the running one"
+    );
+    l.step(Input::RunFailed {
+        module: 0,
+        error: "boom".into(),
+        now,
+    });
+    assert_eq!(l.view(0).map(|v| v.state), Some("Queued"));
+    assert_eq!(l.next_due(), None, "the queued run is the retry");
+    let later = now + std::time::Duration::from_secs(3600);
+    assert!(
+        l.step(Input::Tick { now: later }).is_empty(),
+        "no second run"
+    );
+}
+
+#[test]
 fn after_helm_changing_values_runs_the_module_again_before_the_converge_goes_on() {
     let (mut l, _) = started();
     l.step(Input::Enabled { modules: vec![0] });
