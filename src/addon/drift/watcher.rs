@@ -75,6 +75,8 @@ pub(in crate::addon) struct DriftWatcher {
     desired: BTreeMap<String, Desired>,
     /// The live objects of drifted entries, to judge again when a wait ends.
     live: HashMap<String, Value>,
+    /// Groups whose watch failed since it last listed (logged once each).
+    failing: std::collections::HashSet<Group>,
     tracker: Tracker,
 }
 
@@ -100,6 +102,7 @@ impl DriftWatcher {
             reflectors: HashMap::new(),
             desired: BTreeMap::new(),
             live: HashMap::new(),
+            failing: Default::default(),
             tracker: Tracker::default(),
         }
     }
@@ -249,6 +252,7 @@ impl DriftWatcher {
         let needed: std::collections::HashSet<&Group> =
             self.desired.values().map(|d| &d.group).collect();
         self.reflectors.retain(|g, _| needed.contains(g));
+        self.failing.retain(|g| needed.contains(g));
         for group in needed {
             if self.reflectors.contains_key(group) {
                 continue;
@@ -295,7 +299,10 @@ impl DriftWatcher {
 
     fn event(&mut self, group: &Group, event: Event) {
         let objects = match event {
-            Event::Synced(objects) | Event::Relisted(objects, _) => objects,
+            Event::Synced(objects) | Event::Relisted(objects, _) => {
+                self.failing.remove(group);
+                objects
+            }
             Event::Added(o) | Event::Modified(o) => vec![o],
             Event::Deleted(o) => {
                 // Auto-heal re-creates it; it is no drift of a field.
@@ -305,7 +312,20 @@ impl DriftWatcher {
                 }
                 return;
             }
-            Event::WatchError { .. } => return,
+            Event::WatchError { message, .. } => {
+                if self.failing.insert(group.clone()) {
+                    log::warn(
+                        "drift: cannot watch a kind of the releases' objects (it needs list and watch); retrying",
+                        &[
+                            ("apiVersion", &group.0),
+                            ("kind", &group.1),
+                            ("namespace", &group.2),
+                            ("error", &message),
+                        ],
+                    );
+                }
+                return;
+            }
         };
         for object in objects {
             let live = object.value();
