@@ -17,7 +17,8 @@ use super::{EVENT, Mode};
 use crate::addon::helm;
 use crate::addon::lifecycle::Input;
 use crate::addon::state::Shared;
-use crate::kube::reflector::{Event, ReflectorHandle, WatchParams};
+use crate::kube::Cache;
+use crate::kube::reflector::{Event, Object, ReflectorHandle, WatchParams};
 use crate::kube::{Client, Patch, PatchParams};
 use crate::log;
 use crossbeam_channel::{Receiver, Sender, select};
@@ -73,8 +74,9 @@ pub(in crate::addon) struct DriftWatcher {
     reflectors: HashMap<Group, ReflectorHandle>,
     /// By `ns/Kind/name`.
     desired: BTreeMap<String, Desired>,
-    /// The live objects of drifted entries, to judge again when a wait ends.
-    live: HashMap<String, Value>,
+    /// The last text of every desired object seen (the reflectors keep keys only,
+    /// so objects of the same kinds that no release holds are never kept).
+    live: HashMap<String, Arc<str>>,
     /// Groups whose watch failed since it last listed (logged once each).
     failing: std::collections::HashSet<Group>,
     tracker: Tracker,
@@ -138,9 +140,7 @@ impl DriftWatcher {
                 }
             }
             for key in self.tracker.due(now) {
-                if let Some(live) = self.live.get(&key).cloned() {
-                    self.judge(&key, &live);
-                }
+                self.judge(&key);
             }
         }
         for (_, handle) in self.reflectors.drain() {
@@ -263,6 +263,7 @@ impl DriftWatcher {
             };
             let params = WatchParams {
                 namespace: (!ns.is_empty()).then(|| ns.clone()),
+                cache: Cache::Keys,
                 ..Default::default()
             };
             let (tx, tagged) = (self.events_tx.clone(), group.clone());
@@ -272,28 +273,16 @@ impl DriftWatcher {
         }
     }
 
-    /// Judges module `m`'s objects already in the reflectors' caches.
+    /// Judges module `m`'s objects already seen.
     fn judge_cached(&mut self, m: usize) {
-        let groups: Vec<Group> = self
+        let keys: Vec<String> = self
             .desired
-            .values()
-            .filter(|d| d.module == m)
-            .map(|d| d.group.clone())
+            .iter()
+            .filter(|(k, d)| d.module == m && self.live.contains_key(*k))
+            .map(|(k, _)| k.clone())
             .collect();
-        for group in groups {
-            let Some(handle) = self.reflectors.get(&group) else {
-                continue;
-            };
-            let store = handle.store();
-            let texts = store.lock().map(|s| s.objects_json()).unwrap_or_default();
-            for text in texts {
-                let live: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                if let Some(key) = key_of(&group, &live)
-                    && self.desired.get(&key).is_some_and(|d| d.module == m)
-                {
-                    self.judge(&key, &live);
-                }
-            }
+        for key in keys {
+            self.judge(&key);
         }
     }
 
@@ -306,10 +295,9 @@ impl DriftWatcher {
             Event::Added(o) | Event::Modified(o) => vec![o],
             Event::Deleted(o) => {
                 // Auto-heal re-creates it; it is no drift of a field.
-                if let Some(key) = key_of(group, &o.value()) {
-                    self.live.remove(&key);
-                    self.observe(&key, Vec::new());
-                }
+                let key = key_of(group, &o);
+                self.live.remove(&key);
+                self.observe(&key, Vec::new());
                 return;
             }
             Event::WatchError { message, .. } => {
@@ -328,19 +316,23 @@ impl DriftWatcher {
             }
         };
         for object in objects {
-            let live = object.value();
-            if let Some(key) = key_of(group, &live).filter(|k| self.desired.contains_key(k)) {
-                self.judge(&key, &live);
+            let key = key_of(group, &object);
+            if self.desired.contains_key(&key) {
+                self.live.insert(key.clone(), object.json);
+                self.judge(&key);
             }
         }
         self.publish();
     }
 
-    /// Compares `live` with its manifest object and steps the tracker.
-    fn judge(&mut self, key: &str, live: &Value) {
-        let Some(desired) = self.desired.get(key) else {
+    /// Compares the last seen object `key` with its manifest object and steps the
+    /// tracker.
+    fn judge(&mut self, key: &str) {
+        let (Some(desired), Some(text)) = (self.desired.get(key), self.live.get(key)) else {
             return;
         };
+        let live: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let live = &live;
         let m = desired.module;
         if !self.shared.lock().lifecycle.idle(m) {
             return;
@@ -358,10 +350,6 @@ impl DriftWatcher {
                 .unwrap_or("");
             !settings.owned_by_other(owner)
         });
-        match found.is_empty() {
-            true => self.live.remove(key),
-            false => self.live.insert(key.to_string(), live.clone()),
-        };
         self.observe(key, found);
     }
 
@@ -484,7 +472,7 @@ impl DriftWatcher {
         let Some((_, entry)) = self.tracker.drifted().find(|(k, _)| *k == key) else {
             return (String::new(), String::new());
         };
-        let live = self.live.get(key).cloned().unwrap_or(Value::Null);
+        let live = self.live_value(key);
         let paths: Vec<String> = entry
             .differences
             .iter()
@@ -506,6 +494,13 @@ impl DriftWatcher {
         self.follow_groups();
     }
 
+    /// The last seen object `key` (null when none was seen).
+    fn live_value(&self, key: &str) -> Value {
+        let text = self.live.get(key);
+        text.and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null)
+    }
+
     fn mode_of(&self, m: usize) -> Mode {
         self.shared.layout.modules[m]
             .drift
@@ -522,7 +517,7 @@ impl DriftWatcher {
             *counts
                 .entry((module.clone(), kind_of(key).to_string()))
                 .or_default() += 1;
-            let live = self.live.get(key).cloned().unwrap_or(Value::Null);
+            let live = self.live_value(key);
             report.entry(module).or_default().push(Drifted {
                 object: key.clone(),
                 managers: entry
@@ -544,11 +539,10 @@ impl DriftWatcher {
     }
 }
 
-/// `ns/Kind/name` of a live object of `group`.
-fn key_of(group: &Group, live: &Value) -> Option<String> {
-    let name = live["metadata"]["name"].as_str()?;
-    let ns = live["metadata"]["namespace"].as_str().unwrap_or("");
-    Some(format!("{ns}/{}/{name}", group.1))
+/// `ns/Kind/name` of a watched object of `group`.
+fn key_of(group: &Group, object: &Object) -> String {
+    let meta = &object.meta;
+    format!("{}/{}/{}", meta.namespace, group.1, meta.name)
 }
 
 /// The kind in an `ns/Kind/name` key.
