@@ -37,6 +37,7 @@ pub(crate) mod post_render;
 mod release;
 pub(crate) mod release_record;
 mod resources;
+pub(crate) mod settings;
 mod state;
 mod status;
 pub(crate) mod values;
@@ -94,6 +95,10 @@ pub(crate) struct Bound {
     watched: resources::WatchedModules,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
+    /// The ModuleSettings watch's hook index, when that feature is on.
+    settings_hook: Option<usize>,
+    /// Its webhook's check of the objects against the config schemas.
+    validator: Option<Arc<settings::admission::Validator>>,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -155,6 +160,11 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
+    let settings_hook = flags.settings_resources.then_some(cm_hook + 1);
+    if let Some(i) = settings_hook {
+        hooks.insert(i, settings::hook());
+        owners.insert(i, Owner::Settings);
+    }
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
@@ -182,6 +192,10 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+    let kube_config = match settings_hook {
+        Some(_) => settings_overlay(&client, &layout, kube_config)?,
+        None => kube_config,
+    };
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
     match helm_major {
@@ -202,6 +216,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let mut layout = layout;
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+    let validator = settings_hook.map(|_| Arc::new(validator(&layout, &state)));
     let bound = Bound {
         layout,
         owners,
@@ -219,6 +234,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         bookkeeping_client,
         watched: Default::default(),
         crds,
+        settings_hook,
+        validator,
     };
     Ok((bound, hooks))
 }
@@ -298,7 +315,8 @@ impl Bound {
     /// The main queue's first tasks: global onStartup runs, Enable tasks of global
     /// hooks and of the ConfigMap watch, then the startup converge.
     pub(crate) fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
-        let mut tasks = crate::startup::startup_tasks(&hooks[..=self.cm_hook.min(hooks.len() - 1)]);
+        let internal = self.settings_hook.unwrap_or(self.cm_hook);
+        let mut tasks = crate::startup::startup_tasks(&hooks[..=internal.min(hooks.len() - 1)]);
         tasks.push(Task::addon(Step::Converge {
             phase: ConvergePhase::BeforeAll,
             event: "OperatorStartup".into(),
@@ -320,6 +338,18 @@ impl Bound {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
     }
 
+    /// The ModuleSettings webhook, answered by the operator itself.
+    pub(crate) fn admission_builtins(&self) -> crate::webhook::admission::Builtins {
+        let mut out = crate::webhook::admission::Builtins::new();
+        if let (Some(i), Some(v)) = (self.settings_hook, &self.validator) {
+            out.insert(
+                i,
+                Arc::clone(v) as Arc<dyn crate::webhook::admission::BuiltinAdmission>,
+            );
+        }
+        out
+    }
+
     /// Which hooks' admission entries are registered at startup: not those of
     /// module hooks (a module's run registers them, its delete removes them).
     pub(crate) fn webhooks_at_start(&self) -> Vec<bool> {
@@ -339,6 +369,7 @@ impl Bound {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
+        let client_copy = self.client.clone();
         let shared = Arc::new(Shared {
             layout: self.layout,
             hooks,
@@ -361,6 +392,9 @@ impl Bound {
             refused_config: Mutex::new(None),
             crds: self.crds,
             webhooks,
+            settings: self
+                .settings_hook
+                .map(|i| settings::Runtime::new(client_copy, i)),
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {
@@ -443,6 +477,31 @@ fn initial_state(
         releases: Default::default(),
         listed: Default::default(),
     })
+}
+
+/// With `--module-settings-resources`: the CRD installed (the watch starts right
+/// after bind) and the objects laid over the ConfigMap (`settings/spec.rs`).
+fn settings_overlay(
+    client: &Client,
+    layout: &Layout,
+    config: KubeConfig,
+) -> Result<KubeConfig, String> {
+    settings::install_crd(client)?;
+    log::info("CRD installed", &[("crd", settings::CRD_NAME)]);
+    let objects = settings::list(client)?;
+    let overlay = settings::spec::overlay(config, &objects, &layout.settings_names());
+    config_changes::report_overlay(&overlay);
+    Ok(overlay.config)
+}
+
+/// The webhook's copy of every config schema, by object name.
+fn validator(layout: &Layout, state: &State) -> settings::admission::Validator {
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert(settings::spec::GLOBAL.to_string(), state.global.clone());
+    for (m, module) in layout.modules.iter().enumerate() {
+        scopes.insert(module.name.clone(), state.modules[m].scope.clone());
+    }
+    settings::admission::Validator { scopes }
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.

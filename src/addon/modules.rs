@@ -63,6 +63,18 @@ impl Layout {
     pub(crate) fn module_keys(&self) -> Vec<&str> {
         self.modules.iter().map(|m| m.key.as_str()).collect()
     }
+
+    /// Every module's name and values key (ModuleSettings objects are named by
+    /// the first, the ConfigMap by the second).
+    pub(crate) fn settings_names(&self) -> Vec<super::settings::spec::Names<'_>> {
+        let names = self.modules.iter();
+        names
+            .map(|m| super::settings::spec::Names {
+                name: &m.name,
+                key: &m.key,
+            })
+            .collect()
+    }
 }
 
 /// Reads the modules directories and the global hooks directory.
@@ -233,6 +245,9 @@ pub(crate) enum Owner {
     Module(usize),
     /// The operator's own watch on its ConfigMap (not an executable).
     ConfigMap,
+    /// The operator's own watch on its ModuleSettings objects, which also answers
+    /// their validating webhook (`settings/`).
+    Settings,
 }
 
 /// Directories under a module's `hooks/` that hold no hooks: `venv`, a Python
@@ -303,6 +318,7 @@ mod tests {
             helm_bin: "helm".into(),
             helm_history_max: 10,
             flant_checksum: false,
+            settings_resources: false,
             helm_timeout: Duration::from_secs(300),
             helm_ignore_release: String::new(),
             resources_check_period: Duration::from_secs(270),

@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) webhooks: crate::webhook::ModuleWebhooks,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
     pub(crate) crds: super::crds::ModuleCrds,
+    /// ModuleSettings objects (`--module-settings-resources`); `None` when off.
+    pub(crate) settings: Option<super::settings::Runtime>,
 }
 
 /// The mutable part.
@@ -424,7 +426,7 @@ impl AddonMetrics {
                     Some(m) => m.name.as_str(),
                     None => continue,
                 },
-                Owner::ConfigMap => continue,
+                Owner::ConfigMap | Owner::Settings => continue,
             };
             self.binding_count
                 .with_label_values(&[module, &hook.name])

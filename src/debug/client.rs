@@ -119,7 +119,8 @@ addon-operator global list|values|config|patches|snapshots\n  \
 addon-operator module list [-o text|json|yaml]\n  \
 addon-operator module values|config <module> [-g|--global]\n  \
 addon-operator module patches|snapshots|render <module>\n  \
-addon-operator module resource-monitor [<module>]\n",
+addon-operator module resource-monitor [<module>]\n  \
+addon-operator module settings export resources|configmap\n",
         );
     }
     out.push_str(&format!(
@@ -223,6 +224,16 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
             encode(module)
         )),
         ["module", "render", module] => get(format!("/module/{}/render", encode(module))),
+        [
+            "module",
+            "settings",
+            "export",
+            to @ ("resources" | "configmap"),
+        ] => Ok((
+            "POST",
+            format!("/module/settings/export?to={to}"),
+            String::new(),
+        )),
         [
             "module",
             what @ ("values" | "config" | "patches" | "snapshots"),
