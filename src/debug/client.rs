@@ -269,7 +269,12 @@ fn request(a: &Args) -> Result<(u16, String), String> {
     }
     let mut stream = UnixStream::connect(&a.socket)
         .map_err(|e| format!("cannot connect to debug socket '{socket}': {e}"))?;
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    // The settings export waits for the operator's own watches (up to 60 s).
+    let wait = match path.starts_with("/module/settings/export") {
+        true => 90,
+        false => 10,
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(wait)));
     let head = format!(
         "{method} {path} HTTP/1.0\r\nHost: unix\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
         form.len()
