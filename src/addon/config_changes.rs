@@ -155,9 +155,9 @@ impl AddonHandler {
         config: KubeConfig,
         objects: &[Result<SettingsObject, SpecError>],
     ) -> Result<KubeConfig, ConfigError> {
-        if self.shared.settings.is_none() {
+        let Some(rt) = &self.shared.settings else {
             return Ok(config);
-        }
+        };
         let bad: Vec<String> = objects
             .iter()
             .filter_map(|o| o.as_ref().err().map(ToString::to_string))
@@ -167,7 +167,12 @@ impl AddonHandler {
         }
         let good: Vec<SettingsObject> = objects.iter().filter_map(|o| o.clone().ok()).collect();
         let overlay = overlay(config, &good, &self.shared.layout.settings_names());
-        report_overlay(&overlay);
+        let mut reported = rt.reported.lock().unwrap_or_else(|p| p.into_inner());
+        let now = (overlay.unknown.clone(), overlay.shadowed.clone());
+        if reported.as_ref() != Some(&now) {
+            report_overlay(&overlay);
+            *reported = Some(now);
+        }
         Ok(overlay.config)
     }
 

@@ -206,7 +206,7 @@ pub(crate) fn hook() -> Hook {
         label_selector: None,
         field_selector: Vec::new(),
         namespace: None,
-        jq_filter: None,
+        jq_filter: Some("{generation: .metadata.generation, spec: .spec}".into()),
         allow_failure: false,
         include_snapshots_from: Vec::new(),
         queue: crate::startup::MAIN_QUEUE.into(),
@@ -243,9 +243,18 @@ pub(crate) fn hook() -> Hook {
         name: HOOK_NAME.into(),
         path: std::path::PathBuf::new(),
         limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
-        jq_filters: vec![None],
+        jq_filters: vec![watch_filter()],
         config,
     }
+}
+
+/// What of an object the watch compares: its spec and generation, so the
+/// operator's own status writes are no event.
+fn watch_filter() -> Option<std::sync::Arc<crate::jq::JqFilter>> {
+    let code = "{generation: .metadata.generation, spec: .spec}";
+    crate::jq::JqFilter::compile(code, None, &[])
+        .ok()
+        .map(std::sync::Arc::new)
 }
 
 /// What the engine keeps of the objects while it runs.
@@ -258,6 +267,9 @@ pub(crate) struct Runtime {
     pub(crate) written: Mutex<HashMap<String, Value>>,
     /// Where each module's current run is (the `Error` condition's reason).
     pub(crate) phases: Mutex<HashMap<usize, status::Phase>>,
+    /// The objects of no module and the modules whose ConfigMap keys an object
+    /// sets aside, as last logged (logged again only when they change).
+    pub(crate) reported: Mutex<Option<(Vec<String>, Vec<String>)>>,
 }
 
 impl Runtime {
@@ -267,6 +279,7 @@ impl Runtime {
             hook,
             written: Default::default(),
             phases: Default::default(),
+            reported: Default::default(),
         }
     }
 }
