@@ -38,6 +38,15 @@ impl AddonHandler {
         let Some(module) = self.shared.layout.modules.get(m) else {
             return;
         };
+        if !self
+            .shared
+            .lock()
+            .config
+            .resources
+            .contains_key(&module.key)
+        {
+            return; // Configured by the ConfigMap alone: no object to write to.
+        }
         let outcome = match error {
             Some(e) => Outcome::Failed {
                 phase,
