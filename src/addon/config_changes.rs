@@ -139,7 +139,7 @@ impl AddonHandler {
         let (Some(rt), Some(kube)) = (&self.shared.settings, &self.runner.kube) else {
             return Vec::new();
         };
-        let items = kube.store.snapshot(rt.hook, 0);
+        let items = kube.store.snapshot(rt.hook, super::settings::WATCH_BINDING);
         let texts = items.iter().filter_map(|i| i.object.as_deref());
         texts
             .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())

@@ -81,7 +81,7 @@ impl HookValues for ValuesHook {
                 s.layout.modules.get(*m)?.name.as_str(),
                 Some(*m),
             ),
-            Owner::ConfigMap | Owner::Settings => return None,
+            Owner::ConfigMap => return None,
         };
         Some(RunMetrics {
             family,

@@ -95,7 +95,8 @@ pub(crate) struct Bound {
     watched: resources::WatchedModules,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
-    /// The ModuleSettings watch's hook index, when that feature is on.
+    /// The hook that watches ModuleSettings objects (the ConfigMap's), when that
+    /// feature is on.
     settings_hook: Option<usize>,
     /// Its webhook's check of the objects against the config schemas.
     validator: Option<Arc<settings::admission::Validator>>,
@@ -160,10 +161,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
-    let settings_hook = flags.settings_resources.then_some(cm_hook + 1);
-    if let Some(i) = settings_hook {
-        hooks.insert(i, settings::hook());
-        owners.insert(i, Owner::Settings);
+    let settings_hook = flags.settings_resources.then_some(cm_hook);
+    if flags.settings_resources {
+        settings::extend_hook(&mut hooks[cm_hook]);
     }
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
@@ -315,8 +315,7 @@ impl Bound {
     /// The main queue's first tasks: global onStartup runs, Enable tasks of global
     /// hooks and of the ConfigMap watch, then the startup converge.
     pub(crate) fn startup_tasks(&self, hooks: &[Hook]) -> Vec<Task> {
-        let internal = self.settings_hook.unwrap_or(self.cm_hook);
-        let mut tasks = crate::startup::startup_tasks(&hooks[..=internal.min(hooks.len() - 1)]);
+        let mut tasks = crate::startup::startup_tasks(&hooks[..=self.cm_hook.min(hooks.len() - 1)]);
         tasks.push(Task::addon(Step::Converge {
             phase: ConvergePhase::BeforeAll,
             event: "OperatorStartup".into(),

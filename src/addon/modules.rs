@@ -245,9 +245,6 @@ pub(crate) enum Owner {
     Module(usize),
     /// The operator's own watch on its ConfigMap (not an executable).
     ConfigMap,
-    /// The operator's own watch on its ModuleSettings objects, which also answers
-    /// their validating webhook (`settings/`).
-    Settings,
 }
 
 /// Directories under a module's `hooks/` that hold no hooks: `venv`, a Python

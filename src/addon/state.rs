@@ -426,7 +426,7 @@ impl AddonMetrics {
                     Some(m) => m.name.as_str(),
                     None => continue,
                 },
-                Owner::ConfigMap | Owner::Settings => continue,
+                Owner::ConfigMap => continue,
             };
             self.binding_count
                 .with_label_values(&[module, &hook.name])

@@ -234,6 +234,15 @@ fn module_settings_resources_on_the_real_api_server() {
     let cm = get("configmap", &ns, "addon-operator").expect("configmap");
     assert!(cm["data"].get("echo").is_none(), "{cm}");
 
+    // A restart reads the objects with the ConfigMap before the first converge:
+    // the release stays as it is.
+    let before = revisions(&ns, "echo");
+    drop(op);
+    let op = AddonOperator::start_with(&ns, 4, &files(&ns), &[], &args);
+    op.wait_ready();
+    assert_eq!(revisions(&ns, "echo"), before, "{}", op.logs());
+    assert_eq!(greeting(), Some(json!("patched")));
+
     // A failing module's status carries helm's error.
     cp().apply(&settings("fail", "  enabled: true\n"))
         .unwrap_or_else(|e| panic!("fail on: {e}"));

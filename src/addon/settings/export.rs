@@ -204,7 +204,7 @@ fn objects_seen(shared: &Shared, hook: usize) -> Vec<SettingsObject> {
         return Vec::new();
     };
     store
-        .snapshot(hook, 0)
+        .snapshot(hook, super::WATCH_BINDING)
         .iter()
         .filter_map(|item| item.object.as_deref())
         .filter_map(|text| serde_json::from_str::<Value>(text).ok())

@@ -5,8 +5,8 @@
 //!
 //! # Layout
 //! - this file: the group and kind, the CRD (installed at bind, before any watch),
-//!   the operator's internal hook that watches the objects and carries the
-//!   validating webhook's binding, and [`Runtime`], what the engine keeps of them.
+//!   the bindings added to the operator's internal ConfigMap hook (the objects'
+//!   watch and the validating webhook), and [`Runtime`], what the engine keeps.
 //! - `spec`: an object's spec, the precedence rule over the ConfigMap, and the
 //!   export's conversions (pure).
 //! - `admission`: the webhook's check against the module's config schema.
@@ -15,10 +15,9 @@
 //! - `export`: the debug command that moves settings between the ConfigMap and
 //!   the objects.
 //!
-//! The objects reach the engine as the ConfigMap does: a kubernetes binding of an
-//! internal hook (owner [`Owner::Settings`](super::modules::Owner)) whose runs the
-//! engine handles by reading both the ConfigMap and the objects
-//! (`config_changes.rs`).
+//! The objects reach the engine as the ConfigMap does: a second kubernetes binding
+//! of the internal ConfigMap hook, whose runs the engine handles by reading both
+//! the ConfigMap and the objects (`config_changes.rs`).
 
 pub(crate) mod admission;
 pub(crate) mod export;
@@ -27,10 +26,7 @@ pub(crate) mod spec;
 pub(crate) mod status;
 
 use crate::hook::Hook;
-use crate::hook::config::{
-    AdmissionBinding, ConfigVersion, HookConfig, KubernetesBinding, Settings, WatchEventType,
-};
-use crate::hook::limiter::TokenBucket;
+use crate::hook::config::{AdmissionBinding, KubernetesBinding, WatchEventType};
 use crate::kube::{Client, KubeError, Resource};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -46,8 +42,7 @@ pub(crate) const KIND: &str = "ModuleSettings";
 pub(crate) const PLURAL: &str = "modulesettings";
 /// The CRD's name (`<plural>.<group>`).
 pub(crate) const CRD_NAME: &str = "modulesettings.addon-operator-rs.io";
-/// Name of the internal hook (in `hook list`) and of its webhook binding.
-pub(crate) const HOOK_NAME: &str = "addon-operator/module-settings";
+/// Name of the webhook binding (and of its entry in the configuration).
 const WEBHOOK_NAME: &str = "modulesettings.addon-operator-rs.io";
 /// How long bind waits for the CRD to be served.
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -189,11 +184,17 @@ pub(crate) fn list(client: &Client) -> Result<Vec<spec::SettingsObject>, Setting
         .collect()
 }
 
-/// The internal hook: a kubernetes binding on every ModuleSettings object (its
-/// runs are the engine's, like the ConfigMap's) and the validating binding the
-/// operator answers itself ([`admission::Validator`]), refusing when it cannot
-/// answer (`failurePolicy: Fail`): a bad setting never reaches the store.
-pub(crate) fn hook() -> Hook {
+/// Index of the ModuleSettings binding in the ConfigMap's internal hook (the
+/// ConfigMap's own is 0).
+pub(crate) const WATCH_BINDING: usize = 1;
+
+/// Adds to the operator's internal ConfigMap hook a kubernetes binding on every
+/// ModuleSettings object (its runs are the engine's, like the ConfigMap's) and
+/// the validating binding the operator answers itself ([`admission::Validator`]),
+/// refusing when it cannot answer (`failurePolicy: Fail`): a bad setting never
+/// reaches the store. One hook for both watches, so its Enable lists both before
+/// the first Synchronization run reads them together.
+pub(crate) fn extend_hook(hook: &mut Hook) {
     let watch = KubernetesBinding {
         name: "module-settings".into(),
         api_version: Some(format!("{GROUP}/{VERSION}")),
@@ -206,7 +207,7 @@ pub(crate) fn hook() -> Hook {
         label_selector: None,
         field_selector: Vec::new(),
         namespace: None,
-        jq_filter: Some("{generation: .metadata.generation, spec: .spec}".into()),
+        jq_filter: Some(WATCH_FILTER.into()),
         allow_failure: false,
         include_snapshots_from: Vec::new(),
         queue: crate::startup::MAIN_QUEUE.into(),
@@ -228,31 +229,18 @@ pub(crate) fn hook() -> Hook {
         label_selector: None,
         namespace_label_selector: None,
     };
-    let config = HookConfig {
-        version: ConfigVersion::V1,
-        on_startup: None,
-        schedule: Vec::new(),
-        kubernetes: vec![watch],
-        validating: vec![validate],
-        mutating: Vec::new(),
-        conversion: Vec::new(),
-        settings: Settings::default(),
-        lifecycle: Default::default(),
-    };
-    Hook {
-        name: HOOK_NAME.into(),
-        path: std::path::PathBuf::new(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
-        jq_filters: vec![watch_filter()],
-        config,
-    }
+    hook.config.kubernetes.push(watch);
+    hook.jq_filters.push(watch_filter());
+    hook.config.validating.push(validate);
 }
 
 /// What of an object the watch compares: its spec and generation, so the
 /// operator's own status writes are no event.
+const WATCH_FILTER: &str = "{generation: .metadata.generation, spec: .spec}";
+
+/// [`WATCH_FILTER`], compiled.
 fn watch_filter() -> Option<std::sync::Arc<crate::jq::JqFilter>> {
-    let code = "{generation: .metadata.generation, spec: .spec}";
-    crate::jq::JqFilter::compile(code, None, &[])
+    crate::jq::JqFilter::compile(WATCH_FILTER, None, &[])
         .ok()
         .map(std::sync::Arc::new)
 }
@@ -261,7 +249,8 @@ fn watch_filter() -> Option<std::sync::Arc<crate::jq::JqFilter>> {
 pub(crate) struct Runtime {
     /// The operator's own client (status and spec writes).
     pub(crate) client: Client,
-    /// The internal hook's index (its snapshot holds the objects).
+    /// The internal ConfigMap hook's index: its binding [`WATCH_BINDING`] holds
+    /// the objects.
     pub(crate) hook: usize,
     /// The status written last, by object name (conditions keep their times).
     pub(crate) written: Mutex<HashMap<String, Value>>,
