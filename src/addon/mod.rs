@@ -214,8 +214,12 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     config_changes::report_unknown_keys(&metrics, &configmap_name, &kube_config.unknown);
     metrics.count_bindings(&hooks, &owners, &layout);
     let mut layout = layout;
+    let objects = match settings_hook {
+        Some(_) => " and ModuleSettings objects",
+        None => "",
+    };
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
-        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+        .map_err(|e| format!("ConfigMap {namespace}/{}{objects}: {e}", flags.config_map))?;
     let validator = settings_hook.map(|_| Arc::new(validator(&layout, &state)));
     let bound = Bound {
         layout,

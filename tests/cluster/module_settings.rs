@@ -242,6 +242,22 @@ fn module_settings_resources_on_the_real_api_server() {
     op.wait_ready();
     assert_eq!(revisions(&ns, "echo"), before, "{}", op.logs());
     assert_eq!(greeting(), Some(json!("patched")));
+    op.wait("global's status after the converge", || {
+        (object("global")?["status"]["state"] == "Ready").then_some(())
+    });
+
+    // The precedence rule: the ConfigMap's echo key is set aside for the object.
+    patch_addon_config(&ns, r#"{"data":{"echo":"greeting: ignored\n"}}"#);
+    op.wait("the key set aside", || {
+        op.logs()
+            .contains("takes precedence over its ConfigMap keys")
+            .then_some(())
+    });
+    for _ in 0..10 {
+        assert_eq!(greeting(), Some(json!("patched")));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(revisions(&ns, "echo"), before, "{}", op.logs());
 
     // A failing module's status carries helm's error.
     cp().apply(&settings("fail", "  enabled: true\n"))
