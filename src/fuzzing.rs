@@ -39,6 +39,7 @@ pub const TARGETS: &[Target] = &[
     ("values_schema", values_schema),
     ("release_record", release_record),
     ("chart_template", chart_template),
+    ("post_render_yaml", post_render_yaml),
 ];
 
 /// The input as text; parsers that take `&str` get lossy UTF-8 like a pipe read would.
@@ -281,4 +282,14 @@ pub fn release_record(data: &[u8]) {
 /// A chart template read for whether it can reach `global` values.
 pub fn chart_template(data: &[u8]) {
     let _ = crate::addon::global_use::template_ignores_global(&text(data));
+}
+
+/// A rendered manifest as helm hands it to the post-renderer: read by our YAML 1.1
+/// reader, labelled and written back (the post-renderer's whole path), then read
+/// again as the drift watcher reads a release's manifest.
+pub fn post_render_yaml(data: &[u8]) {
+    let manifest = text(data);
+    if let Ok(out) = crate::addon::post_render::label(&manifest) {
+        let _ = crate::addon::yaml11::documents(&out);
+    }
 }

@@ -379,6 +379,9 @@ impl Engine {
         if let Some(body) = started.resource_monitor(stop.clone()) {
             threads.push(threads::spawn("addon-resource-monitor", body)?);
         }
+        if let Some(body) = started.drift_watcher(stop.clone()) {
+            threads.push(threads::spawn("addon-drift", body)?);
+        }
         let (entries, stop) = (self.schedule, stop.clone());
         threads.push(threads::spawn("scheduler", move || {
             schedule::run(entries, schedule_rx, stop, fire_tx)

@@ -8,6 +8,7 @@
 //! (`settings/export.rs`). The debug server is bound before the engine's state exists,
 //! so the routes read it through a slot filled at spawn.
 
+use super::drift::watcher::DriftReport;
 use super::modules::Owner;
 use super::resources::WatchedModules;
 use super::state::Shared;
@@ -19,8 +20,9 @@ use std::sync::{Arc, OnceLock};
 /// The engine's state, once spawned.
 pub(crate) type Slot = Arc<OnceLock<Arc<Shared>>>;
 
-/// The routes, reading `slot` (and `watched`, the resource monitor's view).
-pub(crate) fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
+/// The routes, reading `slot` (and `watched`, the resource monitor's view, and
+/// `drift`, the drift watcher's).
+pub(crate) fn routes(slot: Slot, watched: WatchedModules, drift: DriftReport) -> ExtraRoutes {
     Arc::new(move |stem: &str, query: &str, format: &str| {
         let shared = slot.get();
         let global = query.split('&').any(|kv| kv == "global=true");
@@ -34,6 +36,11 @@ pub(crate) fn routes(slot: Slot, watched: WatchedModules) -> ExtraRoutes {
                 shared
                     .ok_or("starting up".to_string())
                     .and_then(|s| resource_monitor(s, &watched, query_module(query))),
+            ),
+            "/module/drift" => Some(
+                shared
+                    .ok_or("starting up".to_string())
+                    .and_then(|s| drift_route(s, &drift, query_module(query))),
             ),
             "/module/list" if format == "text" => Some(
                 shared
@@ -280,11 +287,7 @@ fn resource_monitor(
     watched: &WatchedModules,
     only: Option<String>,
 ) -> Result<Value, String> {
-    if let Some(name) = &only
-        && !shared.layout.modules.iter().any(|m| &m.name == name)
-    {
-        return Err(format!("module not found: {name}"));
-    }
+    known_module(shared, only.as_deref())?;
     let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
     let st = shared.lock();
@@ -308,4 +311,45 @@ fn resource_monitor(
         out.insert(module.name.clone(), view);
     }
     Ok(Value::Object(out))
+}
+
+/// `{module: [{object, fields: [{path, want, live, setBy}], corrections, refused}]}`
+/// of the drift found now; `only` keeps one module (an unknown name is an error).
+fn drift_route(
+    shared: &Shared,
+    report: &DriftReport,
+    only: Option<String>,
+) -> Result<Value, String> {
+    known_module(shared, only.as_deref())?;
+    let report = report.lock().unwrap_or_else(|p| p.into_inner());
+    let mut out = serde_json::Map::new();
+    for (module, objects) in report.iter() {
+        if only.as_ref().is_some_and(|n| n != module) {
+            continue;
+        }
+        let objects: Vec<Value> = objects
+            .iter()
+            .map(|o| {
+                let fields: Vec<Value> = o
+                    .differences
+                    .iter()
+                    .zip(&o.managers)
+                    .map(|(d, by)| json!({"path": d.path, "want": d.want, "live": d.live, "setBy": by}))
+                    .collect();
+                json!({"object": o.object, "fields": fields, "corrections": o.corrections, "refused": o.refused})
+            })
+            .collect();
+        out.insert(module.clone(), Value::from(objects));
+    }
+    Ok(Value::Object(out))
+}
+
+/// An error for a module name that no module has.
+fn known_module(shared: &Shared, only: Option<&str>) -> Result<(), String> {
+    match only {
+        Some(name) if !shared.layout.modules.iter().any(|m| m.name == name) => {
+            Err(format!("module not found: {name}"))
+        }
+        _ => Ok(()),
+    }
 }

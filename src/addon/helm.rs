@@ -95,6 +95,9 @@ pub struct UpgradeArgs<'a> {
     /// A file with the deployed release's manifest: stop without a revision when
     /// the render makes the same objects (needs our post-renderer).
     pub unless_same_as: Option<&'a Path>,
+    /// A drift correction: helm 4's server-side apply takes back the fields another
+    /// manager set (`--force-conflicts`); helm 3's three-way merge needs nothing.
+    pub force_conflicts: bool,
 }
 
 /// What an upgrade did.
@@ -267,6 +270,7 @@ impl Helm {
             flant_checksum,
             maintenance: false,
             unless_same_as: None,
+            force_conflicts: false,
         };
         self.upgrade_with(&args).map(drop)
     }
@@ -306,6 +310,9 @@ impl Helm {
             "--labels",
             &label,
         ];
+        if a.force_conflicts && self.major_version()? >= 4 {
+            args.push("--force-conflicts");
+        }
         let post = self.post_renderer_args()?;
         args.extend(post.iter().map(String::as_str));
         let what = format!("upgrade {}", a.release);

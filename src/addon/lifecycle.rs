@@ -269,7 +269,11 @@ impl Lifecycle {
                 if let Some(s) = self.modules.get_mut(module) {
                     s.running = false;
                     s.ready = false;
-                    s.retry = Some((now + backoff(s.failures), s.activation.clone()));
+                    // The drift watcher retries a failed correction, with its own
+                    // backoff (a server that refuses it must not loop the module).
+                    if s.activation != super::drift::EVENT {
+                        s.retry = Some((now + backoff(s.failures), s.activation.clone()));
+                    }
                     s.failures += 1;
                     s.last_error = Some(error);
                 }

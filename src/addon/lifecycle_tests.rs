@@ -244,6 +244,53 @@ fn values_changes_and_drift_queue_one_run_and_wait_for_the_first_converge() {
 }
 
 #[test]
+fn a_failed_drift_correction_is_not_retried_by_the_lifecycle() {
+    let (mut l, now) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    finish(&mut l, 0);
+    l.step(Input::ConvergeDone { changed: false });
+    let event = crate::addon::drift::EVENT.to_string();
+    let queued = names(l.step(Input::ReleaseDrift {
+        module: 0,
+        event: event.clone(),
+    }));
+    assert_eq!(queued, ["ModuleRun:main:a:HelmReleaseDriftDetected"]);
+    l.step(Input::RunStarted { module: 0, event });
+    let error = "field is immutable".to_string();
+    l.step(Input::RunFailed {
+        module: 0,
+        error,
+        now,
+    });
+    assert_eq!(
+        l.next_due(),
+        None,
+        "the drift watcher backs off, not the lifecycle"
+    );
+    assert!(l.idle(0));
+    assert!(
+        l.step(Input::Tick {
+            now: now + std::time::Duration::from_secs(3600)
+        })
+        .is_empty()
+    );
+    // Any other failed run is still retried.
+    let event = "AbsentHelmResourcesDetected".to_string();
+    l.step(Input::ReleaseDrift {
+        module: 0,
+        event: event.clone(),
+    });
+    l.step(Input::RunStarted { module: 0, event });
+    let error = "helm failed".to_string();
+    l.step(Input::RunFailed {
+        module: 0,
+        error,
+        now,
+    });
+    assert!(l.next_due().is_some());
+}
+
+#[test]
 fn after_helm_changing_values_runs_the_module_again_before_the_converge_goes_on() {
     let (mut l, _) = started();
     l.step(Input::Enabled { modules: vec![0] });

@@ -21,6 +21,7 @@ pub(crate) mod configmap;
 mod converge;
 mod crds;
 mod debug;
+pub(crate) mod drift;
 mod enabled;
 mod engine;
 pub(crate) mod global_use;
@@ -41,7 +42,7 @@ pub(crate) mod settings;
 mod state;
 mod status;
 pub(crate) mod values;
-mod yaml11;
+pub(crate) mod yaml11;
 
 use crate::flags::Config;
 use crate::flags::addon::AddonFlags;
@@ -93,6 +94,8 @@ pub(crate) struct Bound {
     bookkeeping_client: Client,
     /// What the resource monitor watches (the debug CLI shows it).
     watched: resources::WatchedModules,
+    /// The drift watcher's view, for the debug socket.
+    drift_report: drift::watcher::DriftReport,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
     /// The hook that watches ModuleSettings objects (the ConfigMap's), when that
@@ -237,6 +240,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         monitor_client,
         bookkeeping_client,
         watched: Default::default(),
+        drift_report: Default::default(),
         crds,
         settings_hook,
         validator,
@@ -249,6 +253,7 @@ pub(crate) struct Started {
     pub(crate) values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
     monitor: Option<resources::ResourceMonitor>,
+    drift: Option<drift::watcher::DriftWatcher>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
 }
 
@@ -338,7 +343,8 @@ impl Bound {
 
     /// The debug socket's `/global/...` and `/module/...` routes.
     pub(crate) fn debug_routes(&self) -> crate::debug::ExtraRoutes {
-        debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched))
+        let report = Arc::clone(&self.drift_report);
+        debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched), report)
     }
 
     /// The ModuleSettings webhook, answered by the operator itself.
@@ -373,6 +379,7 @@ impl Bound {
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
         let client_copy = self.client.clone();
+        let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             layout: self.layout,
             hooks,
@@ -398,11 +405,20 @@ impl Bound {
             settings: self
                 .settings_hook
                 .map(|i| settings::Runtime::new(client_copy, i)),
+            drift,
         });
         let _ = debug.set(Arc::clone(&shared));
         let values = Arc::new(hook_values::ValuesHook {
             shared: Arc::clone(&shared),
         });
+        let drift = drift::watcher::DriftWatcher::new(
+            Arc::clone(&shared),
+            self.monitor_client.clone(),
+            self.flags.drift_mode,
+            self.flags.resources_check_period,
+            drift_rx,
+            self.drift_report,
+        );
         let monitor = resources::ResourceMonitor {
             shared: Arc::clone(&shared),
             client: self.monitor_client,
@@ -413,6 +429,7 @@ impl Bound {
             values,
             shared,
             monitor: Some(monitor),
+            drift: Some(drift),
             inputs: Some(inputs_rx),
         })
     }
@@ -426,6 +443,15 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         let monitor = self.monitor.take()?;
         Some(move || monitor.run(stop))
+    }
+
+    /// The drift watcher's thread body (once): watches until `stop` closes.
+    pub(crate) fn drift_watcher(
+        &mut self,
+        stop: crossbeam_channel::Receiver<()>,
+    ) -> Option<impl FnOnce() + Send + 'static> {
+        let watcher = self.drift.take()?;
+        Some(move || watcher.run(stop))
     }
 
     /// The router's side of the lifecycle (once).

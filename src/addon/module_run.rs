@@ -7,6 +7,7 @@
 //! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it
 //! answers: a failed run is retried by the lifecycle, off the queue.
 
+use super::drift::{self, watcher::Notice};
 use super::engine::AddonHandler;
 use super::helm;
 use super::lifecycle::Input;
@@ -33,13 +34,14 @@ impl AddonHandler {
         let start = Instant::now();
         self.note_phase(m, Phase::Startup);
         let result = self.module_run(m, do_startup, event);
+        let ok = result.is_ok();
         self.shared
             .metrics
             .module_run_seconds
             .with_label_values(&[&self.module_name(m), event])
             .observe(start.elapsed().as_secs_f64());
         self.report_outcome(m, &result);
-        Ok(result.unwrap_or_else(|error| {
+        let tasks = result.unwrap_or_else(|error| {
             let name = self.module_name(m);
             if crate::process::shutdown_requested() {
                 // Its hooks or helm were stopped by the operator's own shutdown:
@@ -65,12 +67,17 @@ impl AddonHandler {
                 error,
                 now,
             })
-        }))
+        });
+        // After the lifecycle step, so the drift watcher finds the module idle.
+        let notice = Notice::Released { module: m, ok };
+        self.shared.drift_notice(notice);
+        Ok(tasks)
     }
 
     /// A ModuleDelete task; a failure fails it, so the queue retries it first.
     pub(super) fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
         self.shared.step(Input::DeleteStarted { module: m });
+        self.shared.drift_notice(Notice::Deleted { module: m });
         self.module_delete(m)
             .map(|()| {
                 self.report_deleted(m);
@@ -299,7 +306,7 @@ impl AddonHandler {
                 return Ok::<_, String>((release, None));
             }
             let decision = helm::upgrade_reason(release.last(), &checksum, &release.facts())?;
-            Ok((release, decision))
+            Ok((release, drift_correction(event, decision)))
         })?;
         let Some(decision) = decision else {
             if given.maintenance {
@@ -378,6 +385,7 @@ impl AddonHandler {
                 flant_checksum: &value,
                 maintenance: u.given.maintenance,
                 unless_same_as: released,
+                force_conflicts: u.event == drift::EVENT,
             })
         };
         let result = (self.shared.metrics).helm_op(u.name, u.event, "upgrade", run);
@@ -414,6 +422,22 @@ impl AddonHandler {
         }
         self.run_lifecycle(Owner::Module(m), BindingType::AfterDeleteHelm)
     }
+}
+
+/// A drift correction upgrades the release whatever its checksum says, and never
+/// stops at an identical render: the render is right, the cluster is not.
+fn drift_correction(event: &str, decision: Option<helm::Upgrade>) -> Option<helm::Upgrade> {
+    if event != drift::EVENT {
+        return decision;
+    }
+    let reason = match decision {
+        Some(d) => format!("{}; drift correction", d.reason),
+        None => "drift correction".to_string(),
+    };
+    Some(helm::Upgrade {
+        reason,
+        unless_same: false,
+    })
 }
 
 /// What a module run gives helm: the values file and its values, and whether the

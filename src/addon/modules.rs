@@ -44,6 +44,8 @@ pub(crate) struct Module {
     /// `<key>Enabled` of the same two files (the later one wins).
     pub(crate) static_enabled: Option<bool>,
     pub(crate) schemas: Schemas,
+    /// `drift.yaml`: the module's drift mode and ignore rules.
+    pub(crate) drift: super::drift::Settings,
 }
 
 /// Everything discovery found.
@@ -213,6 +215,7 @@ fn load_module(
         static_values,
         static_enabled,
         schemas,
+        drift: super::drift::Settings::load(path)?,
     })
 }
 
@@ -321,6 +324,7 @@ mod tests {
             resources_check_period: Duration::from_secs(270),
             monitor_qps: 5.0,
             monitor_burst: 10,
+            drift_mode: crate::addon::drift::Mode::Warn,
             module_run_parallelism: 2,
             crd_extra_labels: String::new(),
             crd_filters: String::new(),

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) crds: super::crds::ModuleCrds,
     /// ModuleSettings objects (`--module-settings-resources`); `None` when off.
     pub(crate) settings: Option<super::settings::Runtime>,
+    /// Module runs' notices to the drift watcher.
+    pub(crate) drift: Sender<super::drift::watcher::Notice>,
 }
 
 /// The mutable part.
@@ -141,6 +143,11 @@ impl Shared {
     /// Sends an input that arose outside the main queue to the router.
     pub(crate) fn send(&self, input: Input) {
         let _ = self.inputs.send(input);
+    }
+
+    /// Tells the drift watcher a module's release may have changed.
+    pub(crate) fn drift_notice(&self, notice: super::drift::watcher::Notice) {
+        let _ = self.drift.send(notice);
     }
 }
 
@@ -238,6 +245,14 @@ pub(crate) struct AddonMetrics {
     /// `{module,kind}`: resource monitor checks that could not list a module's
     /// objects of a kind (its resource type gone, no permission).
     pub(crate) modules_resource_check_errors_total: IntCounterVec,
+    /// `{module,kind}`: release objects that differ from their manifest now.
+    pub(crate) module_drift_objects: GaugeVec,
+    /// `{module,kind}`: drift corrections asked for (a helm upgrade each).
+    pub(crate) module_drift_corrections_total: IntCounterVec,
+    /// `{module,kind,reason}`: corrections not made: `refused` (the server's dry run
+    /// refused the manifest's object), `fighting` (the drift came back), `failed`
+    /// (the correcting run failed).
+    pub(crate) module_drift_correction_failures_total: IntCounterVec,
 }
 
 /// Registers collectors under one prefix, naming the metric in its errors.
@@ -356,6 +371,36 @@ impl AddonMetrics {
                         "Resource monitor checks that could not list a module's objects of a kind",
                     ),
                     &["module", "kind"],
+                ),
+            )?,
+            module_drift_objects: r.add(
+                "module_drift_objects",
+                GaugeVec::new(
+                    Opts::new(
+                        format!("{prefix}module_drift_objects"),
+                        "Release objects that differ from their manifest",
+                    ),
+                    &["module", "kind"],
+                ),
+            )?,
+            module_drift_corrections_total: r.add(
+                "module_drift_corrections_total",
+                IntCounterVec::new(
+                    Opts::new(
+                        format!("{prefix}module_drift_corrections_total"),
+                        "Drift corrections asked for (a helm upgrade of the release each)",
+                    ),
+                    &["module", "kind"],
+                ),
+            )?,
+            module_drift_correction_failures_total: r.add(
+                "module_drift_correction_failures_total",
+                IntCounterVec::new(
+                    Opts::new(
+                        format!("{prefix}module_drift_correction_failures_total"),
+                        "Drift corrections not made: refused by the server, fought, or failed",
+                    ),
+                    &["module", "kind", "reason"],
                 ),
             )?,
             convergence_seconds: r.add(

@@ -120,7 +120,8 @@ addon-operator module list [-o text|json|yaml]\n  \
 addon-operator module values|config <module> [-g|--global]\n  \
 addon-operator module patches|snapshots|render <module>\n  \
 addon-operator module resource-monitor [<module>]\n  \
-addon-operator module settings export resources|configmap\n",
+addon-operator module settings export resources|configmap\n  \
+addon-operator module drift [<module>]\n",
         );
     }
     out.push_str(&format!(
@@ -221,6 +222,12 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         ["module", "resource-monitor", module] => get(format!(
             "/module/resource-monitor.{}?module={}",
             addon_format(a, "resource-monitor"),
+            encode(module)
+        )),
+        ["module", "drift"] => get(format!("/module/drift.{}", addon_format(a, "drift"))),
+        ["module", "drift", module] => get(format!(
+            "/module/drift.{}?module={}",
+            addon_format(a, "drift"),
             encode(module)
         )),
         ["module", "render", module] => get(format!("/module/{}/render", encode(module))),

@@ -93,6 +93,13 @@ pub(crate) const ADDON_FLAGS: &[FlagSpec] = &[
         "How often the resource monitor checks releases and their objects (plus 0-59 s from 1m up)."
     ),
     flag!(
+        "drift-mode",
+        "ADDON_OPERATOR_DRIFT_MODE",
+        "warn",
+        Kind::Choice(&["off", "warn", "correct"]),
+        "What to do when a release's object no longer matches its manifest: off, warn (log and count) or correct (a helm upgrade of the release); a module's drift.yaml may say otherwise."
+    ),
+    flag!(
         "flant-checksum",
         "ADDON_OPERATOR_FLANT_CHECKSUM",
         "false",
@@ -242,6 +249,8 @@ pub(crate) struct AddonFlags {
     pub(crate) resources_check_period: Duration,
     pub(crate) monitor_qps: f32,
     pub(crate) monitor_burst: u32,
+    /// `--drift-mode`, for modules whose `drift.yaml` names none.
+    pub(crate) drift_mode: crate::addon::drift::Mode,
     /// How many modules of one order run at once (`0` resolved: CPUs, at least 2).
     pub(crate) module_run_parallelism: usize,
     /// `--crd-extra-labels` and `--crd-filters` as given (parsed by `crds.rs` at bind).
@@ -273,6 +282,8 @@ pub(crate) fn addon_flags(v: &Values) -> AddonFlags {
         resources_check_period: v.duration("resources-check-period"),
         monitor_qps: v.num("helm-monitor-kube-client-qps"),
         monitor_burst: v.num("helm-monitor-kube-client-burst"),
+        drift_mode: crate::addon::drift::Mode::parse(&v.str("drift-mode"))
+            .unwrap_or(crate::addon::drift::Mode::Warn),
         module_run_parallelism: parallelism(v.num("module-run-parallelism")),
         crd_extra_labels: v.str("crd-extra-labels"),
         crd_filters: v.str("crd-filters"),

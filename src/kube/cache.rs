@@ -161,7 +161,6 @@ impl Store {
         strings + self.map.capacity() * slot
     }
 
-    #[cfg(test)]
     /// Every cached object's JSON, shared (empty in keys-only mode).
     pub(crate) fn objects_json(&self) -> Vec<Arc<str>> {
         self.map

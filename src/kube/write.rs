@@ -52,6 +52,8 @@ pub struct PatchParams {
     pub field_manager: Option<String>,
     /// `force=true`: take over conflicting fields (apply only).
     pub force: bool,
+    /// `dryRun=All`: the server validates and answers, and stores nothing.
+    pub dry_run: bool,
 }
 
 /// `propagationPolicy` of a delete.
@@ -337,6 +339,9 @@ impl<'c> Api<'c> {
         }
         if p.force && matches!(patch, Patch::Apply(_)) {
             q.push("force=true".to_string());
+        }
+        if p.dry_run {
+            q.push("dryRun=All".to_string());
         }
         if !q.is_empty() {
             path = format!("{path}?{}", q.join("&"));

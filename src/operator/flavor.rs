@@ -167,4 +167,12 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         self.addon.as_mut().and_then(|a| a.resource_monitor(stop))
     }
+
+    /// The drift watcher's thread body (addon-operator; once).
+    pub(super) fn drift_watcher(
+        &mut self,
+        stop: Receiver<()>,
+    ) -> Option<impl FnOnce() + Send + 'static> {
+        self.addon.as_mut().and_then(|a| a.drift_watcher(stop))
+    }
 }

@@ -277,19 +277,7 @@ impl Addon {
 
     /// Runs `addon-operator <args>` against this operator's debug socket; its stdout.
     pub fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_shell-operator"))
-            .arg("addon-operator")
-            .args(args)
-            .arg("--debug-unix-socket")
-            .arg(self.dir.0.join("debug.socket"))
-            .output()
-            .expect("cli");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::common::addon_cli(&self.dir.0.join("debug.socket"), args)
     }
 
     /// The metrics port.

@@ -66,7 +66,7 @@ fn helm(major: u32, ns: &str, args: &[&str]) -> String {
 
 /// `helm list` of deployed, failed and pending releases in `ns` (helm 4 has no
 /// `--all`): (name, revision, status) of each.
-fn releases(major: u32, ns: &str) -> Vec<(String, String, String)> {
+pub(crate) fn releases(major: u32, ns: &str) -> Vec<(String, String, String)> {
     let args = ["list", "--deployed", "--failed", "--pending", "-o", "json"];
     let list: Value = serde_json::from_str(&helm(major, ns, &args)).expect("helm list json");
     list.as_array()
@@ -85,7 +85,7 @@ fn releases(major: u32, ns: &str) -> Vec<(String, String, String)> {
 }
 
 /// The addon-operator binary, started on a modules dir in namespace `ns`.
-struct AddonOperator {
+pub(crate) struct AddonOperator {
     child: Child,
     dir: TempDir,
     logs: Arc<Mutex<Vec<String>>>,
@@ -99,7 +99,7 @@ impl AddonOperator {
     }
 
     /// [`AddonOperator::start`] with extra environment variables.
-    fn start_with_env(
+    pub(crate) fn start_with_env(
         ns: &str,
         major: u32,
         files: &[(&str, String)],
@@ -164,12 +164,12 @@ impl AddonOperator {
         AddonOperator { child, dir, logs }
     }
 
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         self.logs.lock().expect("lock").join("\n")
     }
 
     /// Polls `f` until it returns `Some`; panics with `what` and the logs after [`LONG`].
-    fn wait<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    pub(crate) fn wait<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = Instant::now() + LONG;
         loop {
             if let Some(v) = f() {
@@ -185,8 +185,16 @@ impl AddonOperator {
     }
 
     /// Waits until `/ready` answers 200 (the first converge is done).
-    fn wait_ready(&self) {
-        let port = self.wait("the HTTP server", || {
+    pub(crate) fn wait_ready(&self) {
+        let port = self.port();
+        self.wait("/ready", || {
+            (http_get(port, "/ready").0 == 200).then_some(())
+        });
+    }
+
+    /// The port of the operator's HTTP server (metrics, readiness).
+    pub(crate) fn port(&self) -> u16 {
+        self.wait("the HTTP server", || {
             let logs = self.logs.lock().expect("lock").clone();
             logs.iter()
                 .filter(|l| l.contains("HTTP server listening"))
@@ -199,10 +207,12 @@ impl AddonOperator {
                         .parse::<u16>()
                         .ok()
                 })
-        });
-        self.wait("/ready", || {
-            (http_get(port, "/ready").0 == 200).then_some(())
-        });
+        })
+    }
+
+    /// A debug command (`addon-operator <args>`) over the operator's socket: stdout.
+    pub(crate) fn cli(&self, args: &[&str]) -> String {
+        crate::common::addon_cli(&self.dir.0.join("debug.socket"), args)
     }
 }
 
@@ -215,7 +225,7 @@ impl Drop for AddonOperator {
 }
 
 /// The object as stored, or `None` when it does not exist.
-fn get(kind: &str, ns: &str, name: &str) -> Option<Value> {
+pub(crate) fn get(kind: &str, ns: &str, name: &str) -> Option<Value> {
     cp().get(kind, ns, name)
 }
 
@@ -643,7 +653,7 @@ fn a_module_crd_gets_its_conversion_before_the_helm_run() {
 }
 
 /// Merge-patches the addon-operator's ConfigMap in `ns` with `patch` (JSON).
-fn patch_addon_config(ns: &str, patch: &str) {
+pub(crate) fn patch_addon_config(ns: &str, patch: &str) {
     kubectl(&[
         "-n",
         ns,

@@ -15,6 +15,7 @@ mod harness;
 
 mod addon;
 mod bindings;
+mod drift;
 mod ha;
 mod kube_sim_diff;
 mod patcher;

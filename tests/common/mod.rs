@@ -322,3 +322,22 @@ pub fn stdout_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
     });
     rx
 }
+
+/// Runs `addon-operator <args>` against the debug socket `socket`; its stdout, or
+/// a panic with its stderr.
+#[allow(dead_code)]
+pub fn addon_cli(socket: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_shell-operator"))
+        .arg("addon-operator")
+        .args(args)
+        .arg("--debug-unix-socket")
+        .arg(socket)
+        .output()
+        .expect("addon-operator debug cli");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -161,7 +161,7 @@ fn object_calls_and_patches() {
         .patch(
             "obj",
             &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "obj", "namespace": "ns1"}, "data": {"ap": "apply"}})),
-            &PatchParams { field_manager: Some("tests".into()), force: true },
+            &PatchParams { field_manager: Some("tests".into()), force: true, ..Default::default() },
         )
         .unwrap();
     assert_eq!(applied["data"]["ap"], "apply");
