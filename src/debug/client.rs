@@ -320,6 +320,27 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_export_is_a_post_of_its_direction() {
+        let plan_of = |to: &str| {
+            let a = args(&["module", "settings", "export", to], None).expect("parse");
+            plan(&a)
+        };
+        assert_eq!(
+            plan_of("resources").expect("plan"),
+            (
+                "POST",
+                "/module/settings/export?to=resources".into(),
+                String::new()
+            )
+        );
+        assert_eq!(
+            plan_of("configmap").expect("plan").1,
+            "/module/settings/export?to=configmap"
+        );
+        assert!(plan_of("elsewhere").is_err());
+    }
+
+    #[test]
     fn flags_env_and_plans() {
         let a = args(&["queue", "list", "-o", "json", "-e"], Some("/env.sock")).expect("parse");
         assert_eq!(a.socket, PathBuf::from("/env.sock"));

@@ -120,10 +120,15 @@ impl AddonHandler {
                 outcome,
             }
         };
-        let mut written = rt.written.lock().unwrap_or_else(|p| p.into_inner());
-        let new = status::build(written.get(name), &facts, &status::now());
+        // Not held across the write: parallel runs of other modules write theirs.
+        let prev = {
+            let written = rt.written.lock().unwrap_or_else(|p| p.into_inner());
+            written.get(name).cloned()
+        };
+        let new = status::build(prev.as_ref(), &facts, &status::now());
         match write_status(&rt.client, name, &new) {
             Ok(()) => {
+                let mut written = rt.written.lock().unwrap_or_else(|p| p.into_inner());
                 written.insert(name.to_string(), new);
             }
             Err(e) => log::warn(
