@@ -218,6 +218,7 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
             jq_library: None,
         }),
         metrics: Arc::new(WebhookMetrics::register("bench_", &metrics).expect("metrics")),
+        builtins: Default::default(),
     };
     let tls = shell_operator::webhook::tls::server_config(
         &work.join("tls.crt"),

@@ -244,7 +244,8 @@ config     Runtime parameters: config list, config set log.level debug [duration
 raw        GET any debug socket path\n  \
 global     Global hooks and values: global list|values|config|patches|snapshots\n  \
 module     Modules: module list, module values|config|patches|snapshots|render <module>, \
-module resource-monitor [<module>], module drift [<module>]\n\n\
+module resource-monitor [<module>], module drift [<module>], \
+module settings export resources|configmap\n\n\
 Run 'addon-operator start --help' for the flags, 'addon-operator module --help' for the \
 debug commands.\n";
 

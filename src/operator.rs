@@ -196,6 +196,7 @@ impl Bound {
             snapshots: webhook_snapshots(kube.as_ref(), &hooks),
             patcher: patcher.clone().ok(),
             registered_at_start: flavor.webhooks_at_start(),
+            builtins: flavor.admission_builtins(),
         })?;
         Ok(Bound {
             serving: Serving {

@@ -11,6 +11,7 @@
 use super::configmap::{ConfigError, KubeConfig, UnknownKey};
 use super::engine::AddonHandler;
 use super::lifecycle::Input;
+use super::settings::spec::{Overlay, SettingsObject, SpecError, overlay};
 use super::state::AddonMetrics;
 use crate::log;
 use crate::queue::Task;
@@ -26,7 +27,9 @@ impl AddonHandler {
             serde_json::from_str::<serde_json::Value>(&text).ok()
         });
         let keys = shared.layout.module_keys();
+        let objects = self.settings_objects();
         let config = KubeConfig::from_object(object.as_ref(), &keys)
+            .and_then(|c| self.with_objects(c, &objects))
             .and_then(|c| self.check_config(&c).map(|()| c));
         let config = match config {
             Ok(c) => {
@@ -36,7 +39,7 @@ impl AddonHandler {
                     .unwrap_or_else(|p| p.into_inner()) = None;
                 c
             }
-            Err(_) if self.refused_again(object.as_ref().and_then(|o| o.get("data"))) => {
+            Err(_) if self.refused_again(&refused_input(&object, &objects)) => {
                 return Vec::new();
             }
             Err(e) => {
@@ -130,20 +133,97 @@ impl AddonHandler {
         }
     }
 
-    /// Whether `data` (the ConfigMap's `data`) is the one refused last time: a
-    /// change of its metadata only is neither logged nor counted again.
-    fn refused_again(&self, data: Option<&serde_json::Value>) -> bool {
+    /// The ModuleSettings objects the watch holds now (feature on), each read or
+    /// the reason it cannot be.
+    fn settings_objects(&self) -> Vec<Result<SettingsObject, SpecError>> {
+        let (Some(rt), Some(kube)) = (&self.shared.settings, &self.runner.kube) else {
+            return Vec::new();
+        };
+        let items = kube.store.snapshot(rt.hook, super::settings::WATCH_BINDING);
+        let texts = items.iter().filter_map(|i| i.object.as_deref());
+        texts
+            .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .map(|o| SettingsObject::from_object(&o))
+            .collect()
+    }
+
+    /// `config` with the objects laid over it (the precedence rule); an object
+    /// that cannot be read makes the whole configuration invalid, as a bad key of
+    /// the ConfigMap does.
+    fn with_objects(
+        &self,
+        config: KubeConfig,
+        objects: &[Result<SettingsObject, SpecError>],
+    ) -> Result<KubeConfig, ConfigError> {
+        let Some(rt) = &self.shared.settings else {
+            return Ok(config);
+        };
+        let bad: Vec<String> = objects
+            .iter()
+            .filter_map(|o| o.as_ref().err().map(ToString::to_string))
+            .collect();
+        if !bad.is_empty() {
+            return Err(ConfigError::Unreadable(bad));
+        }
+        let good: Vec<SettingsObject> = objects.iter().filter_map(|o| o.clone().ok()).collect();
+        let overlay = overlay(config, &good, &self.shared.layout.settings_names());
+        let mut reported = rt.reported.lock().unwrap_or_else(|p| p.into_inner());
+        let now = (overlay.unknown.clone(), overlay.shadowed.clone());
+        if reported.as_ref() != Some(&now) {
+            report_overlay(&overlay);
+            *reported = Some(now);
+        }
+        Ok(overlay.config)
+    }
+
+    /// Whether `input` (the ConfigMap's `data` and the objects) is the one refused
+    /// last time: a change of metadata only is neither logged nor counted again.
+    fn refused_again(&self, input: &serde_json::Value) -> bool {
         let mut refused = self
             .shared
             .refused_config
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let data = data.cloned().unwrap_or_default();
+        let data = input.clone();
         if refused.as_ref() == Some(&data) {
             return true;
         }
         *refused = Some(data);
         false
+    }
+}
+
+/// What a refused configuration was read from: the ConfigMap's `data` and the
+/// objects' specs.
+fn refused_input(
+    configmap: &Option<serde_json::Value>,
+    objects: &[Result<SettingsObject, SpecError>],
+) -> serde_json::Value {
+    let data = configmap.as_ref().and_then(|o| o.get("data")).cloned();
+    let specs: Vec<serde_json::Value> = objects
+        .iter()
+        .map(|o| match o {
+            Ok(o) => serde_json::json!([o.name, o.spec()]),
+            Err(e) => serde_json::Value::String(e.to_string()),
+        })
+        .collect();
+    serde_json::json!({"data": data, "objects": specs})
+}
+
+/// Warns about ModuleSettings objects of no module and about modules whose
+/// ConfigMap keys an object sets aside.
+pub(super) fn report_overlay(overlay: &Overlay) {
+    for name in &overlay.unknown {
+        log::warn(
+            "ModuleSettings object of no module ignored",
+            &[("name", name)],
+        );
+    }
+    for name in &overlay.shadowed {
+        log::info(
+            "the module's ModuleSettings object takes precedence over its ConfigMap keys",
+            &[("module", name)],
+        );
     }
 }
 

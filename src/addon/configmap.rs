@@ -148,6 +148,9 @@ pub(crate) struct KubeConfig {
     pub(crate) maintenance: BTreeMap<String, bool>,
     /// Keys of modules that do not exist, set aside unread (ConfigMap key order).
     pub(crate) unknown: Vec<UnknownKey>,
+    /// Values keys (and `global`) configured by a ModuleSettings object instead,
+    /// with the object's `metadata.generation` (`settings/spec.rs`).
+    pub(crate) resources: BTreeMap<String, i64>,
 }
 
 /// A ConfigMap key of no module: ignored, warned about and counted.
@@ -488,7 +491,7 @@ fn is_status(e: &KubeError, code: u16) -> bool {
     e.status_code() == Some(code)
 }
 
-fn configmaps() -> Resource {
+pub(crate) fn configmaps() -> Resource {
     Resource {
         group: String::new(),
         version: "v1".into(),

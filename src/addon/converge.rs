@@ -149,6 +149,8 @@ impl AddonHandler {
             self.shared
                 .step_locked(&mut st, Input::ConvergeDone { changed }),
         );
+        drop(st);
+        self.report_converged();
         tasks
     }
 

@@ -3,7 +3,9 @@
 //! modules, then every module with its order, lifecycle state and last error),
 //! `/module/<name>/{values,config,patches,snapshots,render}` (`?global=true` wraps a
 //! module's section with the global one; `render` is the manifests helm would
-//! install with the current values). The debug server is bound before the engine's state exists,
+//! install with the current values); `POST /module/settings/export?to=resources|configmap`
+//! moves the settings between the ConfigMap and ModuleSettings objects
+//! (`settings/export.rs`). The debug server is bound before the engine's state exists,
 //! so the routes read it through a slot filled at spawn.
 
 use super::drift::watcher::DriftReport;
@@ -25,6 +27,11 @@ pub(crate) fn routes(slot: Slot, watched: WatchedModules, drift: DriftReport) ->
         let shared = slot.get();
         let global = query.split('&').any(|kv| kv == "global=true");
         match stem {
+            "POST /module/settings/export" => Some(
+                shared
+                    .ok_or("starting up".to_string())
+                    .and_then(|s| settings_export(s, query)),
+            ),
             "/module/resource-monitor" => Some(
                 shared
                     .ok_or("starting up".to_string())
@@ -64,6 +71,17 @@ pub(crate) fn routes(slot: Slot, watched: WatchedModules, drift: DriftReport) ->
             }
         }
     })
+}
+
+/// `module settings export resources|configmap` (`?to=`).
+fn settings_export(shared: &Shared, query: &str) -> Result<Value, String> {
+    use super::settings::export::{Direction, export};
+    let to = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("to="))
+        .and_then(Direction::parse)
+        .ok_or("export to what? 'resources' or 'configmap'")?;
+    Ok(export(shared, to)?)
 }
 
 fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {

@@ -87,7 +87,7 @@ impl Handler for AddonHandler {
 }
 
 impl AddonHandler {
-    /// A queued hook run: the ConfigMap watch is handled here; runs of a disabled
+    /// A queued hook run: the ConfigMap watch (and the ModuleSettings one) is handled here; runs of a disabled
     /// module's hooks are dropped (its watches keep running, see the README).
     pub(super) fn hook_run(&self, task: &Task, queue: &str) -> Outcome {
         match task.hook().and_then(|h| self.shared.owners.get(h)) {

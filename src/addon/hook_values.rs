@@ -15,6 +15,7 @@
 use super::configmap;
 use super::lifecycle::Input;
 use super::modules::Owner;
+use super::settings::{report, spec};
 use super::state::{Shared, State};
 use super::values::{PatchOp, parse_patch, root_of};
 use crate::executor::ExtraFile;
@@ -280,22 +281,41 @@ impl ValuesHook {
         Err(kept_moving(&format!("module {key}'s")))
     }
 
-    /// Writes a config section into the ConfigMap (no lock held). It was recorded
-    /// as the applied section before ([`expect_section`]), so the watch event of our
-    /// own write changes nothing; a failed write puts `prior` back.
+    /// Writes a config section where the module's settings live (no lock held):
+    /// its ModuleSettings object when it has one, else the ConfigMap. It was
+    /// recorded as the applied section before ([`expect_section`]), so the watch
+    /// event of our own write changes nothing; a failed write puts `prior` back.
     fn write_section(&self, key: &str, section: &Value, prior: &Value) -> Result<(), String> {
         let s = &self.shared;
-        let written =
-            configmap::write_section(&s.client, &s.namespace, &s.config_map, key, section);
+        let written: Result<(), String> = match self.settings_object(key) {
+            Some(name) => report::write_settings(&s.client, &name, section).map_err(Into::into),
+            None => configmap::write_section(&s.client, &s.namespace, &s.config_map, key, section)
+                .map(|()| log::info("config values saved to the ConfigMap", &[("key", key)]))
+                .map_err(Into::into),
+        };
         if let Err(e) = written {
             let mut st = s.lock();
             if st.config.section(key) == *section {
                 set_section(&mut st, key, prior.clone());
             }
-            return Err(e.into());
+            return Err(e);
         }
-        log::info("config values saved to the ConfigMap", &[("key", key)]);
         Ok(())
+    }
+
+    /// The name of the ModuleSettings object that configures `key` ("global" or
+    /// a module's values key), if one does.
+    fn settings_object(&self, key: &str) -> Option<String> {
+        let s = &self.shared;
+        s.settings.as_ref()?;
+        if !s.lock().config.resources.contains_key(key) {
+            return None;
+        }
+        if key == spec::GLOBAL {
+            return Some(key.to_string());
+        }
+        let module = s.layout.modules.iter().find(|m| m.key == key)?;
+        Some(module.name.clone())
     }
 }
 

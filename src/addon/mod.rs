@@ -38,6 +38,7 @@ pub(crate) mod post_render;
 mod release;
 pub(crate) mod release_record;
 mod resources;
+pub(crate) mod settings;
 mod state;
 mod status;
 pub(crate) mod values;
@@ -97,6 +98,11 @@ pub(crate) struct Bound {
     drift_report: drift::watcher::DriftReport,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
+    /// The hook that watches ModuleSettings objects (the ConfigMap's), when that
+    /// feature is on.
+    settings_hook: Option<usize>,
+    /// Its webhook's check of the objects against the config schemas.
+    validator: Option<Arc<settings::admission::Validator>>,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -158,6 +164,10 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
+    let settings_hook = flags.settings_resources.then_some(cm_hook);
+    if flags.settings_resources {
+        settings::extend_hook(&mut hooks[cm_hook]);
+    }
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
     }
@@ -185,6 +195,10 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let cm = configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+    let kube_config = match settings_hook {
+        Some(_) => settings_overlay(&client, &layout, kube_config)?,
+        None => kube_config,
+    };
     // Without a chart module helm is only needed to purge foreign releases.
     let bin = flags.helm_bin.display().to_string();
     match helm_major {
@@ -203,8 +217,13 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     config_changes::report_unknown_keys(&metrics, &configmap_name, &kube_config.unknown);
     metrics.count_bindings(&hooks, &owners, &layout);
     let mut layout = layout;
+    let objects = match settings_hook {
+        Some(_) => " and ModuleSettings objects",
+        None => "",
+    };
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
-        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+        .map_err(|e| format!("ConfigMap {namespace}/{}{objects}: {e}", flags.config_map))?;
+    let validator = settings_hook.map(|_| Arc::new(validator(&layout, &state)));
     let bound = Bound {
         layout,
         owners,
@@ -223,6 +242,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         watched: Default::default(),
         drift_report: Default::default(),
         crds,
+        settings_hook,
+        validator,
     };
     Ok((bound, hooks))
 }
@@ -326,6 +347,18 @@ impl Bound {
         debug::routes(Arc::clone(&self.debug), Arc::clone(&self.watched), report)
     }
 
+    /// The ModuleSettings webhook, answered by the operator itself.
+    pub(crate) fn admission_builtins(&self) -> crate::webhook::admission::Builtins {
+        let mut out = crate::webhook::admission::Builtins::new();
+        if let (Some(i), Some(v)) = (self.settings_hook, &self.validator) {
+            out.insert(
+                i,
+                Arc::clone(v) as Arc<dyn crate::webhook::admission::BuiltinAdmission>,
+            );
+        }
+        out
+    }
+
     /// Which hooks' admission entries are registered at startup: not those of
     /// module hooks (a module's run registers them, its delete removes them).
     pub(crate) fn webhooks_at_start(&self) -> Vec<bool> {
@@ -345,6 +378,7 @@ impl Bound {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
+        let client_copy = self.client.clone();
         let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             layout: self.layout,
@@ -368,6 +402,9 @@ impl Bound {
             refused_config: Mutex::new(None),
             crds: self.crds,
             webhooks,
+            settings: self
+                .settings_hook
+                .map(|i| settings::Runtime::new(client_copy, i)),
             drift,
         });
         let _ = debug.set(Arc::clone(&shared));
@@ -469,6 +506,31 @@ fn initial_state(
         releases: Default::default(),
         listed: Default::default(),
     })
+}
+
+/// With `--module-settings-resources`: the CRD installed (the watch starts right
+/// after bind) and the objects laid over the ConfigMap (`settings/spec.rs`).
+fn settings_overlay(
+    client: &Client,
+    layout: &Layout,
+    config: KubeConfig,
+) -> Result<KubeConfig, String> {
+    settings::install_crd(client)?;
+    log::info("CRD installed", &[("crd", settings::CRD_NAME)]);
+    let objects = settings::list(client)?;
+    let overlay = settings::spec::overlay(config, &objects, &layout.settings_names());
+    config_changes::report_overlay(&overlay);
+    Ok(overlay.config)
+}
+
+/// The webhook's copy of every config schema, by object name.
+fn validator(layout: &Layout, state: &State) -> settings::admission::Validator {
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert(settings::spec::GLOBAL.to_string(), state.global.clone());
+    for (m, module) in layout.modules.iter().enumerate() {
+        scopes.insert(module.name.clone(), state.modules[m].scope.clone());
+    }
+    settings::admission::Validator { scopes }
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.

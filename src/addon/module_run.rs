@@ -13,6 +13,7 @@ use super::helm;
 use super::lifecycle::Input;
 use super::modules::Owner;
 use super::release::ModuleRelease;
+use super::settings::status::Phase;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::log;
 use crate::queue::{Task, TaskKind};
@@ -31,6 +32,7 @@ impl AddonHandler {
         event: &str,
     ) -> Result<Vec<Task>, String> {
         let start = Instant::now();
+        self.note_phase(m, Phase::Startup);
         let result = self.module_run(m, do_startup, event);
         let ok = result.is_ok();
         self.shared
@@ -38,6 +40,7 @@ impl AddonHandler {
             .module_run_seconds
             .with_label_values(&[&self.module_name(m), event])
             .observe(start.elapsed().as_secs_f64());
+        self.report_outcome(m, &result);
         let tasks = result.unwrap_or_else(|error| {
             let name = self.module_name(m);
             if crate::process::shutdown_requested() {
@@ -76,7 +79,10 @@ impl AddonHandler {
         self.shared.step(Input::DeleteStarted { module: m });
         self.shared.drift_notice(Notice::Deleted { module: m });
         self.module_delete(m)
-            .map(|()| self.shared.step(Input::DeleteFinished { module: m }))
+            .map(|()| {
+                self.report_deleted(m);
+                self.shared.step(Input::DeleteFinished { module: m })
+            })
             .inspect_err(|e| {
                 let name = self.module_name(m);
                 if crate::process::shutdown_requested() {
@@ -96,6 +102,25 @@ impl AddonHandler {
                     &[("module", &name), ("error", e)],
                 );
             })
+    }
+
+    /// The module's settings status after a run that did its work (a run that
+    /// waited for its order, or only started the module, reports nothing yet).
+    fn report_outcome(&self, m: usize, result: &Result<Vec<Task>, String>) {
+        match result {
+            Err(e) if !crate::process::shutdown_requested() => self.report_run(m, Some(e)),
+            Ok(_)
+                if self
+                    .shared
+                    .lock()
+                    .lifecycle
+                    .view(m)
+                    .is_some_and(|v| v.state == "Ready") =>
+            {
+                self.report_run(m, None)
+            }
+            _ => {}
+        }
     }
 
     pub(super) fn module_name(&self, m: usize) -> String {
@@ -135,11 +160,14 @@ impl AddonHandler {
                 ("startup", &do_startup.to_string()),
             ],
         );
+        self.note_phase(m, Phase::BeforeHelm);
         self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
         if self.shared.layout.modules[m].has_chart {
+            self.note_phase(m, Phase::Helm);
             self.helm_phase(m, event)?;
         }
         let before = self.shared.lock().module_checksum(m);
+        self.note_phase(m, Phase::AfterHelm);
         self.run_lifecycle(Owner::Module(m), BindingType::AfterHelm)?;
         let again = self.shared.lock().module_checksum(m) != before;
         Ok(self.shared.step(Input::RunFinished { module: m, again }))

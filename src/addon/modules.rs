@@ -65,6 +65,18 @@ impl Layout {
     pub(crate) fn module_keys(&self) -> Vec<&str> {
         self.modules.iter().map(|m| m.key.as_str()).collect()
     }
+
+    /// Every module's name and values key (ModuleSettings objects are named by
+    /// the first, the ConfigMap by the second).
+    pub(crate) fn settings_names(&self) -> Vec<super::settings::spec::Names<'_>> {
+        let names = self.modules.iter();
+        names
+            .map(|m| super::settings::spec::Names {
+                name: &m.name,
+                key: &m.key,
+            })
+            .collect()
+    }
 }
 
 /// Reads the modules directories and the global hooks directory.
@@ -306,6 +318,7 @@ mod tests {
             helm_bin: "helm".into(),
             helm_history_max: 10,
             flant_checksum: false,
+            settings_resources: false,
             helm_timeout: Duration::from_secs(300),
             helm_ignore_release: String::new(),
             resources_check_period: Duration::from_secs(270),

@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) webhooks: crate::webhook::ModuleWebhooks,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
     pub(crate) crds: super::crds::ModuleCrds,
+    /// ModuleSettings objects (`--module-settings-resources`); `None` when off.
+    pub(crate) settings: Option<super::settings::Runtime>,
     /// Module runs' notices to the drift watcher.
     pub(crate) drift: Sender<super::drift::watcher::Notice>,
 }

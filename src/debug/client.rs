@@ -120,6 +120,7 @@ addon-operator module list [-o text|json|yaml]\n  \
 addon-operator module values|config <module> [-g|--global]\n  \
 addon-operator module patches|snapshots|render <module>\n  \
 addon-operator module resource-monitor [<module>]\n  \
+addon-operator module settings export resources|configmap\n  \
 addon-operator module drift [<module>]\n",
         );
     }
@@ -232,6 +233,16 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         ["module", "render", module] => get(format!("/module/{}/render", encode(module))),
         [
             "module",
+            "settings",
+            "export",
+            to @ ("resources" | "configmap"),
+        ] => Ok((
+            "POST",
+            format!("/module/settings/export?to={to}"),
+            String::new(),
+        )),
+        [
+            "module",
             what @ ("values" | "config" | "patches" | "snapshots"),
             module,
         ] => get(format!(
@@ -265,7 +276,12 @@ fn request(a: &Args) -> Result<(u16, String), String> {
     }
     let mut stream = UnixStream::connect(&a.socket)
         .map_err(|e| format!("cannot connect to debug socket '{socket}': {e}"))?;
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    // The settings export waits for the operator's own watches (up to 60 s).
+    let wait = match path.starts_with("/module/settings/export") {
+        true => 90,
+        false => 10,
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(wait)));
     let head = format!(
         "{method} {path} HTTP/1.0\r\nHost: unix\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
         form.len()
@@ -301,6 +317,27 @@ mod tests {
     fn args(list: &[&str], env: Option<&str>) -> Result<Args, String> {
         let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
         parse(&list, &|_| env.map(String::from))
+    }
+
+    #[test]
+    fn the_settings_export_is_a_post_of_its_direction() {
+        let plan_of = |to: &str| {
+            let a = args(&["module", "settings", "export", to], None).expect("parse");
+            plan(&a)
+        };
+        assert_eq!(
+            plan_of("resources").expect("plan"),
+            (
+                "POST",
+                "/module/settings/export?to=resources".into(),
+                String::new()
+            )
+        );
+        assert_eq!(
+            plan_of("configmap").expect("plan").1,
+            "/module/settings/export?to=configmap"
+        );
+        assert!(plan_of("elsewhere").is_err());
     }
 
     #[test]

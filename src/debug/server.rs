@@ -184,6 +184,9 @@ fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Outpu
     if method == "POST" && path == "/config/set" {
         return config_set(body, state).map(|()| ("text".to_string(), Output::Text(String::new())));
     }
+    if method == "POST" {
+        return post_extra(path, query, state);
+    }
     if method != "GET" {
         return Err(Fail(405, format!("method {method} not allowed\n")));
     }
@@ -219,6 +222,17 @@ fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Outpu
         },
     };
     Ok((format, out))
+}
+
+/// A POST to the program's own routes (addon-operator's settings export): the
+/// route sees the stem prefixed with `POST `, so no GET reaches it.
+fn post_extra(path: &str, query: &str, state: &DebugState) -> Result<(String, Output), Fail> {
+    let stem = format!("POST {path}");
+    match state.extra.as_ref().and_then(|f| f(&stem, query, "json")) {
+        Some(Ok(v)) => Ok(("json".into(), Output::Value(v))),
+        Some(Err(e)) => Err(Fail(500, format!("{e}\n"))),
+        None => Err(Fail(405, "method POST not allowed\n".into())),
+    }
 }
 
 fn queue_main(state: &DebugState, format: &str) -> Output {

@@ -107,6 +107,13 @@ pub(crate) const ADDON_FLAGS: &[FlagSpec] = &[
         "Store flant v1.5's checksum with each release (one more helm template per upgrade), so that flant's operator can take the releases back without upgrading them."
     ),
     flag!(
+        "module-settings-resources",
+        "ADDON_OPERATOR_MODULE_SETTINGS_RESOURCES",
+        "false",
+        Kind::Bool,
+        "Module settings as ModuleSettings custom resources (addon-operator-rs.io) beside the ConfigMap: the operator installs the CRD, validates them with its own webhook and writes their status (docs/module-settings.md)."
+    ),
+    flag!(
         "module-run-parallelism",
         "ADDON_OPERATOR_MODULE_RUN_PARALLELISM",
         "0",
@@ -234,6 +241,9 @@ pub(crate) struct AddonFlags {
     pub(crate) helm_history_max: u32,
     /// `--flant-checksum`: write flant v1.5's MD5 as `_addonOperatorModuleChecksum`.
     pub(crate) flant_checksum: bool,
+    /// `--module-settings-resources`: ModuleSettings custom resources beside the
+    /// ConfigMap (`addon/settings/`).
+    pub(crate) settings_resources: bool,
     pub(crate) helm_timeout: Duration,
     pub(crate) helm_ignore_release: String,
     pub(crate) resources_check_period: Duration,
@@ -266,6 +276,7 @@ pub(crate) fn addon_flags(v: &Values) -> AddonFlags {
         helm_bin: PathBuf::from(v.str("helm-bin-path")),
         helm_history_max: v.num("helm-history-max"),
         flant_checksum: v.bool("flant-checksum"),
+        settings_resources: v.bool("module-settings-resources"),
         helm_timeout: v.duration("helm-timeout"),
         helm_ignore_release: v.str("helm-ignore-release"),
         resources_check_period: v.duration("resources-check-period"),

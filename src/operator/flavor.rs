@@ -64,6 +64,15 @@ impl Flavor {
         }
     }
 
+    /// Admission bindings the operator answers itself: addon-operator's
+    /// validation of its ModuleSettings objects when that feature is on.
+    pub(super) fn admission_builtins(&self) -> crate::webhook::admission::Builtins {
+        match self {
+            Flavor::Shell => Default::default(),
+            Flavor::Addon(a) => a.admission_builtins(),
+        }
+    }
+
     /// Extra routes on the metrics port (`main` is the main queue's view).
     pub(super) fn http_routes(&self, main: SharedView) -> Option<crate::http::ExtraRoutes> {
         match self {

@@ -61,11 +61,24 @@ pub fn routes(hooks: &[Hook]) -> Result<BTreeMap<String, Route>, String> {
     Ok(table.into_iter().map(|(k, (r, _))| (k, r)).collect())
 }
 
+/// An admission binding the operator answers itself instead of running a hook
+/// process (addon-operator's validation of its ModuleSettings objects). Called on
+/// the admission server's handler threads with the review's `request`.
+pub trait BuiltinAdmission: Send + Sync {
+    /// `Ok`: allowed; `Err`: denied with this message.
+    fn review(&self, request: &Value) -> Result<(), String>;
+}
+
+/// Builtin answers by hook index.
+pub type Builtins = BTreeMap<usize, Arc<dyn BuiltinAdmission>>;
+
 /// The admission handler.
 pub struct Admission {
     pub routes: BTreeMap<String, Route>,
     pub runner: Arc<HookRunner>,
     pub metrics: Arc<WebhookMetrics>,
+    /// Hooks whose bindings the operator answers itself.
+    pub builtins: Builtins,
 }
 
 impl Handler for Admission {
@@ -140,6 +153,14 @@ impl Admission {
         b: &AdmissionBinding,
         review: &Value,
     ) -> Result<AdmissionAnswer, Denial> {
+        if let Some(builtin) = self.builtins.get(&route.hook) {
+            let verdict = builtin.review(&review["request"]);
+            return Ok(AdmissionAnswer {
+                allowed: verdict.is_ok(),
+                message: verdict.err().unwrap_or_default(),
+                ..Default::default()
+            });
+        }
         let hook_name = self
             .runner
             .hooks

@@ -61,6 +61,8 @@ pub(crate) struct Setup<'a> {
     /// Which hooks' admission entries are registered at startup (`None`: all;
     /// addon-operator: not those of modules, which their runs register).
     pub(crate) registered_at_start: Option<Vec<bool>>,
+    /// Admission bindings the operator answers itself, by hook index.
+    pub(crate) builtins: admission::Builtins,
 }
 
 /// Stops the running webhook threads ([`Webhooks::stop`]); the operator joins them.
@@ -193,6 +195,7 @@ pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
             routes: admission::routes(s.hooks)?,
             runner: Arc::clone(&runner),
             metrics: Arc::clone(&wm),
+            builtins: s.builtins,
         };
         out.servers
             .push(bind_server("admission", &c.validating, Arc::new(handler))?);

@@ -1328,3 +1328,6 @@ fn module_crds_installed_before_release_with_helm3() {
 fn module_crds_installed_before_release_with_helm4() {
     module_crds_installed_before_release(4);
 }
+
+#[path = "module_settings.rs"]
+mod module_settings;
