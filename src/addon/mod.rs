@@ -414,7 +414,8 @@ impl Bound {
         let drift = drift::watcher::DriftWatcher::new(
             Arc::clone(&shared),
             self.monitor_client.clone(),
-            self.flags.drift_mode,
+            // A Choice flag: parsed already.
+            drift::Mode::parse(&self.flags.drift_mode).unwrap_or(drift::Mode::Warn),
             self.flags.resources_check_period,
             drift_rx,
             self.drift_report,

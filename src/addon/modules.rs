@@ -324,7 +324,7 @@ mod tests {
             resources_check_period: Duration::from_secs(270),
             monitor_qps: 5.0,
             monitor_burst: 10,
-            drift_mode: crate::addon::drift::Mode::Warn,
+            drift_mode: "warn".into(),
             module_run_parallelism: 2,
             crd_extra_labels: String::new(),
             crd_filters: String::new(),

@@ -249,8 +249,8 @@ pub(crate) struct AddonFlags {
     pub(crate) resources_check_period: Duration,
     pub(crate) monitor_qps: f32,
     pub(crate) monitor_burst: u32,
-    /// `--drift-mode`, for modules whose `drift.yaml` names none.
-    pub(crate) drift_mode: crate::addon::drift::Mode,
+    /// `--drift-mode` (off, warn, correct), for modules whose `drift.yaml` names none.
+    pub(crate) drift_mode: String,
     /// How many modules of one order run at once (`0` resolved: CPUs, at least 2).
     pub(crate) module_run_parallelism: usize,
     /// `--crd-extra-labels` and `--crd-filters` as given (parsed by `crds.rs` at bind).
@@ -282,8 +282,7 @@ pub(crate) fn addon_flags(v: &Values) -> AddonFlags {
         resources_check_period: v.duration("resources-check-period"),
         monitor_qps: v.num("helm-monitor-kube-client-qps"),
         monitor_burst: v.num("helm-monitor-kube-client-burst"),
-        drift_mode: crate::addon::drift::Mode::parse(&v.str("drift-mode"))
-            .unwrap_or(crate::addon::drift::Mode::Warn),
+        drift_mode: v.str("drift-mode"),
         module_run_parallelism: parallelism(v.num("module-run-parallelism")),
         crd_extra_labels: v.str("crd-extra-labels"),
         crd_filters: v.str("crd-filters"),
