@@ -7,8 +7,8 @@
 //! same registration functions the startup calls, all of them, on one
 //! [`Metrics`], and returns what that registry recorded. A metric added to any of
 //! these functions is seen without touching this file; a new registration
-//! function must be added here (the test's scrape of the real binary would then
-//! show a family this list lacks).
+//! function must be added here (the tests that scrape a real shell-operator and
+//! addon-operator would then show a family this list lacks).
 //!
 //! A module of its own, which nothing in the crate uses: it reaches into the
 //! modules that register metrics, and they all use `metrics`, so living inside
