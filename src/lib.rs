@@ -45,6 +45,8 @@ pub(crate) mod leader;
 pub(crate) mod listen;
 pub mod log;
 pub(crate) mod md5;
+#[doc(hidden)]
+pub mod metric_reference;
 pub mod metrics;
 pub mod monitor;
 pub(crate) mod operator;

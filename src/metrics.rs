@@ -15,11 +15,13 @@
 //! monitors; the client's kubernetes_client_* series are registered on
 //! [`Metrics::registry`] by the operator.
 
+mod families;
+
 use crate::hook_metrics::HookMetrics;
 use crate::process::Usage;
+pub use families::{Families, Family};
 use prometheus::{
-    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, Opts, TextEncoder,
 };
 
 /// Buckets of the hook run histograms (flant's declared buckets).
@@ -42,7 +44,7 @@ const QUEUE_ACTION_BUCKETS: &[f64] = &[
 
 /// Every self metric.
 pub struct Metrics {
-    registry: Registry,
+    registry: Families,
     /// `--prometheus-metrics-prefix`; hook metrics may not use it.
     prefix: String,
     pub(crate) live_ticks: IntCounter,
@@ -129,10 +131,10 @@ impl Metrics {
     /// Registers every metric under `prefix`; shell-operator's hook run family
     /// only if `shell_hook_runs` (else in a registry nobody reads).
     fn build(prefix: &str, shell_hook_runs: bool) -> Result<Metrics, MetricsError> {
-        let registry = Registry::new();
+        let registry = Families::default();
         let runs_registry = match shell_hook_runs {
             true => registry.clone(),
-            false => Registry::new(),
+            false => Families::default(),
         };
         let r = Reg {
             registry: &registry,
@@ -262,8 +264,14 @@ impl Metrics {
     }
 
     /// The registry, for collectors defined elsewhere (the kube client's).
-    pub(crate) fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Families {
         &self.registry
+    }
+
+    /// Every family registered so far, with or without samples (the reference
+    /// test's source: `docs/reference.md`).
+    pub fn families(&self) -> Vec<Family> {
+        self.registry.list()
     }
 
     /// Registers a collector owned by another module (the webhook metrics).
@@ -356,7 +364,7 @@ impl Metrics {
 }
 
 struct Reg<'a> {
-    registry: &'a Registry,
+    registry: &'a Families,
     prefix: &'a str,
 }
 
@@ -399,7 +407,7 @@ impl Reg<'_> {
 /// Registers `<prefix>task_wait_in_queue_seconds_total` with `labels`, for
 /// [`HookRunMetrics::register`] (addon-operator's two families share one).
 pub(crate) fn task_wait_counter(
-    registry: &Registry,
+    registry: &Families,
     prefix: &str,
     labels: &'static [&'static str],
 ) -> Result<TaskWait, MetricsError> {
@@ -514,7 +522,7 @@ pub(crate) struct HookRunMetrics {
 impl HookRunMetrics {
     /// Registers family `kind` under `prefix`; `task_wait` is registered already.
     pub(crate) fn register(
-        registry: &Registry,
+        registry: &Families,
         prefix: &str,
         kind: HookRunKind,
         task_wait: TaskWait,

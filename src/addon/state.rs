@@ -20,12 +20,12 @@ use super::values::{Scope, checksum};
 use crate::hook::Hook;
 use crate::hook::config::HookConfig;
 use crate::kube::Client;
-use crate::metrics::{HookRunKind, HookRunMetrics, KUBE_BUCKETS, task_wait_counter};
+use crate::metrics::{Families, HookRunKind, HookRunMetrics, KUBE_BUCKETS, task_wait_counter};
 use crate::queue::Task;
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
 use prometheus::{
-    CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+    CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -258,7 +258,7 @@ pub(crate) struct AddonMetrics {
 /// Registers collectors under one prefix, naming the metric in its errors.
 struct Reg<'a> {
     prefix: &'a str,
-    registry: &'a Registry,
+    registry: &'a Families,
 }
 
 impl Reg<'_> {
@@ -310,7 +310,7 @@ impl AddonMetrics {
     /// Registers them under `prefix` in `registry` (one from
     /// `Metrics::for_addon`, without shell-operator's hook run family: the queue
     /// wait counter's name is shared).
-    pub(crate) fn register(prefix: &str, registry: &Registry) -> Result<AddonMetrics, String> {
+    pub(crate) fn register(prefix: &str, registry: &Families) -> Result<AddonMetrics, String> {
         let r = Reg { prefix, registry };
         let (global_hooks, module_hooks) = r.hook_runs()?;
         let module_activation = ["module", "activation"];
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn helm_operations_are_timed_by_module_and_operation() {
-        let registry = Registry::new();
+        let registry = Families::default();
         let m = AddonMetrics::register("ao_", &registry).expect("metrics");
         let out: Result<u8, String> = m.helm_op("echo", "OperatorStartup", "upgrade", || Ok(7));
         assert_eq!(out, Ok(7));

@@ -3,7 +3,8 @@
 //! the operator registers them with [`ClientMetrics::register`] on its registry.
 //! Updated by every thread that sends requests (prometheus types are lock-free).
 
-use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use crate::metrics::Families;
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
 /// Request metrics of one client; `component` tells the main client from the patcher's.
 #[derive(Clone)]
@@ -56,7 +57,7 @@ impl ClientMetrics {
     }
 
     /// Registers every series on `registry`.
-    pub(crate) fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+    pub(crate) fn register(&self, registry: &Families) -> prometheus::Result<()> {
         registry.register(Box::new(self.requests.clone()))?;
         registry.register(Box::new(self.latency.clone()))?;
         registry.register(Box::new(self.rate_limiter.clone()))
@@ -78,7 +79,7 @@ mod tests {
     #[test]
     fn registers_and_counts() {
         let m = ClientMetrics::new("shell_operator_", "main");
-        let r = Registry::new();
+        let r = Families::default();
         m.register(&r).unwrap();
         m.observe("GET", "200", 0.01);
         m.observe("GET", "200", 0.02);

@@ -6,6 +6,8 @@
 
 use crate::common::metric;
 use crate::harness::{Addon, chart, rec};
+use shell_operator::flags::Program;
+use shell_operator::metric_reference::every_family;
 use std::time::{Duration, Instant};
 
 const P: &str = "addon_operator_";
@@ -223,5 +225,51 @@ fn wait_metric(addon: &Addon, series: &str) -> String {
             addon.logs()
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The families a real addon-operator serves (global and module hooks, a helm
+/// release, the ConfigMap watch) are all in the list `docs/reference.md` is
+/// checked against (`tests/operator/reference.rs`), with the same type: that list
+/// (`metric_reference::every_family`) cannot lack a registration the startup makes.
+#[test]
+fn every_served_family_is_in_the_reference_list() {
+    let files = layout();
+    let refs: Vec<(&str, String)> = files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect();
+    let addon = Addon::start(&refs, None, 4);
+    addon.wait_ready();
+    let listed: std::collections::BTreeMap<String, String> = every_family(Program::Addon, P)
+        .expect("registration")
+        .into_iter()
+        .map(|f| (f.name, f.kind.to_string()))
+        .collect();
+    let body = wait_metric(
+        &addon,
+        &format!("{P}convergence_total{{activation=\"OperatorStartup\"}} "),
+    );
+    let served: Vec<(&str, &str)> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        // The operator's own families; the hooks' metrics follow them on
+        // `/metrics` and may not use the prefix.
+        .filter(|(n, _)| n.starts_with(P) || n.starts_with("d8_telemetry_"))
+        .collect();
+    for base in [
+        "module_hook_run_seconds",
+        "kubernetes_client_request_result_total",
+    ] {
+        let name = format!("{P}{base}");
+        assert!(
+            served.iter().any(|(n, _)| *n == name),
+            "{name} not served:\n{body}"
+        );
+    }
+    for (name, kind) in served {
+        assert_eq!(
+            listed.get(name).map(String::as_str),
+            Some(kind),
+            "{name} ({kind}) is served but every_family does not list it as such"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! The operator end to end: the real binary on temp hooks dirs (CLI, hooks, kubernetes bindings against kube-sim, HA leader election, the debug CLI, hook metrics, the README's flag table, the empty-root image, deploy manifests, the jq CLI).
+//! The operator end to end: the real binary on temp hooks dirs (CLI, hooks, kubernetes bindings against kube-sim, HA leader election, the debug CLI, hook metrics, the README's flag table, the metric reference, the empty-root image, deploy manifests, the jq CLI).
 //!
 //! One test binary for the area (linking one binary per file cost CI most of its
 //! time); each former file is a module.
@@ -18,3 +18,4 @@ mod operator_cli;
 mod operator_hooks;
 mod operator_kube;
 mod readme_flags;
+mod reference;
