@@ -143,8 +143,10 @@ impl DriftWatcher {
                 self.judge(&key);
             }
         }
+        // Asked to stop, not waited for: a reflector inside a long watch read ends
+        // on its own, and must not hold up the operator's shutdown meanwhile.
         for (_, handle) in self.reflectors.drain() {
-            handle.join();
+            handle.stop();
         }
     }
 
