@@ -46,7 +46,7 @@ pub fn main() -> i32 {
     // helm's post-renderer: `post-renderer` (argv[0] or the first word).
     let invoked = |w: &str| program_of_word(&args, w);
     if invoked("post-renderer") || args.get(skip).is_some_and(|a| a == "post-renderer") {
-        return crate::addon::post_render::main();
+        return crate::addon::release::post_render::main();
     }
     match parse(&args, &env) {
         Ok(Command::Debug(words)) => {

@@ -5,8 +5,8 @@
 //! in `fuzz/` and the corpus replay test (`tests/fuzz_corpus.rs`) both call [`TARGETS`].
 //! Not part of the supported API.
 
-use crate::addon::configmap::KubeConfig;
-use crate::addon::values;
+use crate::addon::config::configmap::KubeConfig;
+use crate::addon::config::values;
 use crate::hook::config::{self, HookKind};
 use crate::kube::{Cache, Store};
 use crate::webhook::response::AdmissionAnswer;
@@ -276,12 +276,12 @@ pub fn values_schema(data: &[u8]) {
 pub fn release_record(data: &[u8]) {
     let _ = crate::inflate::gunzip(data, 1 << 20);
     let _ = crate::inflate::inflate(data, 1 << 20);
-    let _ = crate::addon::release_record::decode(&text(data));
+    let _ = crate::addon::release::record::decode(&text(data));
 }
 
 /// A chart template read for whether it can reach `global` values.
 pub fn chart_template(data: &[u8]) {
-    let _ = crate::addon::global_use::template_ignores_global(&text(data));
+    let _ = crate::addon::release::global_use::template_ignores_global(&text(data));
 }
 
 /// A rendered manifest as helm hands it to the post-renderer: read by our YAML 1.1
@@ -289,7 +289,7 @@ pub fn chart_template(data: &[u8]) {
 /// again as the drift watcher reads a release's manifest.
 pub fn post_render_yaml(data: &[u8]) {
     let manifest = text(data);
-    if let Ok(out) = crate::addon::post_render::label(&manifest) {
-        let _ = crate::addon::yaml11::documents(&out);
+    if let Ok(out) = crate::addon::release::post_render::label(&manifest) {
+        let _ = crate::addon::release::yaml11::documents(&out);
     }
 }

@@ -1,4 +1,8 @@
-//! The crate's top-level modules form no cycle (issue 26 item 3).
+//! The crate's top-level modules form no cycle (issue 26 item 3), and neither do
+//! addon-operator's concept folders (`src/addon/{modules,config,release,run}`,
+//! issue 42 item 5): each may use the ones below it (config < modules < release <
+//! run) and the wiring (`addon/mod.rs`, `engine.rs`, `state.rs`, whose shared state
+//! every run reads), never one above it.
 //!
 //! Reads every file under `src/` and collects each path that names a sibling
 //! module: `crate::kube::...` anywhere in the code (not only on `use` lines) and the
@@ -15,7 +19,7 @@ type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 #[test]
 fn top_level_modules_form_no_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = graph(&src);
+    let graph = graph(&src, "crate::");
     assert!(graph.len() > 20, "too few modules read: {:?}", graph.keys());
     if let Some(cycle) = find_cycle(&graph) {
         let mut report = String::new();
@@ -24,6 +28,21 @@ fn top_level_modules_form_no_cycle() {
             report += &format!("\n  {} -> {} ({files:?})", pair[0], pair[1]);
         }
         panic!("module cycle:{report}");
+    }
+}
+
+#[test]
+fn addon_concept_folders_form_no_cycle() {
+    let addon = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/addon");
+    let mut graph = graph(&addon, "crate::addon::");
+    const FOLDERS: [&str; 4] = ["modules", "config", "release", "run"];
+    graph.retain(|from, _| FOLDERS.contains(&from.as_str()));
+    for edges in graph.values_mut() {
+        edges.retain(|to, _| FOLDERS.contains(&to.as_str()));
+    }
+    assert!(graph.len() == 4, "folders read: {:?}", graph.keys());
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("addon folder cycle: {cycle:?}");
     }
 }
 
@@ -41,7 +60,9 @@ fn the_check_sees_a_cycle() {
     assert_eq!(cycle.len(), 4, "{cycle:?}");
 }
 
-fn graph(src: &Path) -> Graph {
+/// The modules directly under `src` and which of them each one's files name with
+/// `prefix` (`crate::` for the crate's top level).
+fn graph(src: &Path, prefix: &str) -> Graph {
     let modules: BTreeSet<String> = std::fs::read_dir(src)
         .expect("src")
         .filter_map(|e| e.ok())
@@ -70,7 +91,7 @@ fn graph(src: &Path) -> Graph {
             .split("#[cfg(test)]\nmod tests")
             .next()
             .unwrap_or_default();
-        for used in named_modules(code) {
+        for used in named_modules(code, prefix) {
             if used != top && modules.contains(&used) {
                 let files = graph
                     .entry(top.clone())
@@ -130,17 +151,17 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The first segment after every `crate::`, and the names at the start of each
-/// item of a `use crate::{...}` group.
-fn named_modules(code: &str) -> BTreeSet<String> {
+/// The first segment after every `prefix` (e.g. `crate::`), and the names at the
+/// start of each item of a `use <prefix>{...}` group.
+fn named_modules(code: &str, prefix: &str) -> BTreeSet<String> {
     let ident = |s: &str| -> String {
         s.chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect()
     };
     let mut names = BTreeSet::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let body = group.split('}').next().unwrap_or_default();
             names.extend(body.split(',').map(|item| ident(item.trim())));

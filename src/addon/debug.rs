@@ -8,11 +8,11 @@
 //! (`settings/export.rs`). The debug server is bound before the engine's state exists,
 //! so the routes read it through a slot filled at spawn.
 
-use super::drift::watcher::DriftReport;
-use super::modules::Owner;
-use super::resources::WatchedModules;
 use super::state::Shared;
-use super::values::to_json;
+use crate::addon::config::values::to_json;
+use crate::addon::modules::Owner;
+use crate::addon::release::drift::watcher::DriftReport;
+use crate::addon::release::resources::WatchedModules;
 use crate::debug::ExtraRoutes;
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
@@ -75,7 +75,7 @@ pub(crate) fn routes(slot: Slot, watched: WatchedModules, drift: DriftReport) ->
 
 /// `module settings export resources|configmap` (`?to=`).
 fn settings_export(shared: &Shared, query: &str) -> Result<Value, String> {
-    use super::settings::export::{Direction, export};
+    use crate::addon::config::settings::export::{Direction, export};
     let to = query
         .split('&')
         .find_map(|kv| kv.strip_prefix("to="))

@@ -28,8 +28,8 @@
 //! This file dispatches and runs lifecycle hooks; the steps live in `converge.rs`,
 //! `module_run.rs` (run, helm phase, delete) and `config_changes.rs`.
 
-use super::modules::Owner;
 use super::state::Shared;
+use crate::addon::modules::Owner;
 use crate::hook::context::{BindingContext, BindingType};
 use crate::queue::worker::Handler;
 use crate::queue::{Outcome, Step, Target, Task, TaskKind};

@@ -13,37 +13,28 @@
 //! The ConfigMap is watched through the monitor like any kubernetes binding: it is
 //! the binding of an internal hook (owner [`Owner::ConfigMap`]) whose runs the
 //! engine handles instead of executing anything.
+//!
+//! The folders, by concept: [`modules`] (discovery, chart dirs, `enabled`
+//! scripts), [`config`] (the ConfigMap, settings objects, values and hooks' value
+//! patches), [`release`] (helm, the release record, the post-renderer, checksums,
+//! auto-heal and drift), [`run`] (the lifecycle, converges, module runs); this
+//! file, `engine.rs` and `state.rs` are the wiring, `status.rs` and `debug.rs`
+//! what it shows.
 
-mod chart_dir;
-mod chart_sum;
-mod config_changes;
-pub(crate) mod configmap;
-mod converge;
-mod crds;
+pub(crate) mod config;
 mod debug;
-pub(crate) mod drift;
-mod enabled;
 mod engine;
-pub(crate) mod global_use;
-mod global_use_lex;
-pub mod helm;
-mod helm_error;
-mod helm_go_env;
-mod hook_values;
-mod lifecycle;
-mod module_run;
 pub(crate) mod modules;
-mod parallel;
-pub(crate) mod post_render;
-mod release;
-pub(crate) mod release_record;
-mod resources;
-pub(crate) mod settings;
+pub mod release;
+pub(crate) mod run;
 mod state;
 mod status;
-pub(crate) mod values;
-pub(crate) mod yaml11;
 
+use crate::addon::config::configmap::KubeConfig;
+use crate::addon::config::values::{Schemas, Scope};
+use crate::addon::modules::{Layout, Owner};
+use crate::addon::release::helm::Helm;
+use crate::addon::run::lifecycle::{Input, Lifecycle};
 use crate::flags::Config;
 use crate::flags::addon::AddonFlags;
 use crate::hook::Hook;
@@ -58,17 +49,12 @@ use crate::queue::worker::Handler;
 use crate::queue::{ConvergePhase, Step, Task};
 use crate::runner::{HookValues, Runner};
 use crate::schedule::Control;
-use configmap::KubeConfig;
 use crossbeam_channel::Sender;
-use helm::Helm;
-use lifecycle::{Input, Lifecycle};
-use modules::{Layout, Owner};
 pub(crate) use state::AddonMetrics;
 use state::{ModuleState, Shared, State};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use values::{Schemas, Scope};
 
 /// Name of the operator's own ConfigMap watch in the hook list (and in `hook list`).
 const CONFIGMAP_HOOK: &str = "addon-operator/configmap";
@@ -94,16 +80,16 @@ pub(crate) struct Bound {
     /// The operator's own reads and writes of its releases during converges.
     bookkeeping_client: Client,
     /// What the resource monitor watches (the debug CLI shows it).
-    watched: resources::WatchedModules,
+    watched: crate::addon::release::resources::WatchedModules,
     /// The drift watcher's view, for the debug socket.
-    drift_report: drift::watcher::DriftReport,
+    drift_report: crate::addon::release::drift::watcher::DriftReport,
     /// Every module's `crds/` files and the labels written on them.
-    crds: crds::ModuleCrds,
+    crds: crate::addon::release::crds::ModuleCrds,
     /// The hook that watches ModuleSettings objects (the ConfigMap's), when that
     /// feature is on.
     settings_hook: Option<usize>,
     /// Its webhook's check of the objects against the config schemas.
-    validator: Option<Arc<settings::admission::Validator>>,
+    validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -135,22 +121,22 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
                 .into(),
         );
     }
-    let mut layout = modules::discover(&flags)?;
-    chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
+    let mut layout = crate::addon::modules::discover(&flags)?;
+    crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
             "module found",
             &[("module", &m.name), ("path", &m.path.display().to_string())],
         );
     }
-    let crds =
-        crd_settings(&flags).and_then(|s| crds::ModuleCrds::discover(&layout.modules, &s))?;
+    let crds = crd_settings(&flags)
+        .and_then(|s| crate::addon::release::crds::ModuleCrds::discover(&layout.modules, &s))?;
     let helm = helm_client(config, &flags, &namespace)?;
     // `helm version` (the major version decides the post-renderer's arguments) runs
     // while the hooks' `--config` do: both are on the way to the first converge.
     let (loaded, helm_major) = std::thread::scope(|scope| {
         let probe = crate::threads::spawn_scoped(scope, "helm-version", || helm.major_version());
-        let loaded = modules::load_hooks(
+        let loaded = crate::addon::modules::load_hooks(
             &layout,
             config.hook_run_timeout,
             config.jq_library_path.as_deref(),
@@ -167,7 +153,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     owners.insert(cm_hook, Owner::ConfigMap);
     let settings_hook = flags.settings_resources.then_some(cm_hook);
     if flags.settings_resources {
-        settings::extend_hook(&mut hooks[cm_hook]);
+        crate::addon::config::settings::extend_hook(&mut hooks[cm_hook]);
     }
     for h in &hooks {
         log::info("hook loaded", &[("hook", &h.name)]);
@@ -193,7 +179,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let bookkeeping_client = bookkeeping_client(config, metrics)?;
-    let cm = configmap::read(&client, &namespace, &flags.config_map)?;
+    let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)?;
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let kube_config = match settings_hook {
@@ -215,7 +201,11 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     }
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
-    config_changes::report_unknown_keys(&metrics, &configmap_name, &kube_config.unknown);
+    crate::addon::run::config_changes::report_unknown_keys(
+        &metrics,
+        &configmap_name,
+        &kube_config.unknown,
+    );
     metrics.count_bindings(&hooks, &owners, &layout);
     let mut layout = layout;
     let objects = match settings_hook {
@@ -253,8 +243,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
 pub(crate) struct Started {
     pub(crate) values: Arc<dyn HookValues>,
     shared: Arc<Shared>,
-    monitor: Option<resources::ResourceMonitor>,
-    drift: Option<drift::watcher::DriftWatcher>,
+    monitor: Option<crate::addon::release::resources::ResourceMonitor>,
+    drift: Option<crate::addon::release::drift::watcher::DriftWatcher>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
 }
 
@@ -299,12 +289,15 @@ fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<H
         .map(Into::into);
     helm.kube_context = Some(config.kube.context.clone()).filter(|s| !s.is_empty());
     helm.work_dir = Some(config.tmp_dir.clone());
-    helm.go_env = helm_go_env::helm_go_env(flags.module_run_parallelism);
+    helm.go_env = crate::addon::release::helm_go_env::helm_go_env(flags.module_run_parallelism);
     // Every released object gets `heritage: addon-operator` from our own binary as
     // helm's post-renderer (a plugin for helm 4, written into the tmp dir).
     match crate::builtin_jq::own_path() {
         Some(binary) => {
-            let plugins = post_render::write_plugin(&config.tmp_dir.join("helm-plugins"), &binary)?;
+            let plugins = crate::addon::release::post_render::write_plugin(
+                &config.tmp_dir.join("helm-plugins"),
+                &binary,
+            )?;
             helm.post_renderer = Some((binary, plugins));
         }
         None => log::warn(
@@ -405,23 +398,24 @@ impl Bound {
             webhooks,
             settings: self
                 .settings_hook
-                .map(|i| settings::Runtime::new(client_copy, i)),
+                .map(|i| crate::addon::config::settings::Runtime::new(client_copy, i)),
             drift,
         });
         let _ = debug.set(Arc::clone(&shared));
-        let values = Arc::new(hook_values::ValuesHook {
+        let values = Arc::new(crate::addon::run::hook_values::ValuesHook {
             shared: Arc::clone(&shared),
         });
-        let drift = drift::watcher::DriftWatcher::new(
+        let drift = crate::addon::release::drift::watcher::DriftWatcher::new(
             Arc::clone(&shared),
             self.monitor_client.clone(),
             // A Choice flag: parsed already.
-            drift::Mode::parse(&self.flags.drift_mode).unwrap_or(drift::Mode::Warn),
+            crate::addon::release::drift::Mode::parse(&self.flags.drift_mode)
+                .unwrap_or(crate::addon::release::drift::Mode::Warn),
             self.flags.resources_check_period,
             drift_rx,
             self.drift_report,
         );
-        let monitor = resources::ResourceMonitor {
+        let monitor = crate::addon::release::resources::ResourceMonitor {
             shared: Arc::clone(&shared),
             client: self.monitor_client,
             period: self.flags.resources_check_period,
@@ -510,6 +504,15 @@ fn initial_state(
     })
 }
 
+/// Installs (or updates) the ModuleSettings CRD and waits until the API server
+/// serves it: the watch and the first read come right after.
+fn install_settings_crd(client: &Client) -> Result<(), config::settings::SettingsError> {
+    use config::settings::{CRD_NAME, ESTABLISH_TIMEOUT, SettingsError, crd};
+    release::crds::apply(client, &crd()).map_err(SettingsError::Crd)?;
+    release::crds::wait_established(client, &[CRD_NAME.to_string()], ESTABLISH_TIMEOUT)
+        .map_err(SettingsError::Crd)
+}
+
 /// With `--module-settings-resources`: the CRD installed (the watch starts right
 /// after bind) and the objects laid over the ConfigMap (`settings/spec.rs`).
 fn settings_overlay(
@@ -517,29 +520,39 @@ fn settings_overlay(
     layout: &Layout,
     config: KubeConfig,
 ) -> Result<KubeConfig, String> {
-    settings::install_crd(client)?;
-    log::info("CRD installed", &[("crd", settings::CRD_NAME)]);
-    let objects = settings::list(client)?;
-    let overlay = settings::spec::overlay(config, &objects, &layout.settings_names());
-    config_changes::report_overlay(&overlay);
+    install_settings_crd(client)?;
+    log::info(
+        "CRD installed",
+        &[("crd", crate::addon::config::settings::CRD_NAME)],
+    );
+    let objects = crate::addon::config::settings::list(client)?;
+    let overlay =
+        crate::addon::config::settings::spec::overlay(config, &objects, &layout.settings_names());
+    crate::addon::run::config_changes::report_overlay(&overlay);
     Ok(overlay.config)
 }
 
 /// The webhook's copy of every config schema, by object name.
-fn validator(layout: &Layout, state: &State) -> settings::admission::Validator {
+fn validator(
+    layout: &Layout,
+    state: &State,
+) -> crate::addon::config::settings::admission::Validator {
     let mut scopes = std::collections::BTreeMap::new();
-    scopes.insert(settings::spec::GLOBAL.to_string(), state.global.clone());
+    scopes.insert(
+        crate::addon::config::settings::spec::GLOBAL.to_string(),
+        state.global.clone(),
+    );
     for (m, module) in layout.modules.iter().enumerate() {
         scopes.insert(module.name.clone(), state.modules[m].scope.clone());
     }
-    settings::admission::Validator { scopes }
+    crate::addon::config::settings::admission::Validator { scopes }
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.
-fn crd_settings(flags: &AddonFlags) -> Result<crds::CrdSettings, String> {
-    Ok(crds::CrdSettings {
-        extra_labels: crds::parse_extra_labels(&flags.crd_extra_labels)?,
-        filters: crds::parse_filters(&flags.crd_filters),
+fn crd_settings(flags: &AddonFlags) -> Result<crate::addon::release::crds::CrdSettings, String> {
+    Ok(crate::addon::release::crds::CrdSettings {
+        extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)?,
+        filters: crate::addon::release::crds::parse_filters(&flags.crd_filters),
     })
 }
 

@@ -12,11 +12,11 @@
 //! `HookValues::run_metrics`), binding counts, module run, helm and converge
 //! timings, and the error counters.
 
-use super::configmap::KubeConfig;
-use super::helm::Helm;
-use super::lifecycle::{Input, Lifecycle};
-use super::modules::{Layout, Owner};
-use super::values::{Scope, checksum};
+use crate::addon::config::configmap::KubeConfig;
+use crate::addon::config::values::{Scope, checksum};
+use crate::addon::modules::{Layout, Owner};
+use crate::addon::release::helm::Helm;
+use crate::addon::run::lifecycle::{Input, Lifecycle};
 use crate::hook::Hook;
 use crate::hook::config::HookConfig;
 use crate::kube::Client;
@@ -70,11 +70,11 @@ pub(crate) struct Shared {
     /// are registered while it is enabled, its CRDs' conversion set before helm.
     pub(crate) webhooks: crate::webhook::ModuleWebhooks,
     /// Every module's `crds/` files, installed at its startup run (`crds.rs`).
-    pub(crate) crds: super::crds::ModuleCrds,
+    pub(crate) crds: crate::addon::release::crds::ModuleCrds,
     /// ModuleSettings objects (`--module-settings-resources`); `None` when off.
-    pub(crate) settings: Option<super::settings::Runtime>,
+    pub(crate) settings: Option<crate::addon::config::settings::Runtime>,
     /// Module runs' notices to the drift watcher.
-    pub(crate) drift: Sender<super::drift::watcher::Notice>,
+    pub(crate) drift: Sender<crate::addon::release::drift::watcher::Notice>,
 }
 
 /// The mutable part.
@@ -92,13 +92,16 @@ pub(crate) struct State {
     /// Releases read in one list when a converge computed the enabled modules: each
     /// module run of that converge takes its entry (`None`: no release) instead of
     /// asking the API server again; a retry asks again.
-    pub(crate) releases: std::collections::HashMap<String, Option<super::helm::Release>>,
+    pub(crate) releases:
+        std::collections::HashMap<String, Option<crate::addon::release::helm::Release>>,
     /// The drift check's lists during a converge: the names per apiVersion, kind and
     /// namespace, listed once when the first module run asks and shared by the
     /// converge's later runs; emptied by every helm upgrade or uninstall (objects
     /// change) and when the converge starts and ends.
-    pub(crate) listed:
-        std::collections::HashMap<super::helm::ListKey, std::collections::BTreeSet<String>>,
+    pub(crate) listed: std::collections::HashMap<
+        crate::addon::release::helm::ListKey,
+        std::collections::BTreeSet<String>,
+    >,
 }
 
 /// One module's values.
@@ -145,8 +148,16 @@ impl Shared {
         let _ = self.inputs.send(input);
     }
 
+    /// Tells the lifecycle that module `m`'s release needs a run for `event` (an
+    /// absent object, a release not deployed, drift): the release's monitors reach
+    /// the lifecycle through this, not through its inputs.
+    pub(crate) fn release_needs_run(&self, m: usize, event: &str) {
+        let event = event.to_string();
+        self.send(Input::ReleaseDrift { module: m, event });
+    }
+
     /// Tells the drift watcher a module's release may have changed.
-    pub(crate) fn drift_notice(&self, notice: super::drift::watcher::Notice) {
+    pub(crate) fn drift_notice(&self, notice: crate::addon::release::drift::watcher::Notice) {
         let _ = self.drift.send(notice);
     }
 }

@@ -7,7 +7,7 @@
 use crate::common::TempDir;
 use crate::harness::{helm_bin, repo_root};
 use kube_sim::Sim;
-use shell_operator::addon::helm::{
+use shell_operator::addon::release::helm::{
     Helm, ObjectRef, Release, UpgradeFacts, manifest_objects, object_exists_in, upgrade_reason,
 };
 use shell_operator::kube::{Client, KubeSettings};

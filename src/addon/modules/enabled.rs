@@ -1,0 +1,145 @@
+//! Which modules are enabled (seed 004, "Modules discovery"). Each module's
+//! `<key>Enabled` comes from `MODULES_DIR/values.yaml`, then the module's own
+//! `values.yaml`, then the ConfigMap, then global hooks' dynamic flags (the last
+//! one set wins, flant v1.0's order); disabled by default. A module enabled so far
+//! runs its `enabled` script, which can only say no. The script reads the values
+//! files, with `global.enabledModules` listing the modules enabled before it, and
+//! writes `true` or `false` into `$MODULE_ENABLED_RESULT`, and may say why it said
+//! no in `$MODULE_ENABLED_REASON` (logged). Its stderr is logged at debug level.
+//!
+//! Any failure (the script exits non-zero or writes anything else) fails the whole
+//! computation with the module's name and what it wrote; the caller keeps the
+//! previous state and retries.
+
+use crate::addon::modules::Module;
+use crate::addon::state::{Shared, State};
+use crate::executor::ChildFile;
+use crate::log;
+use crate::process::{self, ExitStatus};
+use std::path::Path;
+use std::process::Command;
+
+/// The enabled modules, in module order.
+pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
+    let mut enabled: Vec<usize> = Vec::new();
+    for (mi, module) in shared.layout.modules.iter().enumerate() {
+        let key = &module.key;
+        let flag = [
+            module.static_enabled,
+            st.config.enabled.get(key).copied(),
+            st.dynamic.get(key).copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .last()
+        .unwrap_or(false);
+        if !flag {
+            continue;
+        }
+        if let Some(script) = &module.enabled_script {
+            let before: Vec<String> = enabled
+                .iter()
+                .map(|&m| shared.layout.modules[m].name.clone())
+                .collect();
+            if !run_script(shared, st, mi, module, script, before)? {
+                continue;
+            }
+        }
+        enabled.push(mi);
+    }
+    Ok(enabled)
+}
+
+/// Most an `enabled` script may print (it is only logged).
+const MAX_SCRIPT_STDOUT: usize = 1 << 20;
+
+/// Most `$MODULE_ENABLED_RESULT` and `$MODULE_ENABLED_REASON` may hold.
+const MAX_ANSWER: u64 = 4096;
+
+/// Runs a module's `enabled` script; `Ok(false)` when it says the module is off.
+/// Its files are made as a hook's are ([`ChildFile`]: 0600, `O_EXCL`, in the tmp
+/// dir). Besides flant v1.0's three, it gets `$MODULE_ENABLED_REASON` (an empty file,
+/// as flant's newer releases give), where it may say why it disables the module.
+fn run_script(
+    shared: &Shared,
+    st: &State,
+    mi: usize,
+    module: &Module,
+    script: &Path,
+    enabled_before: Vec<String>,
+) -> Result<bool, String> {
+    let fail = |e: String| format!("module '{}': enabled script: {e}", module.name);
+    let (config, values) = st.module_files(mi, enabled_before).map_err(fail)?;
+    let file = |kind: &str, content: &[u8]| {
+        let stem = format!("{}.module-{kind}", module.name);
+        ChildFile::create(&shared.tmp_dir, &stem, content).map_err(|e| fail(e.to_string()))
+    };
+    let config = file(
+        "config-values.json",
+        &serde_json::to_vec(&config).unwrap_or_default(),
+    )?;
+    let values = file(
+        "values.json",
+        &serde_json::to_vec(&values).unwrap_or_default(),
+    )?;
+    let result = file("enabled-result", b"")?;
+    let reason = file("enabled-reason", b"")?;
+    let mut cmd = Command::new(script);
+    crate::builtin_jq::apply(&mut cmd);
+    cmd.current_dir(&module.path)
+        .env("CONFIG_VALUES_PATH", config.path())
+        .env("VALUES_PATH", values.path())
+        .env("MODULE_ENABLED_RESULT", result.path())
+        .env("MODULE_ENABLED_REASON", reason.path());
+    let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT)
+        .map_err(|e| fail(format!("cannot run {}: {e}", script.display())))?;
+    // As flant: the script's CPU and memory as a module hook `enabled`.
+    let labels = crate::metrics::HookRunLabels {
+        module: &module.name,
+        hook: "enabled",
+        binding: "enabled",
+        queue: "main",
+        activation: st.lifecycle.converge_event(),
+    };
+    (shared.metrics.module_hooks).observe_usage(&labels, &run.usage);
+    for line in String::from_utf8_lossy(&run.stdout).lines() {
+        log::info(line, &[("module", &module.name), ("output", "enabled")]);
+    }
+    if run.status != ExitStatus::Code(0) {
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        return Err(fail(format!("{}: {}", run.status, stderr.trim())));
+    }
+    log_stderr(&module.name, "enabled", &run.stderr);
+    let answer = |f: &ChildFile, var: &str| {
+        let bytes = f.read(var, MAX_ANSWER).map_err(|e| fail(e.to_string()))?;
+        String::from_utf8(bytes).map_err(|_| fail(format!("${var}: not UTF-8 text")))
+    };
+    match answer(&result, "MODULE_ENABLED_RESULT")?.trim() {
+        "true" => Ok(true),
+        "false" => {
+            let why = answer(&reason, "MODULE_ENABLED_REASON")?;
+            log::info(
+                "module disabled by its enabled script",
+                &[("module", &module.name), ("reason", why.trim())],
+            );
+            Ok(false)
+        }
+        other => Err(fail(format!(
+            "wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"
+        ))),
+    }
+}
+
+/// Logs, at debug level with the module's name, what a child process that
+/// succeeded (an `enabled` script, helm) wrote to stderr; `output` says which.
+pub(in crate::addon) fn log_stderr(module: &str, output: &str, stderr: &[u8]) {
+    for line in String::from_utf8_lossy(stderr).lines() {
+        let line = line.trim_end();
+        if !line.is_empty() {
+            log::debug(
+                line,
+                &[("module", module), ("output", output), ("stream", "stderr")],
+            );
+        }
+    }
+}
