@@ -2,8 +2,9 @@
 //! each installed with helm 3 and helm 4 (`.tools/bin/helm3`, `.tools/bin/helm`) into
 //! a namespace each, with values for the local images: each release passes the
 //! checks the kustomize manifests pass ([`check_operator_pod`],
-//! [`check_addon_pod`]). addon-operator's chart also runs with its non-default
-//! values: cluster-wide RBAC (helm 3), and HA with two replicas (helm 4).
+//! [`check_addon_pod`]). Values beyond the images: shell-operator's chart with a
+//! namespaced Role and a hook watching its namespace (helm 4); addon-operator's with
+//! cluster-wide RBAC (helm 3), and HA with two replicas on its default Role (helm 4).
 
 use crate::addon::{check_addon_pod, wait_ready};
 use crate::shell_operator::check_operator_pod;
@@ -37,37 +38,46 @@ pub(crate) fn chart_with_helm3_and_helm4(node: &Node) -> Result<(), String> {
     let chart = control_plane::repo_root().join("deploy/helm/shell-operator");
     let chart = chart.display().to_string();
     let (repo, tag) = OPERATOR_IMAGE.rsplit_once(':').ok_or("operator tag")?;
-    for (bin, ns) in [("helm3", "chart-helm3"), ("helm", "chart-helm4")] {
+    let image_repo = format!("image.repository={repo}");
+    let image_tag = format!("image.tag={tag}");
+    let busybox = format!("busybox.image={BUSYBOX_IMAGE}");
+    let pods_hook = node.dir().join("pods.sh");
+    std::fs::write(&pods_hook, PODS_HOOK).map_err(|e| e.to_string())?;
+    let pods_hook = format!("hooks.files.pods\\.sh={}", pods_hook.display());
+    let namespaced: &[&str] = &["--set", "rbac.clusterWide=false", "--set-file", &pods_hook];
+    for (bin, ns, extra) in [
+        ("helm3", "chart-helm3", &[][..]),
+        ("helm", "chart-helm4", namespaced),
+    ] {
         let version = helm(node, bin, &["version", "--short"])?;
         let t = Instant::now();
-        helm(
-            node,
-            bin,
-            &[
-                "install",
-                "so",
-                &chart,
-                "--namespace",
-                ns,
-                "--create-namespace",
-                "--set",
-                &format!("image.repository={repo}"),
-                "--set",
-                &format!("image.tag={tag}"),
-                "--set",
-                "image.pullPolicy=Never",
-                "--set",
-                &format!("busybox.image={BUSYBOX_IMAGE}"),
-                "--set",
-                "busybox.pullPolicy=Never",
-                "--wait",
-                "--timeout=120s",
-            ],
-        )?;
+        let mut args = vec![
+            "install",
+            "so",
+            &chart,
+            "--namespace",
+            ns,
+            "--create-namespace",
+            "--set",
+            &image_repo,
+            "--set",
+            &image_tag,
+            "--set",
+            "image.pullPolicy=Never",
+            "--set",
+            &busybox,
+            "--set",
+            "busybox.pullPolicy=Never",
+            "--wait",
+            "--timeout=120s",
+        ];
+        args.extend_from_slice(extra);
+        helm(node, bin, &args)?;
         println!(
-            "  {} ({}): installed and Ready in {:.1} s",
+            "  {} ({}) {}: installed and Ready in {:.1} s",
             bin,
             version.trim(),
+            extra.join(" "),
             t.elapsed().as_secs_f64()
         );
         let pod = wait_for("the chart's pod", 30, || {
@@ -75,7 +85,48 @@ pub(crate) fn chart_with_helm3_and_helm4(node: &Node) -> Result<(), String> {
             Ok(list["items"].as_array().and_then(|i| i.first().cloned()))
         })?;
         check_operator_pod(node, ns, &pod).map_err(|e| format!("installed with {bin}: {e}"))?;
+        if !extra.is_empty() {
+            namespaced_rbac_works(node, ns, &pod)?;
+        }
     }
+    Ok(())
+}
+
+/// A hook for the namespaced-RBAC install: it lists its namespace's pods (with only
+/// the chart's Role) and logs their names on Synchronization.
+const PODS_HOOK: &str = r#"#!/bin/sh
+if [ "$1" = "--config" ]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod","namespace":{"nameSelector":{"matchNames":["chart-helm4"]}},"executeHookOnEvent":[]}]}'
+  exit 0
+fi
+echo "pods seen: $(jq -r '[.[0].objects[]?.object.metadata.name] | join(",")' "$BINDING_CONTEXT_PATH")"
+"#;
+
+/// With `rbac.clusterWide=false` the chart made a Role and no ClusterRole, and the
+/// hook watching the release's namespace got its Synchronization through it (its
+/// own pod among the objects).
+fn namespaced_rbac_works(node: &Node, ns: &str, pod: &Value) -> Result<(), String> {
+    let role = node.kubectl(&["-n", ns, "get", "role", "so", "-o", "name"])?;
+    let cluster_role = node.kubectl(&[
+        "get",
+        "clusterrole",
+        &format!("{ns}-so"),
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ])?;
+    if role.trim().is_empty() || !cluster_role.trim().is_empty() {
+        return Err(format!("role {role:?}, cluster role {cluster_role:?}"));
+    }
+    let name = pod["metadata"]["name"].as_str().unwrap_or("");
+    wait_for("pods.sh's Synchronization through the Role", 30, || {
+        let log = node.kubectl(&["-n", ns, "logs", name])?;
+        let seen = log
+            .lines()
+            .any(|l| l.contains("pods seen: ") && l.contains(name));
+        Ok(seen.then_some(()))
+    })?;
+    println!("  rbac.clusterWide=false: pods.sh listed its namespace's pods through the Role");
     Ok(())
 }
 
