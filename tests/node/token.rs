@@ -221,18 +221,40 @@ fn wait_seen(node: &Node, probe: &str, secs: u64) -> Result<(), String> {
 }
 
 pub(crate) fn token_replaced_and_revoked(node: &Node) -> Result<(), String> {
+    let token1 = start_with_token1(node)?;
+    let token2 = replace_with_token2(node)?;
+    revoke(node, &token1, &token2)?;
+    // A new probe: the hook's write goes out with token 2.
+    node.apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: probe-1, namespace: {NS}, \
+         labels: {{rotation-probe: \"yes\"}}}}\n"
+    ))?;
+    wait_seen(node, "probe-1", 60).map_err(|e| format!("{e}\n{}", operator_log(node)))?;
+    no_restart_and_no_401(node)?;
+    let _ = node.kubectl(&["delete", "namespace", NS, "--wait=false"]);
+    Ok(())
+}
+
+fn operator_log(node: &Node) -> String {
+    node.kubectl(&["-n", NS, "logs", "operator"])
+        .unwrap_or_else(|e| e)
+}
+
+/// The operator running on token 1: its hook wrote `seen-probe-0` on
+/// Synchronization, and token 1 works from outside too.
+fn start_with_token1(node: &Node) -> Result<String, String> {
     node.apply(&base_manifests())?;
     let token1 = bound_token(node, "anchor-1")?;
     put_token(node, &token1)?;
     node.apply(&pod_manifest())?;
-    let logs = || {
-        node.kubectl(&["-n", NS, "logs", "operator"])
-            .unwrap_or_else(|e| e)
-    };
-    // Synchronization: the hook wrote seen-probe-0 with token 1.
-    wait_seen(node, "probe-0", 120).map_err(|e| format!("{e}\n{}", logs()))?;
+    wait_seen(node, "probe-0", 120).map_err(|e| format!("{e}\n{}", operator_log(node)))?;
     request_with(node, &token1).map_err(|e| format!("token 1 does not work before: {e}"))?;
-    // Token 2 into the Secret; the kubelet rewrites the volume at its next sync.
+    Ok(token1)
+}
+
+/// Token 2 into the Secret, then waits until the pod's token file holds it (the
+/// kubelet rewrites the volume at its next sync of the pod).
+fn replace_with_token2(node: &Node) -> Result<String, String> {
     let token2 = bound_token(node, "anchor-2")?;
     put_token(node, &token2)?;
     let t = Instant::now();
@@ -245,39 +267,44 @@ pub(crate) fn token_replaced_and_revoked(node: &Node) -> Result<(), String> {
         "  the kubelet rewrote the Secret volume {:.1} s after the Secret's update",
         t.elapsed().as_secs_f64()
     );
-    // Revoke token 1: its bound object goes.
+    Ok(token2)
+}
+
+/// Deletes token 1's bound object and waits until the API server refuses it (401);
+/// token 2 still works.
+fn revoke(node: &Node, token1: &str, token2: &str) -> Result<(), String> {
     node.kubectl(&["-n", NS, "delete", "secret", "anchor-1"])?;
     let refused = wait_for("token 1 refused with 401", 30, || {
-        match request_with(node, &token1) {
+        match request_with(node, token1) {
             Ok(()) => Ok(None),
             Err(e) if e.contains("Unauthorized") => Ok(Some(e)),
             Err(e) => Err(e),
         }
     })?;
     println!("  token 1 after its anchor's deletion: {refused}");
-    request_with(node, &token2).map_err(|e| format!("token 2 does not work: {e}"))?;
-    // A new probe: the hook's write goes out with token 2.
-    node.apply(&format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: probe-1, namespace: {NS}, \
-         labels: {{rotation-probe: \"yes\"}}}}\n"
-    ))?;
-    wait_seen(node, "probe-1", 60).map_err(|e| format!("{e}\n{}", logs()))?;
+    request_with(node, token2).map_err(|e| format!("token 2 does not work: {e}"))
+}
+
+/// restartCount 0, the in-cluster configuration and probe-1 in the log, no
+/// `Unauthorized` there, and no request answered 401 among the pod's
+/// `kubernetes_client_request_result_total` series: every attempt is counted,
+/// retries included, so a client that re-read its token only after a 401 (which
+/// it retries silently) fails here.
+fn no_restart_and_no_401(node: &Node) -> Result<(), String> {
     let pod = json(node, &["-n", NS, "get", "pod", "operator"])?;
     let status = &pod["status"]["containerStatuses"][0];
     if status["restartCount"] != 0 {
         return Err(format!("the operator restarted: {status}"));
     }
-    let log = logs();
+    let log = operator_log(node);
     if !log.contains("in-cluster") || !log.contains("probe seen: probe-1") {
         return Err(format!(
             "no in-cluster configuration or no probe-1 in the log:\n{log}"
         ));
     }
-    if log.contains("401") || log.contains("Unauthorized") {
+    if log.contains("Unauthorized") {
         return Err(format!("the operator met a 401:\n{log}"));
     }
-    // Every request is counted by code, retries included: the client re-read the
-    // file when it changed, not after a 401 (which it retries silently).
     let ip = pod["status"]["podIP"].as_str().unwrap_or("");
     let (_, metrics) = http_get(ip, 9115, "/metrics")?;
     let requests: Vec<&str> = metrics
@@ -287,6 +314,5 @@ pub(crate) fn token_replaced_and_revoked(node: &Node) -> Result<(), String> {
     if requests.is_empty() || requests.iter().any(|l| l.contains("code=\"401\"")) {
         return Err(format!("requests by code: {requests:#?}"));
     }
-    let _ = node.kubectl(&["delete", "namespace", NS, "--wait=false"]);
     Ok(())
 }
