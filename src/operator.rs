@@ -186,7 +186,7 @@ impl Bound {
         let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let extra = flavor.debug_routes();
         let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views, extra)?;
-        let patcher = patcher_client(&config);
+        let patcher = patcher_client(&config, &metrics);
         let webhooks = webhook::bind(webhook::Setup {
             config: &config,
             hooks: &hooks,

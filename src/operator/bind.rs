@@ -176,9 +176,10 @@ pub(super) fn bind_debug_server(
     Ok(server)
 }
 
-/// The object patcher's own client (its QPS, burst and timeout). Not having a
-/// cluster is not an error until a hook writes a patch.
-pub(super) fn patcher_client(config: &Config) -> Result<Client, String> {
+/// The object patcher's own client (its QPS, burst and timeout), its requests
+/// counted on `/metrics` with `component="object_patcher"` as flant's are. Not
+/// having a cluster is not an error until a hook writes a patch.
+pub(super) fn patcher_client(config: &Config, metrics: &Metrics) -> Result<Client, String> {
     let settings = KubeSettings {
         server: config.kube.server.clone(),
         kubeconfig: config.kube.config.clone(),
@@ -188,7 +189,11 @@ pub(super) fn patcher_client(config: &Config) -> Result<Client, String> {
         timeout: config.kube.patcher_timeout,
         component: "object_patcher".into(),
     };
-    Client::from_config(&settings)
+    let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "object_patcher");
+    client_metrics
+        .register(metrics.registry())
+        .map_err(|e| format!("object patcher client metrics: {e}"))?;
+    Client::from_config_with_metrics(&settings, client_metrics)
         .map_err(|e| format!("no Kubernetes client for the object patcher: {e}"))
 }
 

@@ -12,6 +12,7 @@ mod ha;
 mod memory;
 mod shell_operator;
 mod support;
+mod token;
 mod webhooks;
 
 use node_support::Node;
@@ -45,11 +46,23 @@ const CHECKS: &[(&str, Check)] = &[
         "helm_chart_with_helm3_and_helm4",
         chart::chart_with_helm3_and_helm4,
     ),
+    (
+        "addon_chart_with_helm3_and_helm4",
+        chart::addon_chart_with_helm3_and_helm4,
+    ),
+    (
+        "token_replaced_and_revoked_without_restart",
+        token::token_replaced_and_revoked,
+    ),
 ];
 
 fn main() -> ExitCode {
-    // `cargo test node -- FILTER`: run the checks whose name contains FILTER.
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    // `cargo test --test node -- FILTER...`: run the checks whose name contains one
+    // of the FILTERs (all of them without one).
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let started = Instant::now();
     let dir = std::env::temp_dir().join(format!("so-node-test-{}", std::process::id()));
     let node = match Node::start(&dir) {
@@ -65,7 +78,7 @@ fn main() -> ExitCode {
     let mut failed = Vec::new();
     let mut ran = 0;
     for (name, check) in CHECKS {
-        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
             continue;
         }
         ran += 1;

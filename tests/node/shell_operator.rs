@@ -199,6 +199,9 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
         Ok(None)
     })
     .map_err(|e| format!("{e}\n{}", describe(node)))?;
+    // The Synchronization slow.sh got came through the token as the kubelet mounts
+    // it: a projected serviceAccountToken volume at the ServiceAccount path.
+    projected_token_mounted(&json(node, &["-n", NS, "get", "pod", &name])?)?;
     // Follow the log and the pod's status while it is deleted.
     let logs_file = node.dir().join("deleted-pod.log");
     let watch_file = node.dir().join("deleted-pod.watch");
@@ -261,6 +264,39 @@ pub(crate) fn pod_deletion(node: &Node) -> Result<(), String> {
         false => Err(format!(
             "{}\nlog of the deleted pod:\n{logs}",
             problems.join("; ")
+        )),
+    }
+}
+
+/// The pod's ServiceAccount directory is the kubelet's projected token volume
+/// (`kube-api-access-*`: serviceAccountToken, kube-root-ca.crt, the namespace).
+fn projected_token_mounted(pod: &Value) -> Result<(), String> {
+    let sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let mounts = pod["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let volume = mounts
+        .iter()
+        .find(|m| m["mountPath"] == sa_dir)
+        .and_then(|m| m["name"].as_str())
+        .ok_or_else(|| format!("nothing mounted at {sa_dir}: {mounts:?}"))?;
+    let volumes = pod["spec"]["volumes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let projected = volumes
+        .iter()
+        .find(|v| v["name"] == volume)
+        .and_then(|v| v["projected"]["sources"].as_array().cloned())
+        .unwrap_or_default();
+    match projected
+        .iter()
+        .any(|s| s["serviceAccountToken"].is_object())
+    {
+        true => Ok(()),
+        false => Err(format!(
+            "{sa_dir} is not a projected serviceAccountToken volume: {volumes:?}"
         )),
     }
 }

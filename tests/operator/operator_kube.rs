@@ -713,3 +713,37 @@ fn objects_created_during_startup_reach_each_shared_binding_once() {
         "{ctx:#?}"
     );
 }
+
+/// The object patcher's requests are counted on `/metrics` with
+/// `component="object_patcher"`, as flant's are (issue 37: the node tier's token
+/// check could not see a 401 the patcher retried, its series were never
+/// registered).
+#[test]
+fn object_patcher_requests_are_on_metrics() {
+    let sim = Sim::start();
+    let body = r#"echo '{"operation":"Create","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"written","namespace":"default"}}}' > "$KUBERNETES_PATCH_PATH""#;
+    let op = start(
+        &sim,
+        &[("w.sh", hook("w", "configVersion: v1\nonStartup: 1", body))],
+    );
+    op.wait_runs(WAIT, |r| !r.is_empty());
+    let deadline = std::time::Instant::now() + WAIT;
+    let series = loop {
+        let (_, metrics) = op.http_get("/metrics");
+        let series: Vec<String> = metrics
+            .lines()
+            .filter(|l| l.contains("kubernetes_client_request_result_total{"))
+            .filter(|l| l.contains("component=\"object_patcher\""))
+            .map(String::from)
+            .collect();
+        if !series.is_empty() || std::time::Instant::now() > deadline {
+            break series;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(sim.get("v1", "ConfigMap", "default", "written").is_some());
+    assert!(
+        series.iter().any(|l| l.contains("code=\"201\"")),
+        "{series:#?}"
+    );
+}
