@@ -284,3 +284,34 @@ fn drift_reported_then_corrected_with_helm3() {
 fn drift_reported_then_corrected_with_helm4() {
     drift_reported_then_corrected(4);
 }
+
+/// Drift made while the operator was away, found while its first converge is
+/// still on (a slow afterAll hook): corrected once the converge is done, not at
+/// the next check period (10 minutes here).
+#[test]
+fn drift_found_during_a_converge_is_judged_when_it_ends() {
+    let _api = api_shared();
+    let ns = cp().namespace("drift-slow");
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let mut files = drifty(&ns);
+    let slow = "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"afterAll\":1}'; exit 0; fi\nsleep 4\n";
+    files.push(("global-hooks/slow.sh", slow.to_string()));
+    let env = [
+        ("ADDON_OPERATOR_DRIFT_MODE", "correct"),
+        ("ADDON_OPERATOR_RESOURCES_CHECK_PERIOD", "10m"),
+    ];
+    let op = AddonOperator::start_with_env(&ns, 3, &files, &env);
+    op.wait_ready();
+    op.wait("revision 1", || (revision(3, &ns) == 1).then_some(()));
+    drop(op);
+    let edit = r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:evil"}]}}}}"#;
+    patch_as(&ns, "deployment", "kubectl-edit", &[], edit);
+    let op = AddonOperator::start_with_env(&ns, 3, &files, &env);
+    op.wait_ready();
+    op.wait("the image restored", || {
+        (image(&ns) == "registry.example/app:1").then_some(())
+    });
+    assert_eq!(revision(3, &ns), 2, "one correcting upgrade");
+}

@@ -7,8 +7,8 @@
 //!
 //! Module runs tell it when a release changed ([`Notice`]): it then reads the
 //! release's manifest again and looks at the module's objects anew. Objects of a
-//! module that is running, queued or in a converge are not judged: the upgrade
-//! under way is writing them.
+//! module that is running, queued or in a converge are not judged yet: the upgrade
+//! under way is writing them; they are judged once the module is idle.
 
 use super::compare::{self, Difference};
 use super::managers::managers_of;
@@ -25,6 +25,9 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How often objects deferred while their module was busy are looked at again.
+const DEFERRED_CHECK: Duration = Duration::from_secs(1);
 
 /// What module runs tell the watcher.
 #[derive(Debug, Clone)]
@@ -76,6 +79,9 @@ pub(in crate::addon) struct DriftWatcher {
     /// The last text of every desired object seen (the reflectors keep keys only,
     /// so objects of the same kinds that no release holds are never kept).
     live: HashMap<String, Arc<str>>,
+    /// Objects seen while their module was running, queued or in a converge: judged
+    /// once it is idle (looked at every second meanwhile).
+    deferred: std::collections::BTreeSet<String>,
     /// Groups whose watch failed since it last listed (logged once each).
     failing: std::collections::HashSet<Group>,
     tracker: Tracker,
@@ -104,6 +110,7 @@ impl DriftWatcher {
             desired: BTreeMap::new(),
             live: HashMap::new(),
             failing: Default::default(),
+            deferred: Default::default(),
             tracker: Tracker::default(),
         }
     }
@@ -113,10 +120,13 @@ impl DriftWatcher {
         let mut next_refresh = Instant::now() + self.period;
         loop {
             let now = Instant::now();
-            let wake = self
+            let mut wake = self
                 .tracker
                 .next_due()
                 .map_or(next_refresh, |t| t.min(next_refresh));
+            if !self.deferred.is_empty() {
+                wake = wake.min(now + DEFERRED_CHECK);
+            }
             let timeout = wake.saturating_duration_since(now);
             select! {
                 recv(stop) -> _ => break,
@@ -139,6 +149,9 @@ impl DriftWatcher {
                 }
             }
             for key in self.tracker.due(now) {
+                self.judge(&key);
+            }
+            for key in std::mem::take(&mut self.deferred) {
                 self.judge(&key);
             }
         }
@@ -336,6 +349,7 @@ impl DriftWatcher {
         let live = &live;
         let m = desired.module;
         if !self.shared.lock().lifecycle.idle(m) {
+            self.deferred.insert(key.to_string());
             return;
         }
         let settings = &self.shared.layout.modules[m].drift;
