@@ -18,7 +18,7 @@
 //! ```text
 //! thread              spawned by              reads                         writes
 //! main                -                       signal, election notes        (ticks metrics, expiry), shutdown
-//! signals             operator.rs             stop signals (USR1/2 dropped) signal
+//! signals             operator.rs             stop signals (USR1/2 dropped) signal; SIGHUP → reload
 //! http                operator.rs             metrics port (poll loop)      whole requests → http-N
 //! debug, debug-http   operator.rs             debug socket / HTTP (poll)    whole requests → debug-N …
 //! queue-<name> × Q    operator.rs             task[name], stop              schedule control, monitor control,
@@ -28,6 +28,9 @@
 //!                                             stop
 //! monitor             operator.rs             monitor control, watch events kube event
 //! scheduler           operator.rs             schedule control, stop        fire
+//! reload              operator.rs             hooks dir (polled, 0.5 s),    hook table, monitor control,
+//!   (shell-operator)                          SIGHUP, stop                  schedule control, task[main],
+//!                                                                           webhook entries
 //! addon-resource-     operator.rs             stop (a check every period)   release drift to router
 //!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
@@ -64,7 +67,7 @@ mod main_loop;
 use crate::debug::server::{DebugServer, Stopper as DebugStopper};
 use crate::executor::Executor;
 use crate::flags::Config;
-use crate::hook::Hook;
+use crate::hook::table::HookTable;
 use crate::kube::Client;
 use crate::leader;
 use crate::listen::{Server, Stopper};
@@ -74,6 +77,7 @@ use crate::monitor::{Monitor, WatchEvent};
 use crate::process;
 use crate::queue::Task;
 use crate::queue::worker::{Handler, SharedView, Worker};
+use crate::reload;
 use crate::router::Router;
 use crate::runner::Runner;
 use crate::schedule::{self, Control, Entry, Fire};
@@ -127,6 +131,8 @@ struct Bound {
 /// The servers that run on every replica, and what the main thread's loop reads.
 struct Serving {
     signals: signal_hook::iterator::Signals,
+    /// SIGHUP reloads the hooks (shell-operator) instead of stopping.
+    hup_reloads: bool,
     http: Server,
     debug: DebugServer,
     metrics: Arc<Metrics>,
@@ -139,7 +145,10 @@ struct Serving {
 /// The hooks and everything their runs need: queues, kube, the scheduler's
 /// entries, and what the runner is made of.
 struct Engine {
-    hooks: Arc<Vec<Hook>>,
+    /// The hooks every thread reads (a reload swaps them).
+    table: HookTable,
+    /// shell-operator's reload of the hooks dir (`None` for addon-operator).
+    reload: Option<ReloadParts>,
     views: BTreeMap<String, SharedView>,
     kube: Option<KubeParts>,
     schedule: Vec<Entry>,
@@ -159,14 +168,42 @@ struct RunParts {
 
 type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
 
+/// What the `reload` thread is made of, from the bind step.
+struct ReloadParts {
+    root: std::path::PathBuf,
+    timeout: Option<Duration>,
+    /// The hooks tree's fingerprint taken before the hooks were loaded.
+    tree: Option<u128>,
+    reloads: prometheus::IntCounterVec,
+}
+
+impl ReloadParts {
+    /// shell-operator's: the hooks dir's fingerprint (taken before the hooks load,
+    /// so a change while they load is a reload) and the reload counter.
+    fn bind(config: &Config, metrics: &Metrics) -> Result<Option<ReloadParts>, String> {
+        if config.program != crate::flags::Program::Shell {
+            return Ok(None);
+        }
+        let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)?;
+        Ok(Some(ReloadParts {
+            root: config.hooks_dir.clone(),
+            timeout: config.hook_run_timeout,
+            tree: reload::tree::fingerprint(&config.hooks_dir).ok(),
+            reloads,
+        }))
+    }
+}
+
 impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
     fn bind(mut config: Config) -> Result<Bound, String> {
         let signals = bind_signals(&config)?;
         let executor = prepare_dirs(&mut config)?;
         let metrics = flavor::metrics(&config)?;
+        let reload = ReloadParts::bind(&config, &metrics)?;
         let (flavor, hooks) = Flavor::bind(&config, &metrics)?;
         let hooks = Arc::new(hooks);
+        let table = HookTable::new(Arc::clone(&hooks));
         let schedule = schedule_entries(&hooks)?;
         let ready = Arc::new(AtomicBool::new(false));
         let views = queue_views(&hooks);
@@ -193,13 +230,14 @@ impl Bound {
             executor: &executor,
             metrics: &metrics,
             client: kube.as_ref().map(|k| k.client.clone()),
-            snapshots: webhook_snapshots(kube.as_ref(), &hooks),
+            snapshots: webhook_snapshots(kube.as_ref(), &table),
             patcher: patcher.clone().ok(),
             registered_at_start: flavor.webhooks_at_start(),
         })?;
         Ok(Bound {
             serving: Serving {
                 signals,
+                hup_reloads: config.program == crate::flags::Program::Shell,
                 http,
                 debug,
                 metrics: Arc::clone(&metrics),
@@ -208,7 +246,8 @@ impl Bound {
                 spares: executor.spares.clone(),
             },
             engine: Engine {
-                hooks,
+                table,
+                reload,
                 views,
                 kube,
                 schedule,
@@ -271,13 +310,18 @@ impl Serving {
             threads::spawn("reaper", reap)?;
         }
         let (signal_tx, signal_rx) = bounded::<i32>(4);
-        let mut signals = self.signals;
+        // One SIGHUP waiting is enough: the reload it asks for is still to come.
+        let (hup_tx, hup_rx) = bounded::<()>(1);
+        let (mut signals, hup_reloads) = (self.signals, self.hup_reloads);
         // Not joined: it waits for signals for good, and the process exit ends it.
-        // Only stop signals go on; the ignored ones end here, logged.
+        // Only stop signals go on; the ignored ones end here, logged; SIGHUP goes
+        // to the reload thread in shell-operator.
         threads::spawn("signals", move || {
             for sig in signals.forever() {
                 if IGNORED_SIGNALS.contains(&sig) {
                     log::info("signal ignored", &[("signal", &sig.to_string())]);
+                } else if hup_reloads && sig == RELOAD_SIGNAL {
+                    let _ = hup_tx.try_send(());
                 } else {
                     let _ = signal_tx.send(sig);
                 }
@@ -300,6 +344,7 @@ impl Serving {
             metrics: self.metrics,
             views: self.views,
             signal_rx,
+            hup_rx,
             stop_tx,
             stop_rx,
             threads,
@@ -337,8 +382,24 @@ impl Engine {
         let module_webhooks = (running.webhooks.as_ref())
             .map(webhook::Webhooks::for_modules)
             .unwrap_or_default();
+        let reloader = self.reload.map(|parts| reload::Reloader {
+            root: parts.root,
+            timeout: parts.timeout,
+            jq_library: self.run.jq_library.clone(),
+            table: self.table.clone(),
+            queues: self.views.keys().cloned().collect(),
+            kube: kube.map(|k| reload::KubeSide {
+                store: Arc::clone(&k.store),
+                monitor: k.control_tx.clone(),
+            }),
+            scheduler: schedule_tx.clone(),
+            main: main.clone(),
+            registrar: module_webhooks.admission.clone(),
+            reloads: parts.reloads,
+            tree: parts.tree,
+        });
         let (handler, mut started) = self.run.start(
-            &self.hooks,
+            &self.table,
             kube,
             schedule_tx,
             forward_tx,
@@ -348,7 +409,7 @@ impl Engine {
         let (threads, stop) = (&mut running.threads, &running.stop_rx);
         let senders = spawn_queues(threads, queues, &self.views, stop, &handler)?;
         let router = Router {
-            hooks: Arc::clone(&self.hooks),
+            hooks: self.table.clone(),
             fires: fire_rx,
             kube_events: kube.map_or_else(crossbeam_channel::never, |k| k.events_rx.clone()),
             stop: stop.clone(),
@@ -360,10 +421,9 @@ impl Engine {
         if let Some(k) = self.kube {
             // One channel carries every reflector's events to the monitor.
             let (watch_tx, watch_rx) = unbounded::<WatchEvent>();
-            let hooks = Arc::clone(&self.hooks);
             let monitor = Monitor::new(
                 k.client,
-                hooks,
+                self.table.clone(),
                 k.store,
                 metrics,
                 watch_tx,
@@ -382,6 +442,12 @@ impl Engine {
         threads.push(threads::spawn("scheduler", move || {
             schedule::run(entries, schedule_rx, stop, fire_tx)
         })?);
+        if let Some(reloader) = reloader {
+            let (hup, stop) = (running.hup_rx.clone(), running.stop_rx.clone());
+            threads.push(threads::spawn("reload", move || {
+                reload::run(reloader, hup, stop)
+            })?);
+        }
         Ok(())
     }
 }
@@ -413,13 +479,14 @@ impl RunParts {
     /// before any queue thread starts, so its first view lists them all.
     fn start(
         self,
-        hooks: &Arc<Vec<Hook>>,
+        table: &HookTable,
         kube: Option<&KubeParts>,
         scheduler: Sender<Control>,
         forward: Sender<(String, Task)>,
         main: Sender<Task>,
         webhooks: webhook::ModuleWebhooks,
     ) -> Result<(Arc<dyn Handler>, flavor::Started), String> {
+        let hooks = &table.load();
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
             hooks: Arc::clone(hooks),
@@ -429,13 +496,13 @@ impl RunParts {
             webhooks,
         })?;
         let runner = Arc::new(Runner {
-            hooks: Arc::clone(hooks),
+            hooks: table.clone(),
             executor: self.executor,
             metrics: self.metrics,
             scheduler,
             startup_left: AtomicUsize::new(startup.len()),
             ready: Arc::clone(&started.startup_ready),
-            kube: kube.map(|k| k.runtime(hooks, forward)),
+            kube: kube.map(|k| k.runtime(table, forward)),
             patcher: self.patcher,
             jq_library: self.jq_library,
             values: started.values(),
@@ -468,6 +535,8 @@ struct Running {
     metrics: Arc<Metrics>,
     views: Vec<SharedView>,
     signal_rx: Receiver<i32>,
+    /// SIGHUP, for the reload thread (shell-operator).
+    hup_rx: Receiver<()>,
     /// Dropped to stop intake: every thread that takes work holds `stop_rx`.
     stop_tx: Sender<()>,
     stop_rx: Receiver<()>,
@@ -544,14 +613,17 @@ impl Running {
 }
 
 /// Signals that stop the operator as SIGTERM does (hooks get SIGTERM, then SIGKILL
-/// after the grace period; exit 0). SIGHUP and SIGQUIT would otherwise kill it with
-/// their default action and orphan every running hook's process group.
-const STOP_SIGNALS: [i32; 4] = [
+/// after the grace period; exit 0). SIGQUIT would otherwise kill it with its
+/// default action and orphan every running hook's process group.
+const STOP_SIGNALS: [i32; 3] = [
     signal_hook::consts::SIGTERM,
     signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGHUP,
     signal_hook::consts::SIGQUIT,
 ];
+
+/// shell-operator reloads its hooks on SIGHUP (`reload/`); addon-operator,
+/// which has no reload yet, stops on it as on SIGTERM.
+const RELOAD_SIGNAL: i32 = signal_hook::consts::SIGHUP;
 
 /// Signals that are logged and otherwise ignored (their default action kills).
 const IGNORED_SIGNALS: [i32; 2] = [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGUSR2];

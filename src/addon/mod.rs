@@ -520,7 +520,9 @@ fn configmap_hook(namespace: &str, name: &str) -> Hook {
     Hook {
         name: CONFIGMAP_HOOK.into(),
         path: std::path::PathBuf::new(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        limiter: Arc::new(Mutex::new(TokenBucket::from_settings(&config.settings))),
+        config_sum: 0,
+        retired: false,
         jq_filters: vec![None],
         config,
     }

@@ -19,4 +19,5 @@ mod ha;
 mod kube_sim_diff;
 mod patcher;
 mod rbac;
+mod reload;
 mod webhooks;
