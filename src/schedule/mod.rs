@@ -118,3 +118,40 @@ fn apply(c: Control, entries: &mut Vec<Entry>, next: &mut Vec<Option<DateTime<Lo
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(hook: usize, binding: usize) -> Entry {
+        let schedule = CronSchedule::parse("* * * * *").expect("crontab");
+        Entry {
+            hook,
+            binding,
+            schedule,
+        }
+    }
+
+    fn keys(entries: &[Entry]) -> Vec<(usize, usize)> {
+        entries.iter().map(|e| (e.hook, e.binding)).collect()
+    }
+
+    /// A reload adds a hook's entries (not firing until enabled) and removes
+    /// another's; the next fire times stay with their entries.
+    #[test]
+    fn added_entries_wait_for_enable_and_removed_ones_go_with_their_times() {
+        let mut entries = vec![entry(0, 0), entry(1, 0), entry(0, 1)];
+        let mut next = vec![None; 3];
+        apply(Control::Enable(0), &mut entries, &mut next);
+        apply(Control::Add(vec![entry(2, 0)]), &mut entries, &mut next);
+        assert_eq!(
+            next.iter().map(Option::is_some).collect::<Vec<_>>(),
+            [true, false, true, false]
+        );
+        apply(Control::Remove(0), &mut entries, &mut next);
+        assert_eq!(keys(&entries), [(1, 0), (2, 0)]);
+        assert_eq!(next, [None, None]);
+        apply(Control::Enable(2), &mut entries, &mut next);
+        assert!(next[1].is_some() && next[0].is_none());
+    }
+}
