@@ -397,6 +397,7 @@ impl Engine {
             registrar: module_webhooks.admission.clone(),
             reloads: parts.reloads,
             tree: parts.tree,
+            ready: Arc::clone(&self.run.ready),
         });
         let (handler, mut started) = self.run.start(
             &self.table,

@@ -50,6 +50,9 @@ pub(crate) struct Reloader {
     pub(crate) reloads: IntCounterVec,
     /// The hooks tree's fingerprint when the running hooks were loaded.
     pub(crate) tree: Option<u128>,
+    /// Set once the startup tasks are done: no reload runs before (the startup
+    /// count would take the added hooks' tasks for its own).
+    pub(crate) ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Registers `<prefix>hooks_reloads_total{outcome}` (`success`, `unchanged`,
@@ -70,6 +73,11 @@ impl Reloader {
     /// The hooks dir the reload thread polls.
     pub(crate) fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// True once the startup tasks are done.
+    pub(crate) fn ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// One reload: logs what changed (or why nothing did) and counts it.

@@ -97,6 +97,10 @@ pub(crate) fn run(reloader: Reloader, hup: Receiver<()>, stop: Receiver<()>) {
         if let Input::Signal { .. } = input {
             crate::log::info("SIGHUP: hooks will be reloaded", &[]);
         }
+        // Until startup is done, changes wait: the tree is compared again after.
+        if matches!(input, Input::Poll { .. }) && !reloader.ready() {
+            continue;
+        }
         if let Some(cause) = trigger.step(input) {
             reloader.reload(cause);
         }
