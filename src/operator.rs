@@ -29,8 +29,9 @@
 //! monitor             operator.rs             monitor control, watch events kube event
 //! scheduler           operator.rs             schedule control, stop        fire
 //! reload              operator.rs             hooks dir (polled, 0.5 s),    hook table, monitor control,
-//!   (shell-operator)                          SIGHUP, stop                  schedule control, task[main],
-//!                                                                           webhook entries
+//!                                             SIGHUP, stop                  schedule control, task[main],
+//!                                                                           webhook entries (shell-operator);
+//!                                                                           lifecycle inputs (addon-operator)
 //! addon-resource-     operator.rs             stop (a check every period)   release drift to router
 //!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
@@ -131,8 +132,7 @@ struct Bound {
 /// The servers that run on every replica, and what the main thread's loop reads.
 struct Serving {
     signals: signal_hook::iterator::Signals,
-    /// SIGHUP reloads the hooks (shell-operator) instead of stopping.
-    hup_reloads: bool,
+
     http: Server,
     debug: DebugServer,
     metrics: Arc<Metrics>,
@@ -237,7 +237,6 @@ impl Bound {
         Ok(Bound {
             serving: Serving {
                 signals,
-                hup_reloads: config.program == crate::flags::Program::Shell,
                 http,
                 debug,
                 metrics: Arc::clone(&metrics),
@@ -312,15 +311,15 @@ impl Serving {
         let (signal_tx, signal_rx) = bounded::<i32>(4);
         // One SIGHUP waiting is enough: the reload it asks for is still to come.
         let (hup_tx, hup_rx) = bounded::<()>(1);
-        let (mut signals, hup_reloads) = (self.signals, self.hup_reloads);
+        let mut signals = self.signals;
         // Not joined: it waits for signals for good, and the process exit ends it.
         // Only stop signals go on; the ignored ones end here, logged; SIGHUP goes
-        // to the reload thread in shell-operator.
+        // to the reload thread.
         threads::spawn("signals", move || {
             for sig in signals.forever() {
                 if IGNORED_SIGNALS.contains(&sig) {
                     log::info("signal ignored", &[("signal", &sig.to_string())]);
-                } else if hup_reloads && sig == RELOAD_SIGNAL {
+                } else if sig == RELOAD_SIGNAL {
                     let _ = hup_tx.try_send(());
                 } else {
                     let _ = signal_tx.send(sig);
@@ -443,11 +442,14 @@ impl Engine {
         threads.push(threads::spawn("scheduler", move || {
             schedule::run(entries, schedule_rx, stop, fire_tx)
         })?);
-        if let Some(reloader) = reloader {
-            let (hup, stop) = (running.hup_rx.clone(), running.stop_rx.clone());
-            threads.push(threads::spawn("reload", move || {
-                reload::run(reloader, hup, stop)
-            })?);
+        let (hup, stop) = (running.hup_rx.clone(), running.stop_rx.clone());
+        let body: Option<ThreadBody> = match (reloader, started.modules_reload()) {
+            (Some(hooks), _) => Some(Box::new(move || reload::run(hooks, hup, stop))),
+            (None, Some(modules)) => Some(Box::new(move || reload::run(modules, hup, stop))),
+            (None, None) => None,
+        };
+        if let Some(body) = body {
+            threads.push(threads::spawn("reload", body)?);
         }
         Ok(())
     }
@@ -622,8 +624,8 @@ const STOP_SIGNALS: [i32; 3] = [
     signal_hook::consts::SIGQUIT,
 ];
 
-/// shell-operator reloads its hooks on SIGHUP (`reload/`); addon-operator,
-/// which has no reload yet, stops on it as on SIGTERM.
+/// SIGHUP reloads the hooks (`reload/`; addon-operator's modules,
+/// `addon/reload.rs`) instead of stopping the operator.
 const RELOAD_SIGNAL: i32 = signal_hook::consts::SIGHUP;
 
 /// Signals that are logged and otherwise ignored (their default action kills).

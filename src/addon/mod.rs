@@ -36,6 +36,7 @@ mod parallel;
 pub(crate) mod post_render;
 mod release;
 pub(crate) mod release_record;
+pub(crate) mod reload;
 mod resources;
 mod state;
 mod status;
@@ -94,6 +95,11 @@ pub(crate) struct Bound {
     watched: resources::WatchedModules,
     /// Every module's `crds/` files and the labels written on them.
     crds: crds::ModuleCrds,
+    /// The trees a reload watches, as they were when the hooks loaded.
+    trees: reload::Trees,
+    /// `<prefix>modules_reloads_total`.
+    reloads: prometheus::IntCounterVec,
+    jq_library: Option<std::path::PathBuf>,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -126,6 +132,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         );
     }
     let mut layout = modules::discover(&flags)?;
+    let trees = reload::Trees::of(&flags, &layout);
     chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
@@ -195,6 +202,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             &[("error", &e.to_string())],
         ),
     }
+    let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)
+        .map_err(|e| format!("--prometheus-metrics-prefix: {e}"))?;
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
     config_changes::report_unknown_keys(&metrics, &configmap_name, &kube_config.unknown);
@@ -219,6 +228,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         bookkeeping_client,
         watched: Default::default(),
         crds,
+        trees,
+        reloads,
+        jq_library: config.jq_library_path.clone(),
     };
     Ok((bound, hooks))
 }
@@ -229,6 +241,8 @@ pub(crate) struct Started {
     shared: Arc<Shared>,
     monitor: Option<resources::ResourceMonitor>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
+    /// The reload of modules and global hooks (taken once, for its thread).
+    reload: Option<reload::ModulesReload>,
 }
 
 /// The router's side of the module lifecycle: the inputs sent to it, stepped on the
@@ -372,11 +386,21 @@ impl Bound {
             period: self.flags.resources_check_period,
             watched: self.watched,
         };
+        let reload = reload::ModulesReload {
+            shared: Arc::clone(&shared),
+            flags: self.flags,
+            tmp_dir: shared.tmp_dir.clone(),
+            timeout: self.script_timeout,
+            jq_library: self.jq_library,
+            trees: self.trees,
+            reloads: self.reloads,
+        };
         Ok(Started {
             values,
             shared,
             monitor: Some(monitor),
             inputs: Some(inputs_rx),
+            reload: Some(reload),
         })
     }
 }
@@ -389,6 +413,11 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         let monitor = self.monitor.take()?;
         Some(move || monitor.run(stop))
+    }
+
+    /// The reload of modules and global hooks, for the `reload` thread (once).
+    pub(crate) fn modules_reload(&mut self) -> Option<reload::ModulesReload> {
+        self.reload.take()
     }
 
     /// The router's side of the lifecycle (once).

@@ -37,12 +37,8 @@ use std::sync::{Arc, Mutex};
 /// hook's `--config` still running (process/run.rs), the iterator reaches the
 /// main loop once it runs.
 pub(super) fn bind_signals(config: &Config) -> Result<signal_hook::iterator::Signals, String> {
-    // SIGHUP stops addon-operator; shell-operator reloads on it (`reload/`).
-    let hup_stops = config.program != crate::flags::Program::Shell;
-    let stops = STOP_SIGNALS
-        .iter()
-        .chain(hup_stops.then_some(&RELOAD_SIGNAL));
-    for &sig in stops {
+    // SIGHUP is not one of them: it reloads (`reload/`).
+    for sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, process::shutdown_flag())
             .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
     }

@@ -73,10 +73,41 @@ impl std::fmt::Display for ReloadError {
     }
 }
 
+/// What the `reload` thread reloads: shell-operator's hooks ([`Reloader`]) or
+/// addon-operator's modules (`addon/reload.rs`).
+pub(crate) trait Reload: Send {
+    /// The watched trees' fingerprint when what runs now was loaded.
+    fn loaded_tree(&self) -> Option<u128>;
+    /// The watched trees' fingerprint now (`None`: unreadable).
+    fn tree(&self) -> Option<u128>;
+    /// True once startup is done (no reload runs before).
+    fn ready(&self) -> bool;
+    /// One reload: logs what changed (or why nothing did) and counts it.
+    fn reload(&mut self, cause: trigger::Cause);
+}
+
+impl Reload for Reloader {
+    fn loaded_tree(&self) -> Option<u128> {
+        self.tree
+    }
+
+    fn tree(&self) -> Option<u128> {
+        tree::fingerprint(self.root()).ok()
+    }
+
+    fn ready(&self) -> bool {
+        Reloader::ready(self)
+    }
+
+    fn reload(&mut self, cause: trigger::Cause) {
+        Reloader::reload(self, cause)
+    }
+}
+
 /// The `reload` thread's body: polls the tree, takes SIGHUP from `hup`, and
 /// reloads when the trigger says so, until `stop` closes.
-pub(crate) fn run(reloader: Reloader, hup: Receiver<()>, stop: Receiver<()>) {
-    let mut trigger = Trigger::new(reloader.tree);
+pub(crate) fn run(mut reloader: impl Reload, hup: Receiver<()>, stop: Receiver<()>) {
+    let mut trigger = Trigger::new(reloader.loaded_tree());
     let ticker = tick(POLL);
     let mut hup = hup;
     loop {
@@ -91,11 +122,11 @@ pub(crate) fn run(reloader: Reloader, hup: Receiver<()>, stop: Receiver<()>) {
             },
             recv(ticker) -> _ => Input::Poll {
                 now: Instant::now(),
-                tree: tree::fingerprint(reloader.root()).ok(),
+                tree: reloader.tree(),
             },
         };
         if let Input::Signal { .. } = input {
-            crate::log::info("SIGHUP: hooks will be reloaded", &[]);
+            crate::log::info("SIGHUP: reload asked", &[]);
         }
         // Until startup is done, changes wait: the tree is compared again after.
         if matches!(input, Input::Poll { .. }) && !reloader.ready() {

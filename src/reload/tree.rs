@@ -22,6 +22,22 @@ pub(crate) fn fingerprint(root: &Path) -> std::io::Result<u128> {
     Ok(hash.finish())
 }
 
+/// One fingerprint over several trees (addon-operator's modules dirs and
+/// global hooks dir); `None` if one cannot be read. A missing tree counts as
+/// empty, so creating it is a change.
+pub(crate) fn fingerprint_all(roots: &[std::path::PathBuf]) -> Option<u128> {
+    let mut hash = Fnv128::new();
+    for root in roots {
+        hash.field(root.as_os_str().as_encoded_bytes());
+        match fingerprint(root) {
+            Ok(fp) => hash.field(&fp.to_le_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => hash.field(b"missing"),
+            Err(_) => return None,
+        }
+    }
+    Some(hash.finish())
+}
+
 fn walk(root: &Path, dir: &Path, hash: &mut Fnv128, seen: &mut usize) -> std::io::Result<()> {
     let mut names: Vec<_> = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.file_name()))

@@ -1,0 +1,276 @@
+//! addon-operator's reload (issue 39): a change under the modules dirs or the
+//! global hooks dir, or SIGHUP, re-runs the modules whose files changed, and
+//! only them. The `reload` thread (started by `operator.rs`, its loop and
+//! debounce in `reload/`) calls [`ModulesReload::reload`].
+//!
+//! A reload discovers the modules again and runs every hook's `--config`. If
+//! the set of modules, a hook's path or `--config` output, or a module's
+//! static `<key>Enabled` changed, it changes nothing and fails (this version
+//! needs a restart for those; the error says which). Otherwise each module
+//! whose directory changed (its chart, `values.yaml`, `openapi/`, hooks'
+//! scripts) gets its new static values and schemas and a `ModuleRun` through
+//! the lifecycle (`ValuesChanged`, event `ModuleFilesChanged`), which upgrades
+//! its release when the chart or values changed; a changed `global:` section
+//! of a modules dir's `values.yaml` asks for a converge. Other modules do not
+//! run.
+
+use super::modules::{self, Layout, Owner};
+use super::state::Shared;
+use super::{Input, chart_dir};
+use crate::flags::addon::AddonFlags;
+use crate::hook::Hook;
+use crate::log;
+use crate::reload::tree;
+use crate::reload::trigger::Cause;
+use prometheus::{IntCounterVec, Opts, Registry};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Why an addon-operator reload changed nothing.
+#[derive(Debug)]
+pub(crate) enum ReloadError {
+    /// Discovery, a `values.yaml`, a schema or a hook's `--config` failed.
+    Load(String),
+    /// Modules appeared or disappeared (not reloadable yet).
+    Modules {
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    /// Hooks were added, removed or got another `--config` output.
+    Hooks(Vec<String>),
+    /// A module's static `<key>Enabled` changed.
+    Enabled(String),
+}
+
+impl std::fmt::Display for ReloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let restart = "restart the operator to apply it";
+        match self {
+            ReloadError::Load(e) => f.write_str(e),
+            ReloadError::Modules { added, removed } => write!(
+                f,
+                "modules added [{}] or removed [{}]: {restart}",
+                added.join(","),
+                removed.join(",")
+            ),
+            ReloadError::Hooks(names) => write!(
+                f,
+                "hooks added, removed or with another --config: {}: {restart}",
+                names.join(",")
+            ),
+            ReloadError::Enabled(m) => {
+                write!(
+                    f,
+                    "module '{m}': its static <key>Enabled changed: {restart}"
+                )
+            }
+        }
+    }
+}
+
+/// What a successful reload did.
+#[derive(Debug, Default)]
+struct Changes {
+    modules: Vec<String>,
+    global: bool,
+}
+
+/// The reload of modules and global hooks; owned by the `reload` thread.
+pub(crate) struct ModulesReload {
+    pub(super) shared: Arc<Shared>,
+    pub(super) flags: AddonFlags,
+    pub(super) tmp_dir: PathBuf,
+    pub(super) timeout: Option<Duration>,
+    pub(super) jq_library: Option<PathBuf>,
+    /// Every watched tree's fingerprint, and each module dir's, when loaded.
+    pub(super) trees: Trees,
+    /// `<prefix>modules_reloads_total{outcome}`.
+    pub(super) reloads: IntCounterVec,
+}
+
+/// Fingerprints taken at bind, before the hooks loaded.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Trees {
+    pub(crate) all: Option<u128>,
+    /// Same index as `Layout::modules`.
+    pub(crate) modules: Vec<Option<u128>>,
+}
+
+impl Trees {
+    /// The fingerprints of `layout`'s trees (`flags` names the dirs).
+    pub(crate) fn of(flags: &AddonFlags, layout: &Layout) -> Trees {
+        Trees {
+            all: tree::fingerprint_all(&roots(flags)),
+            modules: (layout.modules.iter())
+                .map(|m| tree::fingerprint(&m.path).ok())
+                .collect(),
+        }
+    }
+}
+
+/// The dirs a reload watches: every modules dir and the global hooks dir.
+pub(crate) fn roots(flags: &AddonFlags) -> Vec<PathBuf> {
+    let mut roots = flags.modules_dirs.clone();
+    roots.push(flags.global_hooks_dir.clone());
+    roots
+}
+
+/// Registers `<prefix>modules_reloads_total{outcome}`.
+pub(crate) fn register_metric(
+    registry: &Registry,
+    prefix: &str,
+) -> Result<IntCounterVec, prometheus::Error> {
+    let opts = Opts::new(
+        format!("{prefix}modules_reloads_total"),
+        "Reloads of the modules and global hooks dirs, by outcome (success, unchanged, error).",
+    );
+    let counter = IntCounterVec::new(opts, &["outcome"])?;
+    registry.register(Box::new(counter.clone()))?;
+    Ok(counter)
+}
+
+impl crate::reload::Reload for ModulesReload {
+    fn loaded_tree(&self) -> Option<u128> {
+        self.trees.all
+    }
+
+    fn tree(&self) -> Option<u128> {
+        tree::fingerprint_all(&roots(&self.flags))
+    }
+
+    fn ready(&self) -> bool {
+        self.shared.ready.load(Ordering::Acquire)
+    }
+
+    fn reload(&mut self, cause: Cause) {
+        let result = self.try_reload();
+        let outcome = match &result {
+            Ok(c) if c.modules.is_empty() && !c.global => "unchanged",
+            Ok(_) => "success",
+            Err(_) => "error",
+        };
+        self.reloads.with_label_values(&[outcome]).inc();
+        match result {
+            Ok(c) => log::info(
+                "modules reloaded",
+                &[
+                    ("cause", cause.as_str()),
+                    ("outcome", outcome),
+                    ("modules", &c.modules.join(",")),
+                    ("global", if c.global { "changed" } else { "unchanged" }),
+                ],
+            ),
+            Err(e) => log::error(
+                "modules reload failed: the running modules are kept",
+                &[("cause", cause.as_str()), ("error", &e.to_string())],
+            ),
+        }
+    }
+}
+
+impl ModulesReload {
+    fn try_reload(&mut self) -> Result<Changes, ReloadError> {
+        let mut layout = modules::discover(&self.flags).map_err(ReloadError::Load)?;
+        same_modules(&self.shared.layout, &layout)?;
+        chart_dir::generate_charts(&mut layout.modules, &self.tmp_dir)
+            .map_err(ReloadError::Load)?;
+        let trees = Trees::of(&self.flags, &layout);
+        let (hooks, _) = modules::load_hooks(&layout, self.timeout, self.jq_library.as_deref())
+            .map_err(ReloadError::Load)?;
+        same_hooks(&self.shared.hooks, &self.shared.owners, &hooks)?;
+        let changes = self.apply(layout, &trees);
+        self.trees = trees;
+        Ok(changes)
+    }
+
+    /// Gives changed modules their new static values and schemas and runs them.
+    fn apply(&self, mut layout: Layout, trees: &Trees) -> Changes {
+        let mut changes = Changes::default();
+        let mut st = self.shared.lock();
+        for (m, new) in layout.modules.iter_mut().enumerate() {
+            let scope = &mut st.modules[m].scope;
+            let moved = trees.modules.get(m) != self.trees.modules.get(m);
+            if moved || scope.static_values != new.static_values {
+                scope.static_values = new.static_values.clone();
+                scope.schemas = std::mem::replace(&mut new.schemas, super::Schemas::none());
+                changes.modules.push(new.name.clone());
+            }
+        }
+        if st.global.static_values != layout.global_static {
+            st.global.static_values = layout.global_static.clone();
+            st.global.schemas =
+                std::mem::replace(&mut layout.global_schemas, super::Schemas::none());
+            changes.global = true;
+        }
+        drop(st);
+        let event = "ModuleFilesChanged".to_string();
+        for name in &changes.modules {
+            if let Some(module) = self
+                .shared
+                .layout
+                .modules
+                .iter()
+                .position(|m| &m.name == name)
+            {
+                let event = event.clone();
+                self.shared.send(Input::ValuesChanged { module, event });
+            }
+        }
+        if changes.global {
+            let event = "GlobalValuesChanged".to_string();
+            self.shared.send(Input::ConvergeRequested { event });
+        }
+        changes
+    }
+}
+
+/// The same modules, at the same paths, with the same static `<key>Enabled`.
+fn same_modules(running: &Layout, new: &Layout) -> Result<(), ReloadError> {
+    let names = |l: &Layout| -> Vec<(String, PathBuf)> {
+        l.modules
+            .iter()
+            .map(|m| (m.name.clone(), m.path.clone()))
+            .collect()
+    };
+    let (old, now) = (names(running), names(new));
+    if old != now {
+        let missing = |a: &[(String, PathBuf)], b: &[(String, PathBuf)]| -> Vec<String> {
+            a.iter()
+                .filter(|x| !b.contains(x))
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        return Err(ReloadError::Modules {
+            added: missing(&now, &old),
+            removed: missing(&old, &now),
+        });
+    }
+    for (a, b) in running.modules.iter().zip(&new.modules) {
+        if a.static_enabled != b.static_enabled {
+            return Err(ReloadError::Enabled(a.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// The same hooks (by name and `--config` output), the operator's own left out.
+fn same_hooks(running: &[Hook], owners: &[Owner], new: &[Hook]) -> Result<(), ReloadError> {
+    let old: Vec<(&str, u128)> = (running.iter().zip(owners))
+        .filter(|(_, o)| **o != Owner::ConfigMap)
+        .map(|(h, _)| (h.name.as_str(), h.config_sum))
+        .collect();
+    let now: Vec<(&str, u128)> = new
+        .iter()
+        .map(|h| (h.name.as_str(), h.config_sum))
+        .collect();
+    let d = crate::reload::diff::diff(old, now);
+    if d.is_empty() {
+        return Ok(());
+    }
+    let mut names = d.added;
+    names.extend(d.removed);
+    names.extend(d.changed);
+    Err(ReloadError::Hooks(names))
+}
