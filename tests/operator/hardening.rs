@@ -202,7 +202,7 @@ fn sigterm_while_config_hangs_exits_0_and_leaves_no_child() {
 }
 
 /// SIGUSR1 and SIGUSR2 are logged and ignored; SIGHUP reloads the hooks (issue
-/// 39: flant stops on it); SIGQUIT shuts down like SIGTERM: exit 0 and the
+/// 39: flant dies of it); SIGQUIT shuts down like SIGTERM: exit 0 and the
 /// running hook's process group is stopped.
 #[test]
 fn other_signals_neither_kill_the_operator_nor_orphan_hooks() {
