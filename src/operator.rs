@@ -132,7 +132,6 @@ struct Bound {
 /// The servers that run on every replica, and what the main thread's loop reads.
 struct Serving {
     signals: signal_hook::iterator::Signals,
-
     http: Server,
     debug: DebugServer,
     metrics: Arc<Metrics>,
@@ -222,7 +221,7 @@ impl Bound {
         let http = bind_http(&config, &metrics, &ready, routes)?;
         let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let extra = flavor.debug_routes();
-        let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views, extra)?;
+        let debug = bind_debug_server(&config, &table, kube.as_ref(), &views, extra)?;
         let patcher = patcher_client(&config);
         let webhooks = webhook::bind(webhook::Setup {
             config: &config,
@@ -384,6 +383,8 @@ impl Engine {
         let reloader = self.reload.map(|parts| reload::Reloader {
             root: parts.root,
             timeout: parts.timeout,
+            tree: parts.tree,
+            reloads: parts.reloads,
             jq_library: self.run.jq_library.clone(),
             table: self.table.clone(),
             queues: self.views.keys().cloned().collect(),
@@ -394,8 +395,6 @@ impl Engine {
             scheduler: schedule_tx.clone(),
             main: main.clone(),
             registrar: module_webhooks.admission.clone(),
-            reloads: parts.reloads,
-            tree: parts.tree,
             ready: Arc::clone(&self.run.ready),
         });
         let (handler, mut started) = self.run.start(

@@ -142,24 +142,28 @@ pub(super) fn load_hooks(config: &Config) -> Result<Vec<Hook>, String> {
 /// snapshot from the store.
 pub(super) fn bind_debug_server(
     config: &Config,
-    hooks: &Arc<Vec<Hook>>,
+    hooks: &HookTable,
     kube: Option<&KubeParts>,
     views: &BTreeMap<String, SharedView>,
     extra: Option<crate::debug::ExtraRoutes>,
 ) -> Result<DebugServer, String> {
-    // The addon-operator's internal ConfigMap watch is no hook of the user's.
-    let names: Vec<String> = hooks
-        .iter()
-        .filter(|h| !h.is_internal())
-        .map(|h| h.name.clone())
-        .collect();
-    let all = Arc::clone(hooks);
+    // The addon-operator's internal ConfigMap watch is no hook of the user's, and
+    // a hook a reload removed is no hook any more.
+    let table = hooks.clone();
+    let names = Arc::new(move || {
+        (table.load().iter())
+            .filter(|h| !h.is_internal() && !h.retired)
+            .map(|h| h.name.clone())
+            .collect()
+    });
+    let all = hooks.clone();
     let store = kube.map(|k| Arc::clone(&k.store));
     let state = Arc::new(DebugState {
         queues: views.values().cloned().collect(),
         hooks: names,
         snapshots: Arc::new(move |name: &str| {
-            let index = all.iter().position(|h| h.name == name)?;
+            let all = all.load();
+            let index = all.iter().position(|h| h.name == name && !h.retired)?;
             let mut view = serde_json::Map::new();
             for (bi, b) in all[index].config.kubernetes.iter().enumerate() {
                 let items: Vec<serde_json::Value> = store

@@ -17,3 +17,4 @@ mod operator_cli;
 mod operator_hooks;
 mod operator_kube;
 mod readme_flags;
+mod reload;
