@@ -173,6 +173,8 @@ struct ReloadParts {
     timeout: Option<Duration>,
     /// The hooks tree's fingerprint taken before the hooks were loaded.
     tree: Option<u128>,
+    /// What the fingerprint leaves out: the tmp dir, should it be inside.
+    skip: Vec<std::path::PathBuf>,
     reloads: prometheus::IntCounterVec,
 }
 
@@ -184,10 +186,12 @@ impl ReloadParts {
             return Ok(None);
         }
         let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)?;
+        let skip = reload::tree::skipped(&config.tmp_dir);
         Ok(Some(ReloadParts {
             root: config.hooks_dir.clone(),
             timeout: config.hook_run_timeout,
-            tree: reload::tree::fingerprint(&config.hooks_dir).ok(),
+            tree: reload::tree::fingerprint(&config.hooks_dir, &skip).ok(),
+            skip,
             reloads,
         }))
     }
@@ -384,6 +388,7 @@ impl Engine {
             root: parts.root,
             timeout: parts.timeout,
             tree: parts.tree,
+            skip: parts.skip,
             reloads: parts.reloads,
             jq_library: self.run.jq_library.clone(),
             table: self.table.clone(),

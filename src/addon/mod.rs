@@ -132,7 +132,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         );
     }
     let mut layout = modules::discover(&flags)?;
-    let trees = reload::Trees::of(&flags, &layout);
+    let skip = crate::reload::tree::skipped(&config.tmp_dir);
+    let trees = reload::Trees::of(&flags, &layout, skip);
     chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(

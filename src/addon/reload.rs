@@ -96,16 +96,20 @@ pub(crate) struct Trees {
     pub(crate) all: Option<u128>,
     /// Same index as `Layout::modules`.
     pub(crate) modules: Vec<Option<u128>>,
+    /// What they leave out (`tree::skipped`: the tmp dir, should it be inside).
+    pub(crate) skip: Vec<PathBuf>,
 }
 
 impl Trees {
-    /// The fingerprints of `layout`'s trees (`flags` names the dirs).
-    pub(crate) fn of(flags: &AddonFlags, layout: &Layout) -> Trees {
+    /// The fingerprints of `layout`'s trees (`flags` names the dirs), without
+    /// `skip`.
+    pub(crate) fn of(flags: &AddonFlags, layout: &Layout, skip: Vec<PathBuf>) -> Trees {
         Trees {
-            all: tree::fingerprint_all(&roots(flags)),
+            all: tree::fingerprint_all(&roots(flags), &skip),
             modules: (layout.modules.iter())
-                .map(|m| tree::fingerprint(&m.path).ok())
+                .map(|m| tree::fingerprint(&m.path, &skip).ok())
                 .collect(),
+            skip,
         }
     }
 }
@@ -137,7 +141,7 @@ impl crate::reload::Reload for ModulesReload {
     }
 
     fn tree(&self) -> Option<u128> {
-        tree::fingerprint_all(&roots(&self.flags))
+        tree::fingerprint_all(&roots(&self.flags), &self.trees.skip)
     }
 
     fn ready(&self) -> bool {
@@ -176,7 +180,7 @@ impl ModulesReload {
         same_modules(&self.shared.layout, &layout)?;
         chart_dir::generate_charts(&mut layout.modules, &self.tmp_dir)
             .map_err(ReloadError::Load)?;
-        let trees = Trees::of(&self.flags, &layout);
+        let trees = Trees::of(&self.flags, &layout, self.trees.skip.clone());
         let (hooks, _) = modules::load_hooks(&layout, self.timeout, self.jq_library.as_deref())
             .map_err(ReloadError::Load)?;
         same_hooks(&self.shared.hooks, &self.shared.owners, &hooks)?;

@@ -50,6 +50,8 @@ pub(crate) struct Reloader {
     pub(crate) reloads: IntCounterVec,
     /// The hooks tree's fingerprint when the running hooks were loaded.
     pub(crate) tree: Option<u128>,
+    /// What the fingerprint leaves out (`tree::skipped`).
+    pub(crate) skip: Vec<PathBuf>,
     /// Set once the startup tasks are done: no reload runs before (the startup
     /// count would take the added hooks' tasks for its own).
     pub(crate) ready: Arc<std::sync::atomic::AtomicBool>,

@@ -92,7 +92,7 @@ impl Reload for Reloader {
     }
 
     fn tree(&self) -> Option<u128> {
-        tree::fingerprint(self.root()).ok()
+        tree::fingerprint(self.root(), &self.skip).ok()
     }
 
     fn ready(&self) -> bool {

@@ -7,17 +7,25 @@
 
 use crate::fnv::Fnv128;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Most entries one fingerprint looks at.
 pub(crate) const MAX_ENTRIES: usize = 20_000;
 
-/// The fingerprint of the tree under `root`; an error when it cannot be read
-/// (for instance while a directory is being replaced).
-pub(crate) fn fingerprint(root: &Path) -> std::io::Result<u128> {
+/// Paths a fingerprint leaves out: the operator's tmp dir, as the walk would
+/// meet it (made absolute; nothing if it does not exist).
+pub(crate) fn skipped(tmp_dir: &Path) -> Vec<PathBuf> {
+    std::fs::canonicalize(tmp_dir).into_iter().collect()
+}
+
+/// The fingerprint of the tree under `root` without the entries at `skip` (the
+/// operator's tmp dir, should it be inside: hooks' runs write there, and every
+/// write would be a change); an error when it cannot be read (for instance
+/// while a directory is being replaced).
+pub(crate) fn fingerprint(root: &Path, skip: &[PathBuf]) -> std::io::Result<u128> {
     let mut hash = Fnv128::new();
     let mut seen = 0usize;
-    walk(root, root, &mut hash, &mut seen)?;
+    walk(root, root, skip, &mut hash, &mut seen)?;
     hash.field(&(seen as u64).to_le_bytes());
     Ok(hash.finish())
 }
@@ -25,11 +33,11 @@ pub(crate) fn fingerprint(root: &Path) -> std::io::Result<u128> {
 /// One fingerprint over several trees (addon-operator's modules dirs and
 /// global hooks dir); `None` if one cannot be read. A missing tree counts as
 /// empty, so creating it is a change.
-pub(crate) fn fingerprint_all(roots: &[std::path::PathBuf]) -> Option<u128> {
+pub(crate) fn fingerprint_all(roots: &[PathBuf], skip: &[PathBuf]) -> Option<u128> {
     let mut hash = Fnv128::new();
     for root in roots {
         hash.field(root.as_os_str().as_encoded_bytes());
-        match fingerprint(root) {
+        match fingerprint(root, skip) {
             Ok(fp) => hash.field(&fp.to_le_bytes()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => hash.field(b"missing"),
             Err(_) => return None,
@@ -38,7 +46,13 @@ pub(crate) fn fingerprint_all(roots: &[std::path::PathBuf]) -> Option<u128> {
     Some(hash.finish())
 }
 
-fn walk(root: &Path, dir: &Path, hash: &mut Fnv128, seen: &mut usize) -> std::io::Result<()> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    skip: &[PathBuf],
+    hash: &mut Fnv128,
+    seen: &mut usize,
+) -> std::io::Result<()> {
     let mut names: Vec<_> = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.file_name()))
         .collect::<Result<_, _>>()?;
@@ -47,14 +61,17 @@ fn walk(root: &Path, dir: &Path, hash: &mut Fnv128, seen: &mut usize) -> std::io
         if *seen >= MAX_ENTRIES {
             return Ok(());
         }
-        *seen += 1;
         let path = dir.join(&name);
+        if skip.contains(&path) {
+            continue;
+        }
+        *seen += 1;
         let meta = std::fs::symlink_metadata(&path)?;
         let rel = path.strip_prefix(root).unwrap_or(&path);
         hash.field(rel.as_os_str().as_encoded_bytes());
         entry(&path, &meta, hash);
         if meta.is_dir() {
-            walk(root, &path, hash, seen)?;
+            walk(root, &path, skip, hash, seen)?;
         }
     }
     Ok(())
@@ -98,13 +115,28 @@ mod tests {
     fn a_new_file_and_a_rewritten_file_change_the_fingerprint() {
         let d = dir("files");
         std::fs::write(d.join("a.sh"), "one").expect("write");
-        let first = fingerprint(&d).expect("fp");
-        assert_eq!(fingerprint(&d).expect("fp"), first, "stable");
+        let first = fingerprint(&d, &[]).expect("fp");
+        assert_eq!(fingerprint(&d, &[]).expect("fp"), first, "stable");
         std::fs::write(d.join("b.sh"), "two").expect("write");
-        let second = fingerprint(&d).expect("fp");
+        let second = fingerprint(&d, &[]).expect("fp");
         assert_ne!(second, first);
         std::fs::write(d.join("a.sh"), "three!").expect("write");
-        assert_ne!(fingerprint(&d).expect("fp"), second);
+        assert_ne!(fingerprint(&d, &[]).expect("fp"), second);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn writes_under_a_skipped_dir_are_no_change() {
+        let d = dir("skip");
+        let tmp = d.join("tmp");
+        std::fs::create_dir(&tmp).expect("mkdir");
+        std::fs::write(d.join("a.sh"), "one").expect("write");
+        let skip = super::skipped(&tmp);
+        assert_eq!(skip.len(), 1);
+        let before = fingerprint(&d, &skip).expect("fp");
+        std::fs::write(tmp.join("binding_context.json"), "[]").expect("write");
+        assert_eq!(fingerprint(&d, &skip).expect("fp"), before);
+        assert_ne!(fingerprint(&d, &[]).expect("fp"), before);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -118,14 +150,14 @@ mod tests {
         std::fs::write(v1.join("a.sh"), "one").expect("write");
         std::os::unix::fs::symlink("..v1", d.join("..data")).expect("link");
         std::os::unix::fs::symlink("..data/a.sh", d.join("a.sh")).expect("link");
-        let before = fingerprint(&d).expect("fp");
+        let before = fingerprint(&d, &[]).expect("fp");
         let v2 = d.join("..v2");
         std::fs::create_dir(&v2).expect("mkdir");
         std::fs::write(v2.join("a.sh"), "two").expect("write");
         std::os::unix::fs::symlink("..v2", d.join("..data_tmp")).expect("link");
         std::fs::rename(d.join("..data_tmp"), d.join("..data")).expect("swap");
         std::fs::remove_dir_all(&v1).expect("old");
-        assert_ne!(fingerprint(&d).expect("fp"), before);
+        assert_ne!(fingerprint(&d, &[]).expect("fp"), before);
         let _ = std::fs::remove_dir_all(&d);
     }
 }
