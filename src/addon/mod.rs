@@ -472,6 +472,7 @@ fn initial_state(
         ),
         releases: Default::default(),
         listed: Default::default(),
+        removed: Default::default(),
     })
 }
 

@@ -3,16 +3,23 @@
 //! only them. The `reload` thread (started by `operator.rs`, its loop and
 //! debounce in `reload/`) calls [`ModulesReload::reload`].
 //!
-//! A reload discovers the modules again and runs every hook's `--config`. If
-//! the set of modules, a hook's path or `--config` output, or a module's
+//! A reload discovers the modules again and runs every hook's `--config`. If a
+//! module appeared, a hook's path or `--config` output changed, or a module's
 //! static `<key>Enabled` changed, it changes nothing and fails (this version
-//! needs a restart for those; the error says which). Otherwise each module
-//! whose directory changed (its chart, `values.yaml`, `openapi/`, hooks'
-//! scripts) gets its new static values and schemas and a `ModuleRun` through
-//! the lifecycle (`ValuesChanged`, event `ModuleFilesChanged`), which upgrades
-//! its release when the chart or values changed; a changed `global:` section
-//! of a modules dir's `values.yaml` asks for a converge. Other modules do not
-//! run.
+//! needs a restart for those; the error says which). Otherwise:
+//!
+//! - a module whose directory is gone is marked removed (`State::removed`): it
+//!   is never enabled again, and the converge the reload asks for purges it as
+//!   it would a disabled module (watches and schedules off, webhook entries
+//!   removed, `helm uninstall`), skipping its lifecycle hooks whose files went
+//!   with it; one that comes back at the same path is no longer removed;
+//! - each module whose directory changed (its chart, `values.yaml`,
+//!   `openapi/`, hooks' scripts) gets its new static values and schemas and a
+//!   `ModuleRun` through the lifecycle (`ValuesChanged`, event
+//!   `ModuleFilesChanged`), which upgrades its release when the chart or values
+//!   changed; other modules do not run;
+//! - a changed `global:` section of a modules dir's `values.yaml` asks for a
+//!   converge.
 
 use super::modules::{self, Layout, Owner};
 use super::state::Shared;
@@ -33,11 +40,8 @@ use std::time::Duration;
 pub(crate) enum ReloadError {
     /// Discovery, a `values.yaml`, a schema or a hook's `--config` failed.
     Load(String),
-    /// Modules appeared or disappeared (not reloadable yet).
-    Modules {
-        added: Vec<String>,
-        removed: Vec<String>,
-    },
+    /// Modules appeared (not reloadable yet), or one moved to another path.
+    Added(Vec<String>),
     /// Hooks were added, removed or got another `--config` output.
     Hooks(Vec<String>),
     /// A module's static `<key>Enabled` changed.
@@ -49,12 +53,9 @@ impl std::fmt::Display for ReloadError {
         let restart = "restart the operator to apply it";
         match self {
             ReloadError::Load(e) => f.write_str(e),
-            ReloadError::Modules { added, removed } => write!(
-                f,
-                "modules added [{}] or removed [{}]: {restart}",
-                added.join(","),
-                removed.join(",")
-            ),
+            ReloadError::Added(names) => {
+                write!(f, "modules added: {}: {restart}", names.join(","))
+            }
             ReloadError::Hooks(names) => write!(
                 f,
                 "hooks added, removed or with another --config: {}: {restart}",
@@ -73,8 +74,22 @@ impl std::fmt::Display for ReloadError {
 /// What a successful reload did.
 #[derive(Debug, Default)]
 struct Changes {
+    /// Modules run again.
     modules: Vec<String>,
+    /// Modules found removed (purged by the converge asked for).
+    removed: Vec<String>,
+    /// Removed modules found back.
+    returned: Vec<String>,
     global: bool,
+}
+
+impl Changes {
+    fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+            && self.removed.is_empty()
+            && self.returned.is_empty()
+            && !self.global
+    }
 }
 
 /// The reload of modules and global hooks; owned by the `reload` thread.
@@ -151,7 +166,7 @@ impl crate::reload::Reload for ModulesReload {
     fn reload(&mut self, cause: Cause) {
         let result = self.try_reload();
         let outcome = match &result {
-            Ok(c) if c.modules.is_empty() && !c.global => "unchanged",
+            Ok(c) if c.is_empty() => "unchanged",
             Ok(_) => "success",
             Err(_) => "error",
         };
@@ -163,6 +178,8 @@ impl crate::reload::Reload for ModulesReload {
                     ("cause", cause.as_str()),
                     ("outcome", outcome),
                     ("modules", &c.modules.join(",")),
+                    ("removed", &c.removed.join(",")),
+                    ("returned", &c.returned.join(",")),
                     ("global", if c.global { "changed" } else { "unchanged" }),
                 ],
             ),
@@ -177,29 +194,50 @@ impl crate::reload::Reload for ModulesReload {
 impl ModulesReload {
     fn try_reload(&mut self) -> Result<Changes, ReloadError> {
         let mut layout = modules::discover(&self.flags).map_err(ReloadError::Load)?;
-        same_modules(&self.shared.layout, &layout)?;
+        let found = found_modules(&self.shared.layout, &layout)?;
         chart_dir::generate_charts(&mut layout.modules, &self.tmp_dir)
             .map_err(ReloadError::Load)?;
-        let trees = Trees::of(&self.flags, &layout, self.trees.skip.clone());
+        let trees = self.trees_by_running_index(&layout, &found);
         let (hooks, _) = modules::load_hooks(&layout, self.timeout, self.jq_library.as_deref())
             .map_err(ReloadError::Load)?;
-        same_hooks(&self.shared.hooks, &self.shared.owners, &hooks)?;
-        let changes = self.apply(layout, &trees);
+        same_hooks(&self.shared, &found, &hooks)?;
+        let changes = self.apply(layout, &found, &trees);
         self.trees = trees;
         Ok(changes)
     }
 
-    /// Gives changed modules their new static values and schemas and runs them.
-    fn apply(&self, mut layout: Layout, trees: &Trees) -> Changes {
+    /// The new fingerprints, by running module index (`None` for a module gone).
+    fn trees_by_running_index(&self, layout: &Layout, found: &[Option<usize>]) -> Trees {
+        let new = Trees::of(&self.flags, layout, self.trees.skip.clone());
+        let modules = (found.iter())
+            .map(|f| f.and_then(|n| new.modules.get(n).copied().flatten()))
+            .collect();
+        Trees { modules, ..new }
+    }
+
+    /// Marks removed and returned modules, gives changed ones their new static
+    /// values and schemas, and asks for their runs and the converge.
+    fn apply(&self, mut layout: Layout, found: &[Option<usize>], trees: &Trees) -> Changes {
         let mut changes = Changes::default();
         let mut st = self.shared.lock();
-        for (m, new) in layout.modules.iter_mut().enumerate() {
+        for (m, f) in found.iter().enumerate() {
+            let name = self.shared.layout.modules[m].name.clone();
+            let Some(n) = *f else {
+                if st.removed.insert(m) {
+                    changes.removed.push(name);
+                }
+                continue;
+            };
+            if st.removed.remove(&m) {
+                changes.returned.push(name.clone());
+            }
+            let new = &mut layout.modules[n];
             let scope = &mut st.modules[m].scope;
             let moved = trees.modules.get(m) != self.trees.modules.get(m);
             if moved || scope.static_values != new.static_values {
                 scope.static_values = new.static_values.clone();
                 scope.schemas = std::mem::replace(&mut new.schemas, super::Schemas::none());
-                changes.modules.push(new.name.clone());
+                changes.modules.push(name);
             }
         }
         if st.global.static_values != layout.global_static {
@@ -222,47 +260,47 @@ impl ModulesReload {
                 self.shared.send(Input::ValuesChanged { module, event });
             }
         }
-        if changes.global {
-            let event = "GlobalValuesChanged".to_string();
+        if changes.global || !changes.removed.is_empty() || !changes.returned.is_empty() {
+            let event = "ModulesChanged".to_string();
             self.shared.send(Input::ConvergeRequested { event });
         }
         changes
     }
 }
 
-/// The same modules, at the same paths, with the same static `<key>Enabled`.
-fn same_modules(running: &Layout, new: &Layout) -> Result<(), ReloadError> {
-    let names = |l: &Layout| -> Vec<(String, PathBuf)> {
-        l.modules
-            .iter()
-            .map(|m| (m.name.clone(), m.path.clone()))
-            .collect()
-    };
-    let (old, now) = (names(running), names(new));
-    if old != now {
-        let missing = |a: &[(String, PathBuf)], b: &[(String, PathBuf)]| -> Vec<String> {
-            a.iter()
-                .filter(|x| !b.contains(x))
-                .map(|(n, _)| n.clone())
-                .collect()
-        };
-        return Err(ReloadError::Modules {
-            added: missing(&now, &old),
-            removed: missing(&old, &now),
-        });
+/// Where each running module is in the new layout (`None`: gone); an error
+/// when the new layout has a module the running one has not (by name and
+/// path), or a module's static `<key>Enabled` changed.
+fn found_modules(running: &Layout, new: &Layout) -> Result<Vec<Option<usize>>, ReloadError> {
+    let same = |a: &modules::Module, b: &modules::Module| a.name == b.name && a.path == b.path;
+    let added: Vec<String> = (new.modules.iter())
+        .filter(|m| !running.modules.iter().any(|r| same(r, m)))
+        .map(|m| m.name.clone())
+        .collect();
+    if !added.is_empty() {
+        return Err(ReloadError::Added(added));
     }
-    for (a, b) in running.modules.iter().zip(&new.modules) {
-        if a.static_enabled != b.static_enabled {
-            return Err(ReloadError::Enabled(a.name.clone()));
+    let found: Vec<Option<usize>> = (running.modules.iter())
+        .map(|r| new.modules.iter().position(|m| same(r, m)))
+        .collect();
+    for (r, f) in running.modules.iter().zip(&found) {
+        if f.is_some_and(|n| new.modules[n].static_enabled != r.static_enabled) {
+            return Err(ReloadError::Enabled(r.name.clone()));
         }
     }
-    Ok(())
+    Ok(found)
 }
 
-/// The same hooks (by name and `--config` output), the operator's own left out.
-fn same_hooks(running: &[Hook], owners: &[Owner], new: &[Hook]) -> Result<(), ReloadError> {
-    let old: Vec<(&str, u128)> = (running.iter().zip(owners))
-        .filter(|(_, o)| **o != Owner::ConfigMap)
+/// The same hooks (by name and `--config` output), the operator's own and
+/// those of modules now gone left out.
+fn same_hooks(shared: &Shared, found: &[Option<usize>], new: &[Hook]) -> Result<(), ReloadError> {
+    let kept = |o: &Owner| match o {
+        Owner::ConfigMap => false,
+        Owner::Module(m) => found.get(*m).is_some_and(Option::is_some),
+        Owner::Global => true,
+    };
+    let old: Vec<(&str, u128)> = (shared.hooks.iter().zip(&shared.owners))
+        .filter(|(_, o)| kept(o))
         .map(|(h, _)| (h.name.as_str(), h.config_sum))
         .collect();
     let now: Vec<(&str, u128)> = new

@@ -95,6 +95,10 @@ pub(crate) struct State {
     /// change) and when the converge starts and ends.
     pub(crate) listed:
         std::collections::HashMap<super::helm::ListKey, std::collections::BTreeSet<String>>,
+    /// Modules whose directory a reload found gone (`reload.rs`): never enabled,
+    /// so the next converge purges them; their lifecycle hooks whose files are
+    /// gone are skipped.
+    pub(crate) removed: std::collections::BTreeSet<usize>,
 }
 
 /// One module's values.

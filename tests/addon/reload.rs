@@ -1,8 +1,9 @@
 //! addon-operator's reload (issue 39, `src/addon/reload.rs`), against kube-sim
 //! with the real helm: a module whose `values.yaml` or chart changed is run
-//! again (a new release revision), the other modules are not; a reload that
-//! would add a module fails, is counted and changes nothing; SIGHUP reloads
-//! and does not stop the operator.
+//! again (a new release revision), the other modules are not; a removed module
+//! is purged (its release uninstalled) and installed again when it comes back;
+//! a reload that would add a module fails, is counted and changes nothing;
+//! SIGHUP reloads and does not stop the operator.
 
 use crate::common::metric;
 use crate::harness::*;
@@ -109,4 +110,51 @@ fn a_changed_module_runs_again_and_only_it() {
 
 fn http_get_ready(addon: &Addon) -> u16 {
     crate::common::http_get(addon.port(), "/ready").0
+}
+
+/// A module whose directory is removed is purged by the converge the reload
+/// asks for (its release and objects gone), as a disabled module would be: the
+/// other module's `global.enabledModules` loses it. When the directory comes
+/// back, the module is installed again.
+#[test]
+fn a_removed_module_is_purged_and_comes_back() {
+    let mut files = chart("modules/001-foo", "foo", "foo");
+    let baz = chart("modules/002-baz", "baz", "baz");
+    files.extend(baz.clone());
+    files.push((
+        "modules/values.yaml".into(),
+        "fooEnabled: true\nbazEnabled: true\n".into(),
+    ));
+    let addon = Addon::start(&refs(&files), None, 4);
+    addon.wait_ready();
+    let enabled_in_foo = || {
+        let cm = addon.object("v1", "ConfigMap", "foo")?;
+        cm["data"]["enabledModules"].as_str().map(String::from)
+    };
+    eventually(&addon, "both installed", || {
+        addon.object("v1", "ConfigMap", "baz").is_some()
+            && enabled_in_foo().as_deref() == Some("foo,baz")
+    });
+    assert_eq!(addon.revisions("baz").len(), 1);
+
+    std::fs::remove_dir_all(addon.dir.0.join("modules/002-baz")).expect("rm baz");
+    eventually(&addon, "baz purged", || {
+        addon.revisions("baz").is_empty() && addon.object("v1", "ConfigMap", "baz").is_none()
+    });
+    eventually(&addon, "foo sees baz gone", || {
+        enabled_in_foo().as_deref() == Some("foo")
+    });
+    assert_eq!(reloads(&addon, "success"), 1);
+    let line = addon.wait_log(&["modules reloaded"], std::time::Duration::from_secs(5));
+    assert!(line.contains("\"removed\":\"baz\""), "{line}");
+
+    for (path, content) in baz {
+        put(&addon.dir.0.join(path), &content);
+    }
+    eventually(&addon, "baz back", || {
+        addon.object("v1", "ConfigMap", "baz").is_some()
+            && enabled_in_foo().as_deref() == Some("foo,baz")
+    });
+    assert_eq!(reloads(&addon, "success"), 2);
+    assert_eq!(reloads(&addon, "error"), 0);
 }
