@@ -90,7 +90,7 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
     let runner = Runner {
-        hooks: Arc::new(vec![hook]),
+        hooks: Arc::new(vec![hook]).into(),
         executor,
         metrics: Arc::new(Metrics::new("bench_").expect("metrics")),
         scheduler: sched_tx,

@@ -251,8 +251,9 @@ fn rss_growth(dir: &Path, runs: usize) {
             hooks: Arc::new(
                 (0..QUEUES)
                     .map(|i| common::plain_hook(&format!("metrics-{i}.sh"), &hook_path))
-                    .collect(),
-            ),
+                    .collect::<Vec<_>>(),
+            )
+            .into(),
             executor,
             metrics: Arc::clone(&metrics),
             scheduler: sched_tx,

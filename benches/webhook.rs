@@ -194,7 +194,9 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
     let hook = Hook {
         name: "allow.sh".into(),
         path: hook_path.to_path_buf(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        limiter: std::sync::Arc::new(Mutex::new(TokenBucket::from_settings(&config.settings))),
+        config_sum: 0,
+        retired: false,
         jq_filters: vec![],
         config,
     };

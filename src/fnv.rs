@@ -28,6 +28,11 @@ impl Fnv128 {
         self.bytes(data);
     }
 
+    /// The hash as a number.
+    pub(crate) fn finish(&self) -> u128 {
+        self.0
+    }
+
     /// The hash as 32 hex digits.
     pub(crate) fn hex(&self) -> String {
         format!("{:032x}", self.0)

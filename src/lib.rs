@@ -55,6 +55,7 @@ pub mod patch;
 pub(crate) mod pipes;
 pub(crate) mod process;
 pub mod queue;
+pub(crate) mod reload;
 pub(crate) mod router;
 pub mod runner;
 pub(crate) mod schedule;

@@ -42,8 +42,15 @@ pub fn every_family(program: Program, prefix: &str) -> Result<Vec<Family>, Strin
     crate::webhook::metrics::WebhookMetrics::register(prefix, &metrics)
         .map_err(|e| e.to_string())?;
     crate::leader::gauge(prefix, &metrics)?;
-    if program == Program::Addon {
-        crate::addon::AddonMetrics::register(prefix, metrics.registry())?;
+    match program {
+        Program::Shell => {
+            crate::reload::register_metric(metrics.registry(), prefix)?;
+        }
+        Program::Addon => {
+            crate::addon::AddonMetrics::register(prefix, metrics.registry())?;
+            crate::addon::reload::register_metric(metrics.registry(), prefix)
+                .map_err(|e| e.to_string())?;
+        }
     }
     let mut families: Vec<Family> = Vec::new();
     for f in metrics.families() {

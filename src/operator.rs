@@ -18,7 +18,7 @@
 //! ```text
 //! thread              spawned by              reads                         writes
 //! main                -                       signal, election notes        (ticks metrics, expiry), shutdown
-//! signals             operator.rs             stop signals (USR1/2 dropped) signal
+//! signals             operator.rs             stop signals (USR1/2 dropped) signal; SIGHUP → reload
 //! http                operator.rs             metrics port (poll loop)      whole requests → http-N
 //! debug, debug-http   operator.rs             debug socket / HTTP (poll)    whole requests → debug-N …
 //! queue-<name> × Q    operator.rs             task[name], stop              schedule control, monitor control,
@@ -28,6 +28,10 @@
 //!                                             stop
 //! monitor             operator.rs             monitor control, watch events kube event
 //! scheduler           operator.rs             schedule control, stop        fire
+//! reload              operator.rs             hooks dir (polled, 0.5 s),    hook table, monitor control,
+//!                                             SIGHUP, stop                  schedule control, task[main],
+//!                                                                           webhook entries (shell-operator);
+//!                                                                           lifecycle inputs (addon-operator)
 //! addon-resource-     operator.rs             stop (a check every period)   release drift to router
 //!   monitor           (addon-operator only)   helm, API lists
 //! webhook-<server>    operator.rs             webhook port (TLS, poll)      whole requests → its handlers
@@ -64,7 +68,7 @@ mod main_loop;
 use crate::debug::server::{DebugServer, Stopper as DebugStopper};
 use crate::executor::Executor;
 use crate::flags::Config;
-use crate::hook::Hook;
+use crate::hook::table::HookTable;
 use crate::kube::Client;
 use crate::leader;
 use crate::listen::{Server, Stopper};
@@ -74,6 +78,7 @@ use crate::monitor::{Monitor, WatchEvent};
 use crate::process;
 use crate::queue::Task;
 use crate::queue::worker::{Handler, SharedView, Worker};
+use crate::reload;
 use crate::router::Router;
 use crate::runner::Runner;
 use crate::schedule::{self, Control, Entry, Fire};
@@ -139,7 +144,10 @@ struct Serving {
 /// The hooks and everything their runs need: queues, kube, the scheduler's
 /// entries, and what the runner is made of.
 struct Engine {
-    hooks: Arc<Vec<Hook>>,
+    /// The hooks every thread reads (a reload swaps them).
+    table: HookTable,
+    /// shell-operator's reload of the hooks dir (`None` for addon-operator).
+    reload: Option<ReloadParts>,
     views: BTreeMap<String, SharedView>,
     kube: Option<KubeParts>,
     schedule: Vec<Entry>,
@@ -159,14 +167,46 @@ struct RunParts {
 
 type ThreadBody = Box<dyn FnOnce() + Send + 'static>;
 
+/// What the `reload` thread is made of, from the bind step.
+struct ReloadParts {
+    root: std::path::PathBuf,
+    timeout: Option<Duration>,
+    /// The hooks tree's fingerprint taken before the hooks were loaded.
+    tree: Option<u128>,
+    /// What the fingerprint leaves out: the tmp dir, should it be inside.
+    skip: Vec<std::path::PathBuf>,
+    reloads: prometheus::IntCounterVec,
+}
+
+impl ReloadParts {
+    /// shell-operator's: the hooks dir's fingerprint (taken before the hooks load,
+    /// so a change while they load is a reload) and the reload counter.
+    fn bind(config: &Config, metrics: &Metrics) -> Result<Option<ReloadParts>, String> {
+        if config.program != crate::flags::Program::Shell {
+            return Ok(None);
+        }
+        let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)?;
+        let skip = reload::tree::skipped(&config.tmp_dir);
+        Ok(Some(ReloadParts {
+            root: config.hooks_dir.clone(),
+            timeout: config.hook_run_timeout,
+            tree: reload::tree::fingerprint(&config.hooks_dir, &skip).ok(),
+            skip,
+            reloads,
+        }))
+    }
+}
+
 impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
     fn bind(mut config: Config) -> Result<Bound, String> {
         let signals = bind_signals(&config)?;
         let executor = prepare_dirs(&mut config)?;
         let metrics = flavor::metrics(&config)?;
+        let reload = ReloadParts::bind(&config, &metrics)?;
         let (flavor, hooks) = Flavor::bind(&config, &metrics)?;
         let hooks = Arc::new(hooks);
+        let table = HookTable::new(Arc::clone(&hooks));
         let schedule = schedule_entries(&hooks)?;
         let ready = Arc::new(AtomicBool::new(false));
         let views = queue_views(&hooks);
@@ -185,7 +225,7 @@ impl Bound {
         let http = bind_http(&config, &metrics, &ready, routes)?;
         let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let extra = flavor.debug_routes();
-        let debug = bind_debug_server(&config, &hooks, kube.as_ref(), &views, extra)?;
+        let debug = bind_debug_server(&config, &table, kube.as_ref(), &views, extra)?;
         let patcher = patcher_client(&config, &metrics);
         let webhooks = webhook::bind(webhook::Setup {
             config: &config,
@@ -193,7 +233,7 @@ impl Bound {
             executor: &executor,
             metrics: &metrics,
             client: kube.as_ref().map(|k| k.client.clone()),
-            snapshots: webhook_snapshots(kube.as_ref(), &hooks),
+            snapshots: webhook_snapshots(kube.as_ref(), &table),
             patcher: patcher.clone().ok(),
             registered_at_start: flavor.webhooks_at_start(),
             builtins: flavor.admission_builtins(),
@@ -209,7 +249,8 @@ impl Bound {
                 spares: executor.spares.clone(),
             },
             engine: Engine {
-                hooks,
+                table,
+                reload,
                 views,
                 kube,
                 schedule,
@@ -272,13 +313,18 @@ impl Serving {
             threads::spawn("reaper", reap)?;
         }
         let (signal_tx, signal_rx) = bounded::<i32>(4);
+        // One SIGHUP waiting is enough: the reload it asks for is still to come.
+        let (hup_tx, hup_rx) = bounded::<()>(1);
         let mut signals = self.signals;
         // Not joined: it waits for signals for good, and the process exit ends it.
-        // Only stop signals go on; the ignored ones end here, logged.
+        // Only stop signals go on; the ignored ones end here, logged; SIGHUP goes
+        // to the reload thread.
         threads::spawn("signals", move || {
             for sig in signals.forever() {
                 if IGNORED_SIGNALS.contains(&sig) {
                     log::info("signal ignored", &[("signal", &sig.to_string())]);
+                } else if sig == RELOAD_SIGNAL {
+                    let _ = hup_tx.try_send(());
                 } else {
                     let _ = signal_tx.send(sig);
                 }
@@ -301,6 +347,7 @@ impl Serving {
             metrics: self.metrics,
             views: self.views,
             signal_rx,
+            hup_rx,
             stop_tx,
             stop_rx,
             threads,
@@ -338,8 +385,26 @@ impl Engine {
         let module_webhooks = (running.webhooks.as_ref())
             .map(webhook::Webhooks::for_modules)
             .unwrap_or_default();
+        let reloader = self.reload.map(|parts| reload::Reloader {
+            root: parts.root,
+            timeout: parts.timeout,
+            tree: parts.tree,
+            skip: parts.skip,
+            reloads: parts.reloads,
+            jq_library: self.run.jq_library.clone(),
+            table: self.table.clone(),
+            queues: self.views.keys().cloned().collect(),
+            kube: kube.map(|k| reload::KubeSide {
+                store: Arc::clone(&k.store),
+                monitor: k.control_tx.clone(),
+            }),
+            scheduler: schedule_tx.clone(),
+            main: main.clone(),
+            registrar: module_webhooks.admission.clone(),
+            ready: Arc::clone(&self.run.ready),
+        });
         let (handler, mut started) = self.run.start(
-            &self.hooks,
+            &self.table,
             kube,
             schedule_tx,
             forward_tx,
@@ -349,7 +414,7 @@ impl Engine {
         let (threads, stop) = (&mut running.threads, &running.stop_rx);
         let senders = spawn_queues(threads, queues, &self.views, stop, &handler)?;
         let router = Router {
-            hooks: Arc::clone(&self.hooks),
+            hooks: self.table.clone(),
             fires: fire_rx,
             kube_events: kube.map_or_else(crossbeam_channel::never, |k| k.events_rx.clone()),
             stop: stop.clone(),
@@ -361,10 +426,9 @@ impl Engine {
         if let Some(k) = self.kube {
             // One channel carries every reflector's events to the monitor.
             let (watch_tx, watch_rx) = unbounded::<WatchEvent>();
-            let hooks = Arc::clone(&self.hooks);
             let monitor = Monitor::new(
                 k.client,
-                hooks,
+                self.table.clone(),
                 k.store,
                 metrics,
                 watch_tx,
@@ -386,6 +450,15 @@ impl Engine {
         threads.push(threads::spawn("scheduler", move || {
             schedule::run(entries, schedule_rx, stop, fire_tx)
         })?);
+        let (hup, stop) = (running.hup_rx.clone(), running.stop_rx.clone());
+        let body: Option<ThreadBody> = match (reloader, started.modules_reload()) {
+            (Some(hooks), _) => Some(Box::new(move || reload::run(hooks, hup, stop))),
+            (None, Some(modules)) => Some(Box::new(move || reload::run(modules, hup, stop))),
+            (None, None) => None,
+        };
+        if let Some(body) = body {
+            threads.push(threads::spawn("reload", body)?);
+        }
         Ok(())
     }
 }
@@ -417,13 +490,14 @@ impl RunParts {
     /// before any queue thread starts, so its first view lists them all.
     fn start(
         self,
-        hooks: &Arc<Vec<Hook>>,
+        table: &HookTable,
         kube: Option<&KubeParts>,
         scheduler: Sender<Control>,
         forward: Sender<(String, Task)>,
         main: Sender<Task>,
         webhooks: webhook::ModuleWebhooks,
     ) -> Result<(Arc<dyn Handler>, flavor::Started), String> {
+        let hooks = &table.load();
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
             hooks: Arc::clone(hooks),
@@ -433,13 +507,13 @@ impl RunParts {
             webhooks,
         })?;
         let runner = Arc::new(Runner {
-            hooks: Arc::clone(hooks),
+            hooks: table.clone(),
             executor: self.executor,
             metrics: self.metrics,
             scheduler,
             startup_left: AtomicUsize::new(startup.len()),
             ready: Arc::clone(&started.startup_ready),
-            kube: kube.map(|k| k.runtime(hooks, forward)),
+            kube: kube.map(|k| k.runtime(table, forward)),
             patcher: self.patcher,
             jq_library: self.jq_library,
             values: started.values(),
@@ -472,6 +546,8 @@ struct Running {
     metrics: Arc<Metrics>,
     views: Vec<SharedView>,
     signal_rx: Receiver<i32>,
+    /// SIGHUP, for the reload thread (shell-operator).
+    hup_rx: Receiver<()>,
     /// Dropped to stop intake: every thread that takes work holds `stop_rx`.
     stop_tx: Sender<()>,
     stop_rx: Receiver<()>,
@@ -548,14 +624,17 @@ impl Running {
 }
 
 /// Signals that stop the operator as SIGTERM does (hooks get SIGTERM, then SIGKILL
-/// after the grace period; exit 0). SIGHUP and SIGQUIT would otherwise kill it with
-/// their default action and orphan every running hook's process group.
-const STOP_SIGNALS: [i32; 4] = [
+/// after the grace period; exit 0). SIGQUIT would otherwise kill it with its
+/// default action and orphan every running hook's process group.
+const STOP_SIGNALS: [i32; 3] = [
     signal_hook::consts::SIGTERM,
     signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGHUP,
     signal_hook::consts::SIGQUIT,
 ];
+
+/// SIGHUP reloads the hooks (`reload/`; addon-operator's modules,
+/// `addon/reload.rs`) instead of stopping the operator.
+const RELOAD_SIGNAL: i32 = signal_hook::consts::SIGHUP;
 
 /// Signals that are logged and otherwise ignored (their default action kills).
 const IGNORED_SIGNALS: [i32; 2] = [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGUSR2];

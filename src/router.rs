@@ -8,18 +8,18 @@
 
 use crate::hook::Hook;
 use crate::hook::context::{BindingContext, BindingType, Payload};
+use crate::hook::table::HookTable;
 use crate::log;
 use crate::monitor::store::KubeEvent;
 use crate::queue::Task;
 use crate::schedule::Fire;
 use crossbeam_channel::{Receiver, Sender, select};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The router's inputs and outputs.
 pub(crate) struct Router {
-    pub(crate) hooks: Arc<Vec<Hook>>,
+    pub(crate) hooks: HookTable,
     pub(crate) fires: Receiver<Fire>,
     pub(crate) kube_events: Receiver<KubeEvent>,
     pub(crate) stop: Receiver<()>,
@@ -49,11 +49,11 @@ impl Router {
             let wait = (due.get()).map_or(IDLE, |d| d.saturating_duration_since(Instant::now()));
             let tasks = select! {
                 recv(self.fires) -> f => match f {
-                    Ok(f) => schedule_task(&self.hooks, f).into_iter().collect(),
+                    Ok(f) => schedule_task(&self.hooks.load(), f).into_iter().collect(),
                     Err(_) => return,
                 },
                 recv(self.kube_events) -> e => match e {
-                    Ok(e) => kube_task(&self.hooks, e).into_iter().collect(),
+                    Ok(e) => kube_task(&self.hooks.load(), e).into_iter().collect(),
                     Err(_) => return,
                 },
                 recv(self.forward) -> t => match t {

@@ -8,6 +8,7 @@
 use crate::executor::{Executor, ExtraFile, RunLabels, RunResult};
 use crate::hook::Hook;
 use crate::hook::context::{BindingType, Snapshots, write_file};
+use crate::hook::table::HookTable;
 use crate::kube::Client;
 use crate::log;
 use crate::metrics::{HookRunLabels, HookRunMetrics, Metrics, RunOutcome};
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Runs tasks for the queue threads.
 pub struct Runner {
-    pub hooks: Arc<Vec<Hook>>,
+    pub hooks: HookTable,
     pub executor: Executor,
     pub metrics: Arc<Metrics>,
     pub scheduler: Sender<Control>,
@@ -66,13 +67,22 @@ pub struct RunMetrics<'a> {
 }
 
 impl Runner {
+    /// True when the task's hook was removed by a reload (`hook/table.rs`).
+    fn is_retired(&self, task: &Task) -> bool {
+        let hooks = self.hooks.load();
+        task.hook()
+            .and_then(|i| hooks.get(i))
+            .is_some_and(|h| h.retired)
+    }
+
     /// Counts down the startup work: onStartup runs, Enable tasks and the
     /// Synchronization tasks those queue (`queued` more). At zero the operator is ready.
     fn startup_task_done(&self, task: &Task, queued: usize) {
         let is_startup = task.kind != TaskKind::HookRun
             || task.binding_type == BindingType::OnStartup
             || !task.sync_bindings.is_empty();
-        if !is_startup {
+        // Once ready, Enable and Synchronization tasks come from a reload.
+        if !is_startup || self.ready.load(Ordering::Acquire) {
             return;
         }
         let done = if task.kind == TaskKind::HookRun {
@@ -103,7 +113,8 @@ impl Runner {
     /// Runs the hook of a HookRun task once: context, values, executor, patches,
     /// metrics; counts and logs the outcome.
     fn hook_outcome(&self, task: &Task, queue: &str) -> Outcome {
-        let found = task.hook().and_then(|i| Some((i, self.hooks.get(i)?)));
+        let hooks = self.hooks.load();
+        let found = task.hook().and_then(|i| Some((i, hooks.get(i)?)));
         let Some((index, hook)) = found else {
             let error = format!("{}: no hook for task {:?}", task.hook_name, task.target);
             return Outcome::Stop(error.into());
@@ -284,7 +295,8 @@ impl Runner {
 
 impl Handler for Runner {
     fn rate_limit(&self, task: &Task) -> Duration {
-        match (task.kind, task.hook().and_then(|h| self.hooks.get(h))) {
+        let hooks = self.hooks.load();
+        match (task.kind, task.hook().and_then(|h| hooks.get(h))) {
             (TaskKind::HookRun, Some(hook)) => hook
                 .limiter
                 .lock()
@@ -296,6 +308,13 @@ impl Handler for Runner {
 
     fn handle(&self, task: &Task, queue: &str) -> Outcome {
         crate::latency_trace::mark(crate::latency_trace::Stage::RunStarted);
+        if self.is_retired(task) {
+            log::info(
+                "task dropped: its hook was removed by a reload",
+                &[("hook", &task.hook_name), ("queue", queue)],
+            );
+            return Outcome::done();
+        }
         let outcome = match (task.kind, &self.kube) {
             (TaskKind::HookRun, kube) => {
                 let outcome = self.hook_outcome(task, queue);

@@ -13,7 +13,14 @@ pub(crate) const MAIN_QUEUE: &str = "main";
 /// The main queue's first tasks: onStartup runs by (ORDER, name), then each hook's
 /// Enable tasks in name order.
 pub(crate) fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
-    let on_startup = by_order(hooks.iter().map(|h| h.config.on_startup).enumerate());
+    tasks_for(hooks, &(0..hooks.len()).collect::<Vec<_>>())
+}
+
+/// [`startup_tasks`] of the hooks at `indices` only (the hooks a reload added,
+/// `reload/apply.rs`).
+pub(crate) fn tasks_for(hooks: &[Hook], indices: &[usize]) -> Vec<Task> {
+    let picked = (indices.iter()).filter_map(|&i| Some((i, hooks.get(i)?)));
+    let on_startup = by_order(picked.clone().map(|(i, h)| (i, h.config.on_startup)));
     let mut tasks: Vec<Task> = on_startup
         .into_iter()
         .map(|i| {
@@ -21,7 +28,7 @@ pub(crate) fn startup_tasks(hooks: &[Hook]) -> Vec<Task> {
             Task::hook_run(i, &hooks[i].name, false, false, ctx)
         })
         .collect();
-    for (i, h) in hooks.iter().enumerate() {
+    for (i, h) in picked {
         if !h.config.kubernetes.is_empty() {
             tasks.push(Task::enable(TaskKind::EnableKubernetesBindings, i, &h.name));
         }

@@ -92,7 +92,9 @@ pub fn plain_hook(name: &str, path: &Path) -> Hook {
     Hook {
         name: name.into(),
         path: path.to_path_buf(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        limiter: std::sync::Arc::new(Mutex::new(TokenBucket::from_settings(&config.settings))),
+        config_sum: 0,
+        retired: false,
         jq_filters: vec![],
         config,
     }

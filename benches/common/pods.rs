@@ -105,9 +105,11 @@ impl MonitorRun {
         let hook = Hook {
             name: "bench.sh".into(),
             path: PathBuf::from("/bin/true"),
-            limiter: Mutex::new(shell_operator::hook::limiter::TokenBucket::from_settings(
-                &config.settings,
+            limiter: Arc::new(Mutex::new(
+                shell_operator::hook::limiter::TokenBucket::from_settings(&config.settings),
             )),
+            config_sum: 0,
+            retired: false,
             jq_filters: vec![Some(Arc::new(jq))],
             config,
         };
@@ -117,7 +119,7 @@ impl MonitorRun {
         let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
         let monitor = Monitor::new(
             client.clone(),
-            Arc::new(vec![hook]),
+            Arc::new(vec![hook]).into(),
             Arc::clone(&store),
             metrics,
             watch_tx,

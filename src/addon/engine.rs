@@ -31,6 +31,7 @@
 use super::state::Shared;
 use crate::addon::modules::Owner;
 use crate::hook::context::{BindingContext, BindingType};
+use crate::log;
 use crate::queue::worker::Handler;
 use crate::queue::{Outcome, Step, Target, Task, TaskKind};
 use crate::runner::Runner;
@@ -112,10 +113,33 @@ impl AddonHandler {
 
     /// Hooks of `owner` with the lifecycle binding, by (ORDER, name).
     pub(super) fn lifecycle_hooks(&self, owner: Owner, binding: BindingType) -> Vec<usize> {
-        let hooks = self.shared.hooks_of(owner);
+        let gone = self.removed_module_hooks_gone(owner);
+        let hooks = (self.shared.hooks_of(owner)).filter(|(_, h)| !gone || h.path.exists());
         crate::startup::by_order(
             hooks.map(|(i, h)| (i, h.config.lifecycle.order(binding.as_str()))),
         )
+    }
+
+    /// True for a module a reload found removed: its hooks whose files went with
+    /// it are skipped (logged), so its purge can finish.
+    fn removed_module_hooks_gone(&self, owner: Owner) -> bool {
+        let Owner::Module(m) = owner else {
+            return false;
+        };
+        if !self.shared.lock().removed.contains(&m) {
+            return false;
+        }
+        for (_, h) in self
+            .shared
+            .hooks_of(owner)
+            .filter(|(_, h)| !h.path.exists())
+        {
+            log::warn(
+                "hook of a removed module skipped: its file is gone",
+                &[("hook", &h.name)],
+            );
+        }
+        true
     }
 
     pub(super) fn lifecycle_task(&self, hook: usize, binding: BindingType) -> Task {

@@ -26,6 +26,7 @@ mod debug;
 mod engine;
 pub(crate) mod modules;
 pub mod release;
+pub(crate) mod reload;
 pub(crate) mod run;
 mod state;
 mod status;
@@ -90,6 +91,11 @@ pub(crate) struct Bound {
     settings_hook: Option<usize>,
     /// Its webhook's check of the objects against the config schemas.
     validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
+    /// The trees a reload watches, as they were when the hooks loaded.
+    trees: reload::Trees,
+    /// `<prefix>modules_reloads_total`.
+    reloads: prometheus::IntCounterVec,
+    jq_library: Option<std::path::PathBuf>,
 }
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
@@ -122,6 +128,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         );
     }
     let mut layout = crate::addon::modules::discover(&flags)?;
+    let skip = crate::reload::tree::skipped(&config.tmp_dir);
+    let trees = reload::Trees::of(&flags, &layout, skip);
     crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
@@ -199,6 +207,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             &[("error", &e.to_string())],
         ),
     }
+    let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)
+        .map_err(|e| format!("--prometheus-metrics-prefix: {e}"))?;
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
     crate::addon::run::config_changes::report_unknown_keys(
@@ -235,6 +245,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         crds,
         settings_hook,
         validator,
+        trees,
+        reloads,
+        jq_library: config.jq_library_path.clone(),
     };
     Ok((bound, hooks))
 }
@@ -246,6 +259,8 @@ pub(crate) struct Started {
     monitor: Option<crate::addon::release::resources::ResourceMonitor>,
     drift: Option<crate::addon::release::drift::watcher::DriftWatcher>,
     inputs: Option<crossbeam_channel::Receiver<Input>>,
+    /// The reload of modules and global hooks (taken once, for its thread).
+    reload: Option<reload::ModulesReload>,
 }
 
 /// The router's side of the module lifecycle: the inputs sent to it, stepped on the
@@ -421,12 +436,22 @@ impl Bound {
             period: self.flags.resources_check_period,
             watched: self.watched,
         };
+        let reload = reload::ModulesReload {
+            shared: Arc::clone(&shared),
+            flags: self.flags,
+            tmp_dir: shared.tmp_dir.clone(),
+            timeout: self.script_timeout,
+            jq_library: self.jq_library,
+            trees: self.trees,
+            reloads: self.reloads,
+        };
         Ok(Started {
             values,
             shared,
             monitor: Some(monitor),
             drift: Some(drift),
             inputs: Some(inputs_rx),
+            reload: Some(reload),
         })
     }
 }
@@ -448,6 +473,11 @@ impl Started {
     ) -> Option<impl FnOnce() + Send + 'static> {
         let watcher = self.drift.take()?;
         Some(move || watcher.run(stop))
+    }
+
+    /// The reload of modules and global hooks, for the `reload` thread (once).
+    pub(crate) fn modules_reload(&mut self) -> Option<reload::ModulesReload> {
+        self.reload.take()
     }
 
     /// The router's side of the lifecycle (once).
@@ -501,6 +531,7 @@ fn initial_state(
         ),
         releases: Default::default(),
         listed: Default::default(),
+        removed: Default::default(),
     })
 }
 
@@ -623,7 +654,9 @@ fn configmap_hook(namespace: &str, name: &str) -> Hook {
     Hook {
         name: CONFIGMAP_HOOK.into(),
         path: std::path::PathBuf::new(),
-        limiter: Mutex::new(TokenBucket::from_settings(&config.settings)),
+        limiter: Arc::new(Mutex::new(TokenBucket::from_settings(&config.settings))),
+        config_sum: 0,
+        retired: false,
         jq_filters: vec![None],
         config,
     }

@@ -29,12 +29,15 @@ pub(crate) type SnapshotFn = Arc<dyn Fn(&str) -> Option<serde_json::Value> + Sen
 pub(crate) type ExtraRoutes =
     Arc<dyn Fn(&str, &str, &str) -> Option<Result<serde_json::Value, String>> + Send + Sync>;
 
+/// The current hook names, in load order.
+pub(crate) type HookNames = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
 /// What the debug endpoints show.
 pub(crate) struct DebugState {
     /// Every queue's view, as the queue threads publish it.
     pub(crate) queues: Vec<SharedView>,
-    /// Hook names in load order.
-    pub(crate) hooks: Vec<String>,
+    /// Hook names in load order, as they are now (a reload changes them).
+    pub(crate) hooks: HookNames,
     pub(crate) snapshots: SnapshotFn,
     pub(crate) config: runtime::RuntimeConfig,
     pub(crate) extra: Option<ExtraRoutes>,

@@ -203,7 +203,7 @@ fn route(req: &Request, body: &str, state: &DebugState) -> Result<(String, Outpu
     let out = match stem {
         "/queue/main" => queue_main(state, &format),
         "/queue/list" => queue_list(state, &format, query_flag(query, "showEmpty")),
-        "/hook/list" => Output::Value(Value::from(state.hooks.clone())),
+        "/hook/list" => Output::Value(Value::from((state.hooks)())),
         "/config/list" if format == "text" => {
             Output::Text(runtime::list_text(&state.config.list()))
         }
@@ -257,7 +257,7 @@ fn queue_list(state: &DebugState, format: &str, show_empty: bool) -> Output {
 }
 
 fn hook_snapshots(state: &DebugState, hook: &str) -> Result<Output, Fail> {
-    if !state.hooks.iter().any(|h| h == hook) {
+    if !(state.hooks)().iter().any(|h| h == hook) {
         return Err(Fail(400, format!("hook '{hook}' is not exist\n")));
     }
     (state.snapshots)(hook)

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod context;
 pub mod limiter;
+pub mod table;
 
 use crate::jq::JqFilter;
 use crate::process::{self, ExitStatus};
@@ -16,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// One loaded hook.
-#[derive(Debug)]
+/// One loaded hook. A clone shares its rate limiter (a reload copies the hooks
+/// it keeps into the new table, `hook/table.rs`).
+#[derive(Debug, Clone)]
 pub struct Hook {
     /// Path relative to the hooks dir, e.g. `002-hooks/a.sh`: the hook's name everywhere.
     pub name: String,
@@ -25,9 +27,15 @@ pub struct Hook {
     pub path: PathBuf,
     pub config: HookConfig,
     /// `settings.executionMinInterval`/`executionBurst`, shared by all queues.
-    pub limiter: Mutex<TokenBucket>,
+    pub limiter: Arc<Mutex<TokenBucket>>,
     /// Compiled `jqFilter` of each kubernetes binding (same index as `config.kubernetes`).
     pub jq_filters: Vec<Option<Arc<JqFilter>>>,
+    /// FNV-1a of the `--config` output (0 for a hook the operator made): a reload
+    /// keeps a hook whose path and sum are unchanged.
+    pub config_sum: u128,
+    /// Removed by a reload: its slot stays (hook indices never move), emptied of
+    /// bindings; its tasks still queued are dropped.
+    pub retired: bool,
 }
 
 impl Hook {
@@ -45,6 +53,30 @@ impl Hook {
     /// True if the hook has `kubernetes` bindings (it needs watches).
     pub(crate) fn has_kube_bindings(&self) -> bool {
         !self.config.kubernetes.is_empty()
+    }
+
+    /// What is left of a hook a reload removed: its name and path, no bindings.
+    pub(crate) fn retire(&self) -> Hook {
+        let config = config::HookConfig {
+            version: self.config.version.clone(),
+            on_startup: None,
+            schedule: Vec::new(),
+            kubernetes: Vec::new(),
+            validating: Vec::new(),
+            mutating: Vec::new(),
+            conversion: Vec::new(),
+            settings: Default::default(),
+            lifecycle: Default::default(),
+        };
+        Hook {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            config,
+            limiter: Arc::clone(&self.limiter),
+            jq_filters: Vec::new(),
+            config_sum: 0,
+            retired: true,
+        }
     }
 }
 
@@ -165,13 +197,17 @@ pub(crate) fn load_as(
         })?;
         jq_filters.push(Some(Arc::new(filter)));
     }
-    let limiter = Mutex::new(TokenBucket::from_settings(&config.settings));
+    let limiter = Arc::new(Mutex::new(TokenBucket::from_settings(&config.settings)));
+    let mut sum = crate::fnv::Fnv128::new();
+    sum.bytes(output.as_bytes());
     Ok(Hook {
         name,
         path: path.to_path_buf(),
         config,
         limiter,
         jq_filters,
+        config_sum: sum.finish(),
+        retired: false,
     })
 }
 

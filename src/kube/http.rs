@@ -10,6 +10,7 @@ use super::auth::Auth;
 use super::backoff::Backoff;
 use super::config::ClusterConfig;
 use super::error::KubeError;
+use super::interrupt::InterruptibleConnector;
 use super::metrics::ClientMetrics;
 use super::ratelimit::TokenBucket;
 use std::io::BufReader;
@@ -92,12 +93,22 @@ impl Transport {
             .server_name
             .as_deref()
             .filter(|n| *n != host_of(&cfg.server));
+        // Reads a reflector's stop can interrupt, between TCP and TLS.
+        let connector = || {
+            ().chain(TcpConnector::default())
+                .chain(InterruptibleConnector)
+                .chain(RustlsConnector::default())
+        };
         let (agent, base) = match server_name {
-            None => (config.new_agent(), cfg.server.clone()),
+            None => {
+                let resolver = ureq::unversioned::resolver::DefaultResolver::default();
+                let agent = ureq::Agent::with_parts(config, connector(), resolver);
+                (agent, cfg.server.clone())
+            }
             Some(name) => {
                 let resolver = ServerNameResolver::new(name, &cfg.server)
                     .map_err(|e| KubeError::config(&cfg.origin, "", "tls-server-name", e))?;
-                let connector = ().chain(TcpConnector::default()).chain(RustlsConnector::default());
+                let connector = connector();
                 let base = with_host(&cfg.server, name);
                 (ureq::Agent::with_parts(config, connector, resolver), base)
             }

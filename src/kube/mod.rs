@@ -22,6 +22,7 @@ pub mod decode;
 mod discovery;
 mod error;
 mod http;
+mod interrupt;
 pub(crate) mod kubeconfig;
 mod metrics;
 mod ratelimit;

@@ -276,6 +276,8 @@ pub(crate) fn spawn_with_sink(
     };
     let watch_list = params.watch_list;
     let api_version = resource.api_version();
+    // A stop also ends a read waiting on the stream (`kube/interrupt.rs`).
+    let reads = stop_rx.clone();
     let mut r = Reflector {
         api_version,
         backoff: Backoff::new(params.backoff_base, params.backoff_max),
@@ -292,9 +294,12 @@ pub(crate) fn spawn_with_sink(
     let name = format!("watch-{}", r.resource.resource);
     // A thread that cannot start delivers nothing; the consumer's wait for the
     // initial list times out and says so.
-    let thread = crate::threads::spawn(&name, move || r.run(initial))
-        .map_err(|e| crate::log::error("cannot start a watch", &[("error", &e)]))
-        .ok();
+    let thread = crate::threads::spawn(&name, move || {
+        super::interrupt::stop_reads_on(reads);
+        r.run(initial)
+    })
+    .map_err(|e| crate::log::error("cannot start a watch", &[("error", &e)]))
+    .ok();
     ReflectorHandle {
         stop: Mutex::new(Some(stop_tx)),
         thread,

@@ -54,7 +54,7 @@ impl Setup {
         let hooks = Arc::new(vec![hook]);
         let mut monitor = Monitor::new(
             client(sim),
-            hooks,
+            hooks.into(),
             Arc::clone(&store),
             metrics,
             watch_tx,
@@ -73,7 +73,7 @@ impl Setup {
 impl Monitor {
     /// Enables binding `b` of the one hook, as its Enable task would.
     fn enable_one(&mut self, b: usize) {
-        let hooks = Arc::clone(&self.hooks);
+        let hooks = self.hooks.load();
         let binding = &hooks[0].config.kubernetes[b];
         self.enable_binding(&hooks[0], 0, b, binding)
             .expect("enabled");

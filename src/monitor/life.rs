@@ -37,9 +37,11 @@ fn hooks() -> Vec<crate::hook::Hook> {
     vec![crate::hook::Hook {
         name: "life.sh".into(),
         path: "/bin/true".into(),
-        limiter: std::sync::Mutex::new(crate::hook::limiter::TokenBucket::from_settings(
-            &config.settings,
+        limiter: std::sync::Arc::new(std::sync::Mutex::new(
+            crate::hook::limiter::TokenBucket::from_settings(&config.settings),
         )),
+        config_sum: 0,
+        retired: false,
         jq_filters: vec![None],
         config,
     }]

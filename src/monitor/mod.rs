@@ -38,6 +38,7 @@ pub(crate) mod sync;
 use crate::hook::Hook;
 use crate::hook::config::{KubernetesBinding, WatchEventType};
 use crate::hook::context::Item;
+use crate::hook::table::HookTable;
 use crate::kube::{self, Client, Object, Resource, WatchParams};
 use crate::log;
 use crate::metrics::Metrics;
@@ -138,7 +139,7 @@ struct NamespaceWatch {
 /// The monitor thread's state.
 pub struct Monitor {
     client: Client,
-    hooks: Arc<Vec<Hook>>,
+    hooks: HookTable,
     store: Arc<SnapshotStore>,
     events: Sender<KubeEvent>,
     metrics: Arc<Metrics>,
@@ -158,7 +159,7 @@ impl Monitor {
     /// The monitor for `hooks`; `run` is its thread body.
     pub fn new(
         client: Client,
-        hooks: Arc<Vec<Hook>>,
+        hooks: HookTable,
         store: Arc<SnapshotStore>,
         metrics: Arc<Metrics>,
         watch_tx: Sender<WatchEvent>,
@@ -233,11 +234,7 @@ impl Monitor {
             }
             keep
         });
-        let bindings = self
-            .hooks
-            .get(hook_index)
-            .map_or(0, |h| h.config.kubernetes.len());
-        for bi in 0..bindings {
+        for bi in 0..self.store.binding_count(hook_index) {
             self.store.step(hook_index, bi, sync::Input::End);
         }
     }
@@ -264,7 +261,7 @@ impl Monitor {
 
     fn enable(&mut self, hook_index: usize) -> Result<(), String> {
         let started = Instant::now();
-        let hooks = Arc::clone(&self.hooks);
+        let hooks = self.hooks.load();
         let hook = hooks.get(hook_index).ok_or("unknown hook")?;
         self.drain();
         let result = hook

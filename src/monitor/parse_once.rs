@@ -104,9 +104,11 @@ pub(super) fn hook(bindings: &str) -> Hook {
     Hook {
         name: "parse-once.sh".into(),
         path: "/bin/true".into(),
-        limiter: Mutex::new(crate::hook::limiter::TokenBucket::from_settings(
-            &config.settings,
+        limiter: Arc::new(Mutex::new(
+            crate::hook::limiter::TokenBucket::from_settings(&config.settings),
         )),
+        config_sum: 0,
+        retired: false,
         jq_filters,
         config,
     }
@@ -143,7 +145,7 @@ pub(super) fn enable(client: &Client, hook: Hook) -> Running {
     let (watch_tx, watch_rx) = crossbeam_channel::unbounded();
     let monitor = Monitor::new(
         client.clone(),
-        Arc::new(vec![hook]),
+        Arc::new(vec![hook]).into(),
         Arc::clone(&store),
         metrics,
         watch_tx,

@@ -9,15 +9,15 @@
 use super::Control;
 use super::store::{KubeEvent, SnapshotStore};
 use super::sync::Input;
-use crate::hook::Hook;
 use crate::hook::context::{BindingContext, BindingType, Payload, Snapshots};
+use crate::hook::table::HookTable;
 use crate::queue::Task;
 use crossbeam_channel::{Sender, bounded};
 use std::sync::Arc;
 
 /// Shared handles for kubernetes bindings.
 pub struct KubeRuntime {
-    pub(crate) hooks: Arc<Vec<Hook>>,
+    pub(crate) hooks: HookTable,
     pub(crate) store: Arc<SnapshotStore>,
     pub(crate) monitor: Sender<Control>,
     /// The router's channel (replayed events go there too).
@@ -42,7 +42,8 @@ impl KubeRuntime {
         reply_rx
             .recv()
             .map_err(|_| "monitor stopped".to_string())??;
-        let hook = self.hooks.get(index).ok_or("unknown hook")?;
+        let hooks = self.hooks.load();
+        let hook = hooks.get(index).ok_or("unknown hook")?;
         let mut tasks = Vec::new();
         for (bi, b) in hook.config.kubernetes.iter().enumerate() {
             if hook.is_v0() || !b.execute_hook_on_synchronization {
@@ -120,6 +121,7 @@ impl KubeRuntime {
     /// The first kubernetes binding of the hook named `name` (flant's lookup).
     fn binding_index(&self, hook_index: usize, name: &str) -> Option<usize> {
         self.hooks
+            .load()
             .get(hook_index)?
             .config
             .kubernetes

@@ -12,7 +12,7 @@ use super::sync::{BindingSync, Input, Output};
 use crate::hook::config::WatchEventType;
 use crate::hook::context::Item;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 /// A kubernetes event for a hook, on its way to a queue.
 #[derive(Debug, Clone)]
@@ -24,10 +24,12 @@ pub struct KubeEvent {
     pub(crate) item: Item,
 }
 
-/// Every kubernetes binding's state, keyed by (hook index, binding index).
+/// Every kubernetes binding's state, keyed by (hook index, binding index). The
+/// map changes only on a reload (hooks added or removed), so it sits behind a
+/// read-write lock that every step takes for reading.
 #[derive(Debug, Default)]
 pub struct SnapshotStore {
-    bindings: HashMap<(usize, usize), Mutex<BindingSync>>,
+    bindings: RwLock<HashMap<(usize, usize), Mutex<BindingSync>>>,
 }
 
 impl SnapshotStore {
@@ -40,7 +42,29 @@ impl SnapshotStore {
                 map.insert((hook, b), Mutex::new(BindingSync::default()));
             }
         }
-        SnapshotStore { bindings: map }
+        SnapshotStore {
+            bindings: RwLock::new(map),
+        }
+    }
+
+    /// Adds a hook's (empty, not yet enabled) bindings: a hook a reload added.
+    pub(crate) fn add_hook(&self, hook: usize, count: usize) {
+        let mut map = self.bindings.write().unwrap_or_else(|p| p.into_inner());
+        for b in 0..count {
+            map.insert((hook, b), Mutex::new(BindingSync::default()));
+        }
+    }
+
+    /// Forgets a hook's bindings and their objects: a hook a reload removed.
+    pub(crate) fn remove_hook(&self, hook: usize) {
+        let mut map = self.bindings.write().unwrap_or_else(|p| p.into_inner());
+        map.retain(|(h, _), _| *h != hook);
+    }
+
+    /// How many kubernetes bindings the hook has here.
+    pub(crate) fn binding_count(&self, hook: usize) -> usize {
+        let map = self.bindings.read().unwrap_or_else(|p| p.into_inner());
+        map.keys().filter(|(h, _)| *h == hook).count()
     }
 
     fn with<T>(
@@ -49,7 +73,8 @@ impl SnapshotStore {
         binding: usize,
         f: impl FnOnce(&mut BindingSync) -> T,
     ) -> Option<T> {
-        let cell = self.bindings.get(&(hook, binding))?;
+        let map = self.bindings.read().unwrap_or_else(|p| p.into_inner());
+        let cell = map.get(&(hook, binding))?;
         let mut state = cell.lock().unwrap_or_else(|p| p.into_inner());
         Some(f(&mut state))
     }

@@ -5,13 +5,14 @@
 //! through them). Nothing here starts a thread that outlives the bind step (the
 //! hooks' `--config` run a few at a time on scoped threads, `threads::map_parallel`).
 
-use super::{IGNORED_SIGNALS, STOP_SIGNALS};
+use super::{IGNORED_SIGNALS, RELOAD_SIGNAL, STOP_SIGNALS};
 use crate::debug::DebugState;
 use crate::debug::runtime::RuntimeConfig;
 use crate::debug::server::DebugServer;
 use crate::executor::Executor;
 use crate::flags::Config;
 use crate::hook::context::BindingContext;
+use crate::hook::table::HookTable;
 use crate::hook::{self, Hook};
 use crate::http;
 use crate::kube::{Client, KubeSettings};
@@ -36,12 +37,15 @@ use std::sync::{Arc, Mutex};
 /// hook's `--config` still running (process/run.rs), the iterator reaches the
 /// main loop once it runs.
 pub(super) fn bind_signals(config: &Config) -> Result<signal_hook::iterator::Signals, String> {
+    // SIGHUP is not one of them: it reloads (`reload/`).
     for sig in STOP_SIGNALS {
         signal_hook::flag::register(sig, process::shutdown_flag())
             .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
     }
     process::set_shutdown_grace(config.shutdown_grace);
-    let handled = STOP_SIGNALS.iter().chain(IGNORED_SIGNALS.iter());
+    let handled = (STOP_SIGNALS.iter())
+        .chain(IGNORED_SIGNALS.iter())
+        .chain(std::iter::once(&RELOAD_SIGNAL));
     signal_hook::iterator::Signals::new(handled).map_err(|e| format!("cannot handle signals: {e}"))
 }
 
@@ -138,24 +142,28 @@ pub(super) fn load_hooks(config: &Config) -> Result<Vec<Hook>, String> {
 /// snapshot from the store.
 pub(super) fn bind_debug_server(
     config: &Config,
-    hooks: &Arc<Vec<Hook>>,
+    hooks: &HookTable,
     kube: Option<&KubeParts>,
     views: &BTreeMap<String, SharedView>,
     extra: Option<crate::debug::ExtraRoutes>,
 ) -> Result<DebugServer, String> {
-    // The addon-operator's internal ConfigMap watch is no hook of the user's.
-    let names: Vec<String> = hooks
-        .iter()
-        .filter(|h| !h.is_internal())
-        .map(|h| h.name.clone())
-        .collect();
-    let all = Arc::clone(hooks);
+    // The addon-operator's internal ConfigMap watch is no hook of the user's, and
+    // a hook a reload removed is no hook any more.
+    let table = hooks.clone();
+    let names = Arc::new(move || {
+        (table.load().iter())
+            .filter(|h| !h.is_internal() && !h.retired)
+            .map(|h| h.name.clone())
+            .collect()
+    });
+    let all = hooks.clone();
     let store = kube.map(|k| Arc::clone(&k.store));
     let state = Arc::new(DebugState {
         queues: views.values().cloned().collect(),
         hooks: names,
         snapshots: Arc::new(move |name: &str| {
-            let index = all.iter().position(|h| h.name == name)?;
+            let all = all.load();
+            let index = all.iter().position(|h| h.name == name && !h.retired)?;
             let mut view = serde_json::Map::new();
             for (bi, b) in all[index].config.kubernetes.iter().enumerate() {
                 let items: Vec<serde_json::Value> = store
@@ -200,7 +208,7 @@ pub(super) fn patcher_client(config: &Config, metrics: &Metrics) -> Result<Clien
 /// Snapshots for webhook runs, read from the monitors' store when the hook starts.
 pub(super) fn webhook_snapshots(
     kube: Option<&KubeParts>,
-    hooks: &Arc<Vec<Hook>>,
+    hooks: &HookTable,
 ) -> webhook::SnapshotSource {
     // Webhook handlers only read snapshots: nothing is ever forwarded, so the
     // forward channel's receiver is dropped at once.
@@ -209,7 +217,8 @@ pub(super) fn webhook_snapshots(
         let Some(rt) = &rt else {
             return Default::default();
         };
-        let Some(index) = rt.hooks.iter().position(|h| h.name == hook) else {
+        let hooks = rt.hooks.load();
+        let Some(index) = hooks.iter().position(|h| h.name == hook && !h.retired) else {
             return Default::default();
         };
         let probe = BindingContext::schedule("webhook", None, names.to_vec());
@@ -266,11 +275,11 @@ impl KubeParts {
 
     pub(super) fn runtime(
         &self,
-        hooks: &Arc<Vec<Hook>>,
+        hooks: &HookTable,
         forward: Sender<(String, Task)>,
     ) -> KubeRuntime {
         KubeRuntime {
-            hooks: Arc::clone(hooks),
+            hooks: hooks.clone(),
             store: Arc::clone(&self.store),
             monitor: self.control_tx.clone(),
             events: self.events_tx.clone(),

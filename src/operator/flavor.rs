@@ -155,6 +155,11 @@ impl Started {
         }
     }
 
+    /// The reload of modules and global hooks (addon-operator; once).
+    pub(super) fn modules_reload(&mut self) -> Option<addon::reload::ModulesReload> {
+        self.addon.as_mut().and_then(addon::Started::modules_reload)
+    }
+
     /// The router's side of the module lifecycle (addon-operator; once).
     pub(super) fn router_inputs(&mut self) -> Option<addon::Inputs> {
         self.addon.as_mut().and_then(addon::Started::inputs)

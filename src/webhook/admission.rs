@@ -297,9 +297,11 @@ mod tests {
         Hook {
             name: name.into(),
             path: name.into(),
-            limiter: std::sync::Mutex::new(crate::hook::limiter::TokenBucket::from_settings(
-                &config.settings,
+            limiter: std::sync::Arc::new(std::sync::Mutex::new(
+                crate::hook::limiter::TokenBucket::from_settings(&config.settings),
             )),
+            config_sum: 0,
+            retired: false,
             jq_filters: vec![],
             config,
         }

@@ -19,6 +19,7 @@ mod operator;
 mod parallel;
 mod production;
 mod reactions;
+mod reload;
 mod restart;
 mod scenarios;
 mod slow_api;

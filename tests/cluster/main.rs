@@ -20,4 +20,5 @@ mod ha;
 mod kube_sim_diff;
 mod patcher;
 mod rbac;
+mod reload;
 mod webhooks;

@@ -325,6 +325,25 @@ fn stop_while_streaming_delivers_nothing_more() {
     });
 }
 
+/// Stopping a reflector whose stream is silent (no event, no bookmark) ends
+/// its read at once and closes the connection (issue 39: a reload that removes
+/// a hook stops its watches; they used to wait for the stream's next line).
+#[test]
+fn stop_interrupts_a_silent_stream() {
+    let sim = Sim::start();
+    sim.set_bookmark_interval(Duration::from_secs(3600));
+    let c = client_for(&sim);
+    let r = c.resolve("", "ConfigMap", "test").unwrap();
+    let (h, rx) = c.watch(&r, fast_params("silent"));
+    assert_eq!(take(&rx, 1, T).len(), 1, "synced");
+    eventually(T, "watch open", || sim.watch_count() == 1);
+    std::thread::sleep(Duration::from_millis(700));
+    let t0 = std::time::Instant::now();
+    h.join();
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    eventually(T, "the server's watch ended", || sim.watch_count() == 0);
+}
+
 /// An HTTP 410 when (re)opening the watch also leads to a relist with a diff, and a
 /// 410 on a LIST continue token restarts the paged list from the beginning.
 #[test]

@@ -19,3 +19,4 @@ mod operator_hooks;
 mod operator_kube;
 mod readme_flags;
 mod reference;
+mod reload;

@@ -23,6 +23,9 @@ use std::process::Command;
 pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
     let mut enabled: Vec<usize> = Vec::new();
     for (mi, module) in shared.layout.modules.iter().enumerate() {
+        if st.removed.contains(&mi) {
+            continue;
+        }
         let key = &module.key;
         let flag = [
             module.static_enabled,
