@@ -76,6 +76,8 @@ pub(in crate::addon) struct DriftWatcher {
     reflectors: HashMap<Group, ReflectorHandle>,
     /// By `ns/Kind/name`.
     desired: BTreeMap<String, Desired>,
+    /// Per module, the release revision `desired` holds the objects of.
+    revisions: HashMap<usize, u64>,
     /// The last text of every desired object seen (the reflectors keep keys only,
     /// so objects of the same kinds that no release holds are never kept).
     live: HashMap<String, Arc<str>>,
@@ -108,6 +110,7 @@ impl DriftWatcher {
             events,
             reflectors: HashMap::new(),
             desired: BTreeMap::new(),
+            revisions: HashMap::new(),
             live: HashMap::new(),
             failing: Default::default(),
             deferred: Default::default(),
@@ -195,8 +198,10 @@ impl DriftWatcher {
             self.drop_module(m);
             return;
         }
-        let objects = match self.manifest_objects(&name) {
-            Ok(objects) => objects,
+        let objects = match self.manifest_objects(m, &name) {
+            Ok(Some(objects)) => objects,
+            // The revision read last: its objects are known already.
+            Ok(None) => return self.judge_cached(m),
             Err(e) => {
                 log::warn(
                     "drift: cannot read the release's manifest; its objects are not judged",
@@ -222,18 +227,24 @@ impl DriftWatcher {
         self.judge_cached(m);
     }
 
-    /// The objects of the deployed revision of release `name` (none when it is
-    /// absent or not deployed: auto-heal deals with those).
-    fn manifest_objects(&self, name: &str) -> Result<Vec<Value>, String> {
+    /// The objects of the deployed revision of module `m`'s release `name` (none
+    /// when it is absent or not deployed: auto-heal deals with those); `None` when
+    /// that revision is the one read last (its record is not decoded again).
+    fn manifest_objects(&mut self, m: usize, name: &str) -> Result<Option<Vec<Value>>, String> {
         let ns = &self.shared.namespace;
         let releases = helm::releases_from_secrets(&self.client, ns, &format!(",name={name}"))?;
         let Some(release) = releases.get(name).filter(|r| r.status == "deployed") else {
-            return Ok(Vec::new());
+            self.revisions.remove(&m);
+            return Ok(Some(Vec::new()));
         };
+        if self.revisions.get(&m) == Some(&release.revision) {
+            return Ok(None);
+        }
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, EVENT, stored)?;
         let docs = crate::addon::release::yaml11::documents(&record.manifest)?;
-        Ok(docs.into_iter().filter(|d| d.is_object()).collect())
+        self.revisions.insert(m, release.revision);
+        Ok(Some(docs.into_iter().filter(|d| d.is_object()).collect()))
     }
 
     /// The key and reflector group of a manifest object; `None` (logged) when its
@@ -501,6 +512,7 @@ impl DriftWatcher {
 
     fn drop_module(&mut self, m: usize) {
         self.desired.retain(|_, d| d.module != m);
+        self.revisions.remove(&m);
         self.tracker.forget(m);
         self.live.retain(|k, _| self.desired.contains_key(k));
         self.follow_groups();
