@@ -236,6 +236,15 @@ impl ModulesReload {
             let new = &mut layout.modules[n];
             let scope = &mut st.modules[m].scope;
             let moved = trees.modules.get(m) != self.trees.modules.get(m);
+            if moved {
+                // Its drift.yaml may have changed (or changed back).
+                let settings = std::mem::take(&mut new.drift);
+                let notice = super::release::drift::watcher::Notice::Settings {
+                    module: m,
+                    settings,
+                };
+                self.shared.drift_notice(notice);
+            }
             if moved || scope.static_values != new.static_values {
                 scope.static_values = new.static_values.clone();
                 scope.schemas = std::mem::replace(&mut new.schemas, super::Schemas::none());

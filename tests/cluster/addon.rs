@@ -210,6 +210,11 @@ impl AddonOperator {
         })
     }
 
+    /// The operator's working directory (`modules/`, `global-hooks/` under it).
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir.0
+    }
+
     /// A debug command (`addon-operator <args>`) over the operator's socket: stdout.
     pub(crate) fn cli(&self, args: &[&str]) -> String {
         crate::common::addon_cli(&self.dir.0.join("debug.socket"), args)

@@ -315,3 +315,34 @@ fn drift_found_during_a_converge_is_judged_when_it_ends() {
     });
     assert_eq!(revision(3, &ns), 2, "one correcting upgrade");
 }
+
+/// A module's `drift.yaml` written while the operator runs is read by the reload:
+/// an ignore rule for the drifted path clears the reported drift (helm 4).
+#[test]
+fn a_reloaded_drift_yaml_takes_effect() {
+    let _api = api_shared();
+    let ns = cp().namespace("drift-reload");
+    apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: {ns}\ndata: {{}}\n"
+    ));
+    let op = start(&ns, 4, "warn");
+    op.wait("revision 1", || (revision(4, &ns) == 1).then_some(()));
+    let edit = r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:evil"}]}}}}"#;
+    patch_as(&ns, "deployment", "kubectl-edit", &[], edit);
+    op.wait("the drift reported", || {
+        Some(drift_of(&op)).filter(|d| !d.is_empty())
+    });
+    let rule = "ignore:\n- kind: Deployment\n  paths: [/spec/template/spec/containers/*/image]\n";
+    let file = op.dir().join("modules/001-drifty/drift.yaml");
+    std::fs::write(&file, rule).expect("write drift.yaml");
+    op.wait("the drift cleared by the reloaded rule", || {
+        drift_of(&op).is_empty().then_some(())
+    });
+    assert_eq!(
+        image(&ns),
+        "registry.example/app:evil",
+        "warn mode, now ignored"
+    );
+    let logs = op.logs();
+    assert!(logs.contains("matches its manifest again"), "{logs}");
+}

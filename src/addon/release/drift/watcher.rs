@@ -36,6 +36,11 @@ pub(crate) enum Notice {
     Released { module: usize, ok: bool },
     /// Module `module` was deleted.
     Deleted { module: usize },
+    /// A reload read module `module`'s `drift.yaml` anew.
+    Settings {
+        module: usize,
+        settings: crate::addon::modules::drift_settings::Settings,
+    },
 }
 
 /// One drifted object as the debug CLI shows it.
@@ -76,6 +81,8 @@ pub(in crate::addon) struct DriftWatcher {
     reflectors: HashMap<Group, ReflectorHandle>,
     /// By `ns/Kind/name`.
     desired: BTreeMap<String, Desired>,
+    /// Modules whose `drift.yaml` a reload read anew (the layout keeps the first).
+    settings: HashMap<usize, crate::addon::modules::drift_settings::Settings>,
     /// Per module, the release revision `desired` holds the objects of.
     revisions: HashMap<usize, u64>,
     /// The last text of every desired object seen (the reflectors keep keys only,
@@ -111,6 +118,7 @@ impl DriftWatcher {
             reflectors: HashMap::new(),
             desired: BTreeMap::new(),
             revisions: HashMap::new(),
+            settings: HashMap::new(),
             live: HashMap::new(),
             failing: Default::default(),
             deferred: Default::default(),
@@ -177,6 +185,10 @@ impl DriftWatcher {
                 self.refresh(module);
             }
             Notice::Deleted { module } => self.drop_module(module),
+            Notice::Settings { module, settings } => {
+                self.settings.insert(module, settings);
+                self.refresh(module);
+            }
         }
         self.publish();
     }
@@ -363,7 +375,7 @@ impl DriftWatcher {
             self.deferred.insert(key.to_string());
             return;
         }
-        let settings = &self.shared.layout.modules[m].drift;
+        let settings = self.settings_of(m);
         let kind = desired.object["kind"].as_str().unwrap_or("");
         let name = desired.object["metadata"]["name"].as_str().unwrap_or("");
         let ignored = settings.ignored(kind, name);
@@ -525,11 +537,14 @@ impl DriftWatcher {
             .unwrap_or(Value::Null)
     }
 
+    /// Module `m`'s drift settings: a reload's, or discovery's.
+    fn settings_of(&self, m: usize) -> &crate::addon::modules::drift_settings::Settings {
+        let first = &self.shared.layout.modules[m].drift;
+        self.settings.get(&m).unwrap_or(first)
+    }
+
     fn mode_of(&self, m: usize) -> Mode {
-        self.shared.layout.modules[m]
-            .drift
-            .mode
-            .unwrap_or(self.mode)
+        self.settings_of(m).mode.unwrap_or(self.mode)
     }
 
     /// The debug CLI's view and the drifted-objects gauge, from the tracker.
