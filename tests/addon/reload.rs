@@ -8,18 +8,11 @@
 use crate::common::metric;
 use crate::harness::*;
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Writes `content` at `path` atomically (a dot-file renamed over it).
 fn put(path: &Path, content: &str) {
-    let dir = path.parent().expect("parent");
-    std::fs::create_dir_all(dir).expect("mkdir");
-    let name = path.file_name().expect("name").to_string_lossy();
-    let tmp = dir.join(format!(".tmp-{name}"));
-    std::fs::write(&tmp, content).expect("write");
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    std::fs::rename(&tmp, path).expect("rename");
+    crate::common::put_atomically(path, content, 0o644);
 }
 
 fn reloads(addon: &Addon, outcome: &str) -> u64 {

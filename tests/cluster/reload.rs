@@ -11,7 +11,6 @@
 use crate::common::{Operator, hook};
 use crate::harness::*;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -73,13 +72,7 @@ fn wait_reloads(op: &Operator, outcome: &str, n: u64) {
 /// Writes an executable file atomically (a dot-file renamed over it), as a
 /// deploy tool would; creates the parent directories.
 fn put(path: &Path, content: &str) {
-    let dir = path.parent().expect("parent");
-    std::fs::create_dir_all(dir).expect("mkdir");
-    let name = path.file_name().expect("name").to_string_lossy();
-    let tmp = dir.join(format!(".tmp-{name}"));
-    std::fs::write(&tmp, content).expect("write");
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    std::fs::rename(&tmp, path).expect("rename");
+    crate::common::put_atomically(path, content, 0o755);
 }
 
 /// A hook watching `kind` in `ns` under binding `binding`.

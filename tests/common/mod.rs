@@ -341,3 +341,16 @@ pub fn addon_cli(socket: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Writes `content` at `path` with `mode` atomically (a dot-file renamed over it),
+/// as a deploy tool or the kubelet would; creates the parent directories.
+#[allow(dead_code)]
+pub fn put_atomically(path: &Path, content: &str, mode: u32) {
+    let dir = path.parent().expect("parent");
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let name = path.file_name().expect("name").to_string_lossy();
+    let tmp = dir.join(format!(".tmp-{name}"));
+    std::fs::write(&tmp, content).expect("write");
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    std::fs::rename(&tmp, path).expect("rename");
+}
