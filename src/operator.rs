@@ -500,7 +500,7 @@ impl RunParts {
         let hooks = &table.load();
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
-            hooks: Arc::clone(hooks),
+            hooks: table.clone(),
             scheduler: scheduler.clone(),
             ready: self.ready,
             store: kube.map(|k| Arc::clone(&k.store)),

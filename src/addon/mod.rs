@@ -30,6 +30,7 @@ pub(crate) mod reload;
 pub(crate) mod run;
 mod state;
 mod status;
+mod swap;
 
 use crate::addon::config::configmap::KubeConfig;
 use crate::addon::config::values::{Schemas, Scope};
@@ -378,7 +379,7 @@ impl Bound {
     /// Step 2: the shared state the engine, the values hook and the routes use.
     pub(crate) fn start(
         self,
-        hooks: Arc<Vec<Hook>>,
+        hooks: crate::hook::table::HookTable,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
@@ -390,9 +391,9 @@ impl Bound {
         let client_copy = self.client.clone();
         let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
-            layout: self.layout,
+            modules: swap::Swap::new(self.layout),
             hooks,
-            owners: self.owners,
+            owners: swap::Swap::new(self.owners),
             cm_hook: self.cm_hook,
             state: Mutex::new(state),
             helm: self.helm,

@@ -196,7 +196,7 @@ impl crate::reload::Reload for ModulesReload {
 impl ModulesReload {
     fn try_reload(&mut self) -> Result<Changes, ReloadError> {
         let mut layout = modules::discover(&self.flags).map_err(ReloadError::Load)?;
-        let found = found_modules(&self.shared.layout, &layout)?;
+        let found = found_modules(&self.shared.layout(), &layout)?;
         chart_dir::generate_charts(&mut layout.modules, &self.tmp_dir)
             .map_err(ReloadError::Load)?;
         let trees = self.trees_by_running_index(&layout, &found);
@@ -223,7 +223,7 @@ impl ModulesReload {
         let mut changes = Changes::default();
         let mut st = self.shared.lock();
         for (m, f) in found.iter().enumerate() {
-            let name = self.shared.layout.modules[m].name.clone();
+            let name = self.shared.layout().modules[m].name.clone();
             let Some(n) = *f else {
                 if st.removed.insert(m) {
                     changes.removed.push(name);
@@ -262,7 +262,7 @@ impl ModulesReload {
         for name in &changes.modules {
             if let Some(module) = self
                 .shared
-                .layout
+                .layout()
                 .modules
                 .iter()
                 .position(|m| &m.name == name)
@@ -310,7 +310,8 @@ fn same_hooks(shared: &Shared, found: &[Option<usize>], new: &[Hook]) -> Result<
         Owner::Module(m) => found.get(*m).is_some_and(Option::is_some),
         Owner::Global => true,
     };
-    let old: Vec<(&str, u128)> = (shared.hooks.iter().zip(&shared.owners))
+    let (hooks, owners) = (shared.hook_list(), shared.owners.load());
+    let old: Vec<(&str, u128)> = (hooks.iter().zip(owners.iter()))
         .filter(|(_, o)| kept(o))
         .map(|(h, _)| (h.name.as_str(), h.config_sum))
         .collect();

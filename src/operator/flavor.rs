@@ -125,7 +125,8 @@ impl Flavor {
 
 /// What [`Flavor::start`] needs from the engine.
 pub(super) struct Setup {
-    pub(super) hooks: Arc<Vec<Hook>>,
+    /// The hook table the runner and the monitor read (a reload appends to it).
+    pub(super) hooks: crate::hook::table::HookTable,
     pub(super) scheduler: Sender<Control>,
     pub(super) ready: Arc<AtomicBool>,
     pub(super) store: Option<Arc<SnapshotStore>>,

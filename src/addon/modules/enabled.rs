@@ -22,7 +22,7 @@ use std::process::Command;
 /// The enabled modules, in module order.
 pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
     let mut enabled: Vec<usize> = Vec::new();
-    for (mi, module) in shared.layout.modules.iter().enumerate() {
+    for (mi, module) in shared.layout().modules.iter().enumerate() {
         if st.removed.contains(&mi) {
             continue;
         }
@@ -42,7 +42,7 @@ pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String>
         if let Some(script) = &module.enabled_script {
             let before: Vec<String> = enabled
                 .iter()
-                .map(|&m| shared.layout.modules[m].name.clone())
+                .map(|&m| shared.layout().modules[m].name.clone())
                 .collect();
             if !run_script(shared, st, mi, module, script, before)? {
                 continue;
