@@ -505,6 +505,9 @@ impl RunParts {
             ready: self.ready,
             store: kube.map(|k| Arc::clone(&k.store)),
             webhooks,
+            main: main.clone(),
+            queues: crate::startup::queue_names(hooks).into_iter().collect(),
+            monitor: kube.map(|k| k.control_tx.clone()),
         })?;
         let runner = Arc::new(Runner {
             hooks: table.clone(),

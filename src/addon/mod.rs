@@ -384,6 +384,7 @@ impl Bound {
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
         webhooks: crate::webhook::ModuleWebhooks,
+        wiring: reload::Wiring,
     ) -> Result<Started, String> {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
@@ -445,6 +446,7 @@ impl Bound {
             jq_library: self.jq_library,
             trees: self.trees,
             reloads: self.reloads,
+            wiring,
         };
         Ok(Started {
             values,

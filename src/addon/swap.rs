@@ -41,6 +41,9 @@ mod tests {
         let swap = Swap::new(vec![1]);
         let before = swap.load();
         swap.store(vec![1, 2]);
-        assert_eq!((*before, *swap.load()), (vec![1], vec![1, 2]));
+        assert_eq!(
+            (before.as_slice(), swap.load().as_slice()),
+            (&[1][..], &[1, 2][..])
+        );
     }
 }

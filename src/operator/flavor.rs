@@ -113,6 +113,11 @@ impl Flavor {
                     setup.ready,
                     setup.store,
                     setup.webhooks,
+                    addon::reload::Wiring {
+                        main: setup.main,
+                        queues: setup.queues,
+                        monitor: setup.monitor,
+                    },
                 )?;
                 Ok(Started {
                     startup_ready: Arc::new(AtomicBool::new(false)),
@@ -132,6 +137,11 @@ pub(super) struct Setup {
     pub(super) store: Option<Arc<SnapshotStore>>,
     /// The registrations addon-operator's module runs follow.
     pub(super) webhooks: crate::webhook::ModuleWebhooks,
+    /// The main queue, the queues' names and the monitor's control channel
+    /// (addon-operator's reload adds and retires hooks through them).
+    pub(super) main: Sender<Task>,
+    pub(super) queues: std::collections::BTreeSet<String>,
+    pub(super) monitor: Option<Sender<crate::monitor::Control>>,
 }
 
 /// The program's part of the spawn step, started.

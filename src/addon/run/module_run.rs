@@ -193,7 +193,12 @@ impl AddonHandler {
             let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
             self.runner.run_hook(&task, "main")?;
         }
-        let kube_enabled = self.shared.lock().lifecycle.kube_enabled(m);
+        // The hooks are listed and the startup marked done under one lock: a
+        // reload that changes the module's hooks meanwhile (`reload/apply.rs`)
+        // comes wholly before (its hooks are listed here) or after (it enables
+        // them itself).
+        let mut st = self.shared.lock();
+        let kube_enabled = st.lifecycle.kube_enabled(m);
         let mut tasks = Vec::new();
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if hook.has_kube_bindings() && !kube_enabled {
@@ -211,7 +216,10 @@ impl AddonHandler {
                 ));
             }
         }
-        tasks.extend(self.shared.step(Input::StartupDone { module: m }));
+        tasks.extend(
+            self.shared
+                .step_locked(&mut st, Input::StartupDone { module: m }),
+        );
         Ok(tasks)
     }
 
