@@ -184,11 +184,15 @@ fn contexts(addon: &Addon, tag: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The `type` of each binding context hook `tag` received.
+/// The `type` of each binding context hook `tag` received (the binding of a
+/// lifecycle context, which has no type).
 fn types(addon: &Addon, tag: &str) -> Vec<String> {
     (contexts(addon, tag).iter())
         .flat_map(|c| c.as_array().cloned().unwrap_or_default())
-        .map(|c| c["type"].as_str().unwrap_or_default().to_string())
+        .map(|c| {
+            let t = c["type"].as_str().or(c["binding"].as_str());
+            t.unwrap_or_default().to_string()
+        })
         .collect()
 }
 
@@ -211,7 +215,10 @@ fn a_module_added_by_a_reload_is_installed_with_its_configmap_section() {
     });
 
     let mut baz = chart("modules/002-baz", "baz", "baz");
-    baz.push(("modules/002-baz/hooks/watch".into(), rec("baz-hook", WATCH, "")));
+    baz.push((
+        "modules/002-baz/hooks/watch".into(),
+        rec("baz-hook", WATCH, ""),
+    ));
     for (path, content) in baz {
         crate::common::put_atomically(&addon.dir.0.join(path), &content, 0o755);
     }
@@ -261,9 +268,17 @@ fn a_module_s_hooks_added_and_removed_by_a_reload() {
     });
     let line = addon.wait_log(&["modules reloaded"], std::time::Duration::from_secs(5));
     assert!(line.contains("+001-foo/hooks/b"), "{line}");
-    assert!(addon.revisions("foo").len() <= 2, "{:?}", addon.revisions("foo"));
+    assert!(
+        addon.revisions("foo").len() <= 2,
+        "{:?}",
+        addon.revisions("foo")
+    );
     assert!(!addon.revisions("foo").is_empty());
-    assert_eq!(types(&addon, "hook-a"), ["Synchronization"], "a kept its watch");
+    assert_eq!(
+        types(&addon, "hook-a"),
+        ["Synchronization"],
+        "a kept its watch"
+    );
 
     std::fs::remove_file(hooks.join("a")).expect("rm a");
     eventually(&addon, "the second reload", || {
@@ -288,13 +303,21 @@ fn a_module_s_hooks_added_and_removed_by_a_reload() {
     eventually(&addon, "b sees the update", || {
         types(&addon, "hook-b") == ["Synchronization", "Event", "Event"]
     });
-    assert_eq!(types(&addon, "hook-a"), ["Synchronization"], "a's watch stopped");
+    assert_eq!(
+        types(&addon, "hook-a"),
+        ["Synchronization"],
+        "a's watch stopped"
+    );
     let steps = addon.steps();
     assert!(
         !steps.iter().any(|s| s.starts_with("helm:uninstall")),
         "no uninstall for a hook change: {steps:?}"
     );
-    assert!(addon.revisions("foo").len() <= 3, "{:?}", addon.revisions("foo"));
+    assert!(
+        addon.revisions("foo").len() <= 3,
+        "{:?}",
+        addon.revisions("foo")
+    );
     assert_eq!(reloads(&addon, "error"), 0);
 }
 
@@ -329,5 +352,49 @@ fn a_static_enabled_changed_by_a_reload_disables_and_enables_the_module() {
         addon.object("v1", "ConfigMap", "foo").is_some()
     });
     assert_eq!(reloads(&addon, "success"), 2);
+    assert_eq!(reloads(&addon, "error"), 0);
+}
+
+/// Global hooks follow the same rule: one added by a reload gets its onStartup
+/// run, and the converge the reload asks for runs its afterAll (and the kept
+/// global hook's again, as any converge does); one removed runs no more.
+#[test]
+fn a_global_hook_added_by_a_reload_runs_onstartup_and_in_the_next_converge() {
+    let after_all = r#"{"configVersion":"v1","afterAll":1}"#;
+    let mut files = chart("modules/001-foo", "foo", "foo");
+    files.push(("modules/values.yaml".into(), "fooEnabled: true\n".into()));
+    files.push(("global-hooks/kept".into(), rec("kept", after_all, "")));
+    let addon = Addon::start(&refs(&files), None, 4);
+    addon.wait_ready();
+    assert_eq!(types(&addon, "kept"), ["afterAll"]);
+
+    let both = r#"{"configVersion":"v1","onStartup":1,"afterAll":2}"#;
+    put_hook(
+        &addon.dir.0.join("global-hooks/added"),
+        &rec("added", both, ""),
+    );
+    eventually(&addon, "added ran onStartup then afterAll", || {
+        types(&addon, "added") == ["onStartup", "afterAll"]
+    });
+    eventually(&addon, "kept ran in the converge", || {
+        types(&addon, "kept") == ["afterAll", "afterAll"]
+    });
+    let line = addon.wait_log(&["modules reloaded"], std::time::Duration::from_secs(5));
+    assert!(line.contains("+added"), "{line}");
+
+    std::fs::remove_file(addon.dir.0.join("global-hooks/kept")).expect("rm kept");
+    eventually(&addon, "the second reload", || {
+        reloads(&addon, "success") == 2
+    });
+    // A converge (the ConfigMap's global section changed) runs afterAll hooks.
+    addon.set_config("global", "a: 1\n");
+    eventually(&addon, "added ran in that converge", || {
+        types(&addon, "added") == ["onStartup", "afterAll", "afterAll"]
+    });
+    assert_eq!(
+        types(&addon, "kept"),
+        ["afterAll", "afterAll"],
+        "kept removed"
+    );
     assert_eq!(reloads(&addon, "error"), 0);
 }
