@@ -508,6 +508,7 @@ impl RunParts {
             main: main.clone(),
             queues: crate::startup::queue_names(hooks).into_iter().collect(),
             monitor: kube.map(|k| k.control_tx.clone()),
+            metrics: Arc::clone(&self.metrics),
         })?;
         let runner = Arc::new(Runner {
             hooks: table.clone(),

@@ -117,6 +117,7 @@ impl Flavor {
                         main: setup.main,
                         queues: setup.queues,
                         monitor: setup.monitor,
+                        metrics: setup.metrics,
                     },
                 )?;
                 Ok(Started {
@@ -142,6 +143,8 @@ pub(super) struct Setup {
     pub(super) main: Sender<Task>,
     pub(super) queues: std::collections::BTreeSet<String>,
     pub(super) monitor: Option<Sender<crate::monitor::Control>>,
+    /// The operator's metrics (the `module` label of added hooks' kube_* series).
+    pub(super) metrics: Arc<Metrics>,
 }
 
 /// The program's part of the spawn step, started.

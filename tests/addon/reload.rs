@@ -242,6 +242,14 @@ fn a_module_added_by_a_reload_is_installed_with_its_configmap_section() {
         0.0,
         "baz is a module's key now"
     );
+    let metrics = addon.metrics();
+    let series = metrics.lines().find(|l| {
+        l.contains("kube_snapshot_objects{") && l.contains("hook=\"002-baz/hooks/watch\"")
+    });
+    assert!(
+        series.is_some_and(|l| l.contains("module=\"baz\"")),
+        "the added hook's kube_* series name its module: {series:?}"
+    );
 }
 
 /// A module's hook added by a reload gets its Synchronization and the module

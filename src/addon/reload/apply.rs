@@ -139,6 +139,9 @@ impl ModulesReload {
         for scope in added.scopes {
             st.modules.push(ModuleState { scope });
         }
+        for files in added.crds {
+            self.shared.crds.append(files);
+        }
         if let Some(fresh) = &added.config {
             merge(&mut st.config, fresh, &added.keys);
             crate::addon::run::config_changes::report_unknown_keys(
@@ -177,6 +180,12 @@ impl ModulesReload {
             .store(std::sync::Arc::new(plan.hooks.clone()));
         let layout = self.shared.layout();
         (self.shared.metrics).count_bindings(&plan.hooks, &plan.owners, &layout);
+        let module_of = |o: &Owner| match o {
+            Owner::Module(m) => layout.modules.get(*m).map(|m| m.name.clone()),
+            _ => None,
+        };
+        let modules = plan.owners.iter().map(|o| module_of(o).unwrap_or_default());
+        self.wiring.metrics.set_hook_modules(modules.collect());
         let of = |owner: Owner| -> Vec<usize> {
             (plan.added.iter().copied())
                 .filter(|&i| plan.owners[i] == owner)

@@ -1,17 +1,21 @@
 //! The values of modules a reload adds: their static values and schemas from
 //! discovery, and their ConfigMap section. Until the reload, such a section was
 //! set aside as the key of no module (`config_unknown_module_keys`); the reload
-//! reads the ConfigMap the watch holds now with the added modules' keys known,
-//! checks each added module's section against its config schema (a bad one
-//! fails the reload, as it fails startup), and moves the sections into the
-//! applied configuration without touching the running modules' (a ConfigMap
-//! change meanwhile is still the ConfigMap watch's to apply).
+//! reads the ConfigMap the watch holds now with the added modules' keys known
+//! (with `--module-settings-resources`, the ModuleSettings objects the watch
+//! holds laid over it), checks each added module's section against its config
+//! schema (a bad one fails the reload, as it fails startup), and moves the
+//! sections into the applied configuration without touching the running
+//! modules' (a ConfigMap change meanwhile is still the ConfigMap watch's to
+//! apply). Also the added modules' `crds/` files.
 
 use super::ReloadError;
 use crate::addon::config::configmap::KubeConfig;
+use crate::addon::config::settings::spec::{Names, SettingsObject, overlay};
 use crate::addon::config::values::{Schemas, Scope};
-use crate::addon::modules::Layout;
+use crate::addon::modules::{Layout, Module};
 use crate::addon::state::Shared;
+use std::path::PathBuf;
 
 /// The added modules' values.
 pub(super) struct Added {
@@ -23,6 +27,8 @@ pub(super) struct Added {
     pub(super) config: Option<KubeConfig>,
     /// The added modules' values keys.
     pub(super) keys: Vec<String>,
+    /// The added modules' CRD files.
+    pub(super) crds: Vec<Vec<PathBuf>>,
 }
 
 /// The scopes of the modules at `added` (indices into `layout`), their
@@ -36,10 +42,14 @@ pub(super) fn added_scopes(
         .iter()
         .map(|&n| layout.modules[n].key.clone())
         .collect();
+    let new: Vec<&Module> = added.iter().map(|&n| &layout.modules[n]).collect();
     let config = match added.is_empty() {
         true => None,
-        false => read_configmap(shared, &keys),
+        false => read_configmap(shared, &new),
     };
+    let crds = (new.iter())
+        .map(|m| shared.crds.find(m).map_err(ReloadError::Crds))
+        .collect::<Result<_, _>>()?;
     let mut scopes = Vec::new();
     for &n in added {
         let m = &mut layout.modules[n];
@@ -60,19 +70,36 @@ pub(super) fn added_scopes(
         scopes,
         config,
         keys,
+        crds,
     })
 }
 
 /// The ConfigMap as the operator's watch holds it, read with the running
-/// modules' keys and `added` known.
-fn read_configmap(shared: &Shared, added: &[String]) -> Option<KubeConfig> {
-    let items = shared.store.as_ref()?.snapshot(shared.cm_hook, 0);
+/// modules' keys and `added`'s known, the ModuleSettings objects laid over it
+/// when that feature is on (objects that do not read are left out here).
+fn read_configmap(shared: &Shared, added: &[&Module]) -> Option<KubeConfig> {
+    let store = shared.store.as_ref()?;
+    let items = store.snapshot(shared.cm_hook, 0);
     let text = items.first()?.object.clone()?;
     let object: serde_json::Value = serde_json::from_str(&text).ok()?;
     let layout = shared.layout();
     let mut keys = layout.module_keys();
-    keys.extend(added.iter().map(String::as_str));
-    KubeConfig::from_object(Some(&object), &keys).ok()
+    keys.extend(added.iter().map(|m| m.key.as_str()));
+    let config = KubeConfig::from_object(Some(&object), &keys).ok()?;
+    let Some(rt) = &shared.settings else {
+        return Some(config);
+    };
+    let watched = store.snapshot(rt.hook, crate::addon::config::settings::WATCH_BINDING);
+    let objects: Vec<SettingsObject> = (watched.iter())
+        .filter_map(|i| serde_json::from_str(i.object.as_deref()?).ok())
+        .filter_map(|o: serde_json::Value| SettingsObject::from_object(&o).ok())
+        .collect();
+    let mut names = layout.settings_names();
+    names.extend(added.iter().map(|m| Names {
+        name: &m.name,
+        key: &m.key,
+    }));
+    Some(overlay(config, &objects, &names).config)
 }
 
 /// Moves the added modules' keys of `fresh` into the applied configuration
@@ -90,6 +117,9 @@ pub(super) fn merge(applied: &mut KubeConfig, fresh: &KubeConfig, keys: &[String
         }
         if fresh.section_flags.contains(key) {
             applied.section_flags.insert(key.clone());
+        }
+        if let Some(&generation) = fresh.resources.get(key) {
+            applied.resources.insert(key.clone(), generation);
         }
     }
     let still = |k: &str| fresh.unknown.iter().any(|u| u.key == k);

@@ -66,6 +66,8 @@ pub(crate) enum ReloadError {
     Schedule(String),
     /// The ConfigMap section of a module to add fails its config schema.
     Config { module: String, error: String },
+    /// An added module's `crds/` dir could not be read.
+    Crds(crate::addon::release::crds::CrdFilesError),
     /// A thread the reload needs has stopped (the operator is shutting down).
     Stopped(&'static str),
 }
@@ -95,6 +97,7 @@ impl std::fmt::Display for ReloadError {
             ReloadError::Config { module, error } => {
                 write!(f, "module '{module}': its ConfigMap section: {error}")
             }
+            ReloadError::Crds(e) => e.fmt(f),
             ReloadError::Stopped(what) => write!(f, "the {what} is not running"),
         }
     }
@@ -147,6 +150,8 @@ pub(crate) struct Wiring {
     pub(crate) queues: BTreeSet<String>,
     /// The monitor's control channel (stops a retired hook's watches).
     pub(crate) monitor: Option<Sender<crate::monitor::Control>>,
+    /// The operator's metrics (each hook's module, for the kube_* series).
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The reload of modules and global hooks; owned by the `reload` thread.
