@@ -59,8 +59,12 @@ impl ModulesReload {
             .iter()
             .map(|&m| next.modules[m].name.clone())
             .collect();
-        self.add_modules(&mut st, &next, &p.matched, p.added, &mut changes);
+        let notices = self.add_modules(&mut st, &next, &p.matched, p.added, &mut changes);
         self.shared.modules.store(next);
+        // Only now: the drift watcher looks the added modules up in the layout.
+        notices
+            .into_iter()
+            .for_each(|n| self.shared.drift_notice(n));
         let tasks = self.swap_hooks(&mut st, &p.hooks);
         drop(st);
         changes.hooks = hook_names(&p.hooks);
@@ -122,7 +126,8 @@ impl ModulesReload {
     }
 
     /// The added modules' values and lifecycle slots, and their ConfigMap keys
-    /// moved out of the unknown ones.
+    /// moved out of the unknown ones; returns their drift settings for the
+    /// drift watcher.
     fn add_modules(
         &self,
         st: &mut State,
@@ -130,9 +135,9 @@ impl ModulesReload {
         matched: &Matched,
         added: Added,
         changes: &mut Changes,
-    ) {
+    ) -> Vec<Notice> {
         if matched.added.is_empty() {
-            return;
+            return Vec::new();
         }
         let first = matched.found.len();
         let new = &next.modules[first..];
@@ -152,13 +157,14 @@ impl ModulesReload {
         }
         let modules = new.iter().map(|m| (m.name.clone(), m.order)).collect();
         self.shared.step_locked(st, Input::ModulesAdded { modules });
+        let mut notices = Vec::new();
         for (k, m) in new.iter().enumerate() {
             let settings = m.drift.clone();
             let module = first + k;
-            self.shared
-                .drift_notice(Notice::Settings { module, settings });
+            notices.push(Notice::Settings { module, settings });
             changes.added.push(m.name.clone());
         }
+        notices
     }
 
     /// Swaps in the new owners and hook table (the added hooks' snapshot slots

@@ -195,7 +195,11 @@ impl DriftWatcher {
 
     /// Reads module `m`'s release manifest again and judges its watched objects.
     fn refresh(&mut self, m: usize) {
-        let module = &self.shared.layout().modules[m];
+        let layout = self.shared.layout();
+        // A module index the layout has not (yet) is nothing to watch.
+        let Some(module) = layout.modules.get(m) else {
+            return;
+        };
         let (name, key) = (module.name.clone(), module.key.clone());
         let watched = {
             let st = self.shared.lock();
