@@ -447,6 +447,7 @@ impl Bound {
             trees: self.trees,
             reloads: self.reloads,
             wiring,
+            validator: self.validator.clone(),
         };
         Ok(Started {
             values,
@@ -571,6 +572,11 @@ fn validator(
     layout: &Layout,
     state: &State,
 ) -> crate::addon::config::settings::admission::Validator {
+    crate::addon::config::settings::admission::Validator::new(settings_scopes(layout, state))
+}
+
+/// Every module's (and `global`'s) scope, by ModuleSettings object name.
+fn settings_scopes(layout: &Layout, state: &State) -> std::collections::BTreeMap<String, Scope> {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert(
         crate::addon::config::settings::spec::GLOBAL.to_string(),
@@ -579,7 +585,7 @@ fn validator(
     for (m, module) in layout.modules.iter().enumerate() {
         scopes.insert(module.name.clone(), state.modules[m].scope.clone());
     }
-    crate::addon::config::settings::admission::Validator { scopes }
+    scopes
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.

@@ -166,6 +166,8 @@ pub(crate) struct ModulesReload {
     /// `<prefix>modules_reloads_total{outcome}`.
     pub(super) reloads: IntCounterVec,
     pub(super) wiring: Wiring,
+    /// The ModuleSettings webhook's schemas (`--module-settings-resources`).
+    pub(super) validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
 }
 
 /// Fingerprints taken at bind, before the hooks loaded.
@@ -296,6 +298,12 @@ impl ModulesReload {
             trees: &trees,
         })?;
         self.trees = trees;
+        if let Some(v) = &self.validator
+            && !(changes.added.is_empty() && changes.modules.is_empty() && !changes.global)
+        {
+            let st = self.shared.lock();
+            v.replace(super::settings_scopes(&self.shared.layout(), &st));
+        }
         Ok(changes)
     }
 
