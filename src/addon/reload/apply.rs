@@ -241,10 +241,16 @@ impl ModulesReload {
         Ok(())
     }
 
-    /// Asks for the module runs and the converge the changes need.
+    /// Asks for the module runs and the converge the changes need (a module
+    /// whose `<key>Enabled` changed waits for the converge, which runs or
+    /// deletes it).
     fn ask(&self, changes: &Changes, global_hooks: bool) {
         let layout = self.shared.layout();
-        for name in &changes.modules {
+        for name in changes
+            .modules
+            .iter()
+            .filter(|n| !changes.enabled.contains(n))
+        {
             if let Some(module) = layout.modules.iter().position(|m| &m.name == name) {
                 let event = FILES_CHANGED.to_string();
                 self.shared.send(Input::ValuesChanged { module, event });
