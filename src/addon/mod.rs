@@ -94,8 +94,8 @@ pub(crate) struct Bound {
     validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
     /// The trees a reload watches, as they were when the hooks loaded.
     trees: reload::Trees,
-    /// `<prefix>modules_reloads_total`.
-    reloads: prometheus::IntCounterVec,
+    /// `<prefix>modules_reloads_total` and `modules_reload_changes_total`.
+    reloads: reload::ReloadMetrics,
     jq_library: Option<std::path::PathBuf>,
 }
 

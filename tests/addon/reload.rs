@@ -237,6 +237,10 @@ fn a_module_added_by_a_reload_is_installed_with_its_configmap_section() {
     assert_eq!(reloads(&addon, "error"), 0);
     let line = addon.wait_log(&["modules reloaded"], std::time::Duration::from_secs(5));
     assert!(line.contains("\"added\":\"baz\""), "{line}");
+    let added = "addon_operator_modules_reload_changes_total{change=\"module_added\"}";
+    assert_eq!(metric(&addon.metrics(), added), Some(1.0));
+    let hooks = "addon_operator_modules_reload_changes_total{change=\"hook_added\"}";
+    assert_eq!(metric(&addon.metrics(), hooks), Some(1.0), "baz's hook");
     assert_eq!(
         metric(&addon.metrics(), unknown).unwrap_or(0.0),
         0.0,

@@ -132,6 +132,23 @@ impl Changes {
             && !self.global
     }
 
+    /// How many of each kind of change, as `modules_reload_changes_total`
+    /// counts them.
+    fn counts(&self) -> [(&'static str, usize); 9] {
+        let hooks = |mark: char| self.hooks.iter().filter(|h| h.starts_with(mark)).count();
+        [
+            ("module_added", self.added.len()),
+            ("module_removed", self.removed.len()),
+            ("module_returned", self.returned.len()),
+            ("module_run", self.modules.len()),
+            ("enabled_changed", self.enabled.len()),
+            ("hook_added", hooks('+')),
+            ("hook_removed", hooks('-')),
+            ("hook_changed", hooks('~')),
+            ("global_changed", usize::from(self.global)),
+        ]
+    }
+
     /// A converge is needed: modules come or go, or global settings changed.
     fn converge(&self) -> bool {
         self.global
@@ -163,8 +180,7 @@ pub(crate) struct ModulesReload {
     pub(super) jq_library: Option<PathBuf>,
     /// Every watched tree's fingerprint, and each module dir's, when loaded.
     pub(super) trees: Trees,
-    /// `<prefix>modules_reloads_total{outcome}`.
-    pub(super) reloads: IntCounterVec,
+    pub(super) reloads: ReloadMetrics,
     pub(super) wiring: Wiring,
     /// The ModuleSettings webhook's schemas (`--module-settings-resources`).
     pub(super) validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
@@ -201,18 +217,39 @@ pub(crate) fn roots(flags: &AddonFlags) -> Vec<PathBuf> {
     roots
 }
 
-/// Registers `<prefix>modules_reloads_total{outcome}`.
+/// The reload's counters.
+pub(crate) struct ReloadMetrics {
+    /// `<prefix>modules_reloads_total{outcome}`.
+    reloads: IntCounterVec,
+    /// `<prefix>modules_reload_changes_total{change}`: what the successful
+    /// reloads changed, one per module or hook.
+    changes: IntCounterVec,
+}
+
+/// Registers `<prefix>modules_reloads_total{outcome}` and
+/// `<prefix>modules_reload_changes_total{change}`.
 pub(crate) fn register_metric(
     registry: &Families,
     prefix: &str,
-) -> Result<IntCounterVec, prometheus::Error> {
-    let opts = Opts::new(
-        format!("{prefix}modules_reloads_total"),
-        "Reloads of the modules and global hooks dirs, by outcome (success, unchanged, error).",
-    );
-    let counter = IntCounterVec::new(opts, &["outcome"])?;
-    registry.register(Box::new(counter.clone()))?;
-    Ok(counter)
+) -> Result<ReloadMetrics, prometheus::Error> {
+    let counter = |name: &str, help: &str, label: &str| {
+        let opts = Opts::new(format!("{prefix}{name}"), help);
+        let counter = IntCounterVec::new(opts, &[label])?;
+        registry.register(Box::new(counter.clone()))?;
+        Ok::<_, prometheus::Error>(counter)
+    };
+    Ok(ReloadMetrics {
+        reloads: counter(
+            "modules_reloads_total",
+            "Reloads of the modules and global hooks dirs, by outcome (success, unchanged, error).",
+            "outcome",
+        )?,
+        changes: counter(
+            "modules_reload_changes_total",
+            "What reloads changed: modules added, removed, returned or run, static Enabled flags, hooks added, removed or changed, global values.",
+            "change",
+        )?,
+    })
 }
 
 impl crate::reload::Reload for ModulesReload {
@@ -235,7 +272,12 @@ impl crate::reload::Reload for ModulesReload {
             Ok(_) => "success",
             Err(_) => "error",
         };
-        self.reloads.with_label_values(&[outcome]).inc();
+        self.reloads.reloads.with_label_values(&[outcome]).inc();
+        if let Ok(c) = &result {
+            for (change, n) in c.counts() {
+                (self.reloads.changes.with_label_values(&[change])).inc_by(n as u64);
+            }
+        }
         match result {
             Ok(c) => log::info(
                 "modules reloaded",
