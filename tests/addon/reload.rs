@@ -410,3 +410,63 @@ fn a_global_hook_added_by_a_reload_runs_onstartup_and_in_the_next_converge() {
     );
     assert_eq!(reloads(&addon, "error"), 0);
 }
+
+/// A module added by a reload whose ConfigMap section (written before it
+/// existed) fails its config schema: the reload fails, is counted and names
+/// the module; nothing is installed and the key stays unknown. Once the
+/// ConfigMap is fixed, SIGHUP reloads and the module is installed with it.
+#[test]
+fn an_added_module_s_bad_configmap_section_fails_the_reload() {
+    let mut files = chart("modules/001-foo", "foo", "foo");
+    files.push(("modules/values.yaml".into(), "fooEnabled: true\n".into()));
+    let data = json!({"sized": "size: big\n", "sizedEnabled": "true"});
+    let addon = Addon::start(&refs(&files), Some(data), 4);
+    addon.wait_ready();
+
+    let mut sized = chart("modules/002-sized", "sized", "sized");
+    sized.push((
+        "modules/002-sized/openapi/config-values.yaml".into(),
+        "type: object\nproperties:\n  size:\n    type: integer\n".into(),
+    ));
+    for (path, content) in sized {
+        put(&addon.dir.0.join(path), &content);
+    }
+    eventually(&addon, "the reload failed", || {
+        reloads(&addon, "error") == 1
+    });
+    let line = addon.wait_log(
+        &["modules reload failed"],
+        std::time::Duration::from_secs(5),
+    );
+    assert!(
+        line.contains("module 'sized': its ConfigMap section") && line.contains("size"),
+        "{line}"
+    );
+    assert!(addon.revisions("sized").is_empty());
+    let unknown = "addon_operator_config_unknown_module_keys{key=\"sized\"}";
+    assert_eq!(metric(&addon.metrics(), unknown), Some(1.0));
+
+    addon.set_config("sized", "size: 3\n");
+    // SIGHUP until a reload reads the fixed section (the watch may deliver it
+    // after the first SIGHUP's reload ran): each failed one is counted.
+    let child = addon.child.as_ref().expect("child").id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while reloads(&addon, "success") == 0 {
+        assert!(std::time::Instant::now() < deadline, "{}", addon.logs());
+        let errors = reloads(&addon, "error");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child as i32, libc::SIGHUP);
+        }
+        within(
+            &addon,
+            "a reload after SIGHUP",
+            std::time::Duration::from_secs(30),
+            || reloads(&addon, "success") == 1 || reloads(&addon, "error") > errors,
+        );
+    }
+    eventually(&addon, "sized installed with size 3", || {
+        rendered_values(&addon, "sized") == Some(json!({"size": 3}))
+    });
+    assert_eq!(reloads(&addon, "success"), 1);
+}
