@@ -259,7 +259,8 @@ fn a_module_added_by_a_reload_is_installed_with_its_configmap_section() {
 /// A module's hook added by a reload gets its Synchronization and the module
 /// runs once, without an uninstall (at most one new revision, the release
 /// always there); the kept hook gets no second Synchronization. A hook removed
-/// by a reload stops: an object change reaches the kept hook only.
+/// by a reload stops: an object change reaches the kept hook only. A hook whose
+/// `--config` changed is replaced: a new Synchronization, with the objects.
 #[test]
 fn a_module_s_hooks_added_and_removed_by_a_reload() {
     let mut files = chart("modules/001-foo", "foo", "foo");
@@ -320,13 +321,28 @@ fn a_module_s_hooks_added_and_removed_by_a_reload() {
         ["Synchronization"],
         "a's watch stopped"
     );
+
+    // b's --config changes (another binding name): removed then added, so it
+    // gets a Synchronization of the new binding, with the object.
+    let changed = WATCH.replace("\"cms\"", "\"watched\"");
+    put_hook(&hooks.join("b"), &rec("hook-b", &changed, ""));
+    eventually(&addon, "b synchronized again", || {
+        types(&addon, "hook-b") == ["Synchronization", "Event", "Event", "Synchronization"]
+    });
+    let last = contexts(&addon, "hook-b").pop().expect("b's last run");
+    assert_eq!(last[0]["binding"], "watched", "{last}");
+    assert_eq!(
+        last[0]["objects"].as_array().map(Vec::len),
+        Some(1),
+        "{last}"
+    );
     let steps = addon.steps();
     assert!(
         !steps.iter().any(|s| s.starts_with("helm:uninstall")),
         "no uninstall for a hook change: {steps:?}"
     );
     assert!(
-        addon.revisions("foo").len() <= 3,
+        addon.revisions("foo").len() <= 4,
         "{:?}",
         addon.revisions("foo")
     );
