@@ -637,7 +637,7 @@ const STOP_SIGNALS: [i32; 3] = [
 ];
 
 /// SIGHUP reloads the hooks (`reload/`; addon-operator's modules,
-/// `addon/reload.rs`) instead of stopping the operator.
+/// `addon/reload/`) instead of stopping the operator.
 const RELOAD_SIGNAL: i32 = signal_hook::consts::SIGHUP;
 
 /// Signals that are logged and otherwise ignored (their default action kills).

@@ -106,7 +106,7 @@ pub(crate) struct State {
         crate::addon::release::helm::ListKey,
         std::collections::BTreeSet<String>,
     >,
-    /// Modules whose directory a reload found gone (`reload.rs`): never enabled,
+    /// Modules whose directory a reload found gone (`reload/`): never enabled,
     /// so the next converge purges them; their lifecycle hooks whose files are
     /// gone are skipped.
     pub(crate) removed: std::collections::BTreeSet<usize>,
