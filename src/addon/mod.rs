@@ -30,6 +30,7 @@ pub(crate) mod reload;
 pub(crate) mod run;
 mod state;
 mod status;
+mod swap;
 
 use crate::addon::config::configmap::KubeConfig;
 use crate::addon::config::values::{Schemas, Scope};
@@ -93,8 +94,8 @@ pub(crate) struct Bound {
     validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
     /// The trees a reload watches, as they were when the hooks loaded.
     trees: reload::Trees,
-    /// `<prefix>modules_reloads_total`.
-    reloads: prometheus::IntCounterVec,
+    /// `<prefix>modules_reloads_total` and `modules_reload_changes_total`.
+    reloads: reload::ReloadMetrics,
     jq_library: Option<std::path::PathBuf>,
 }
 
@@ -378,11 +379,12 @@ impl Bound {
     /// Step 2: the shared state the engine, the values hook and the routes use.
     pub(crate) fn start(
         self,
-        hooks: Arc<Vec<Hook>>,
+        hooks: crate::hook::table::HookTable,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
         webhooks: crate::webhook::ModuleWebhooks,
+        wiring: reload::Wiring,
     ) -> Result<Started, String> {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
@@ -390,9 +392,9 @@ impl Bound {
         let client_copy = self.client.clone();
         let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
-            layout: self.layout,
+            modules: swap::Swap::new(self.layout),
             hooks,
-            owners: self.owners,
+            owners: swap::Swap::new(self.owners),
             cm_hook: self.cm_hook,
             state: Mutex::new(state),
             helm: self.helm,
@@ -444,6 +446,8 @@ impl Bound {
             jq_library: self.jq_library,
             trees: self.trees,
             reloads: self.reloads,
+            wiring,
+            validator: self.validator.clone(),
         };
         Ok(Started {
             values,
@@ -568,6 +572,11 @@ fn validator(
     layout: &Layout,
     state: &State,
 ) -> crate::addon::config::settings::admission::Validator {
+    crate::addon::config::settings::admission::Validator::new(settings_scopes(layout, state))
+}
+
+/// Every module's (and `global`'s) scope, by ModuleSettings object name.
+fn settings_scopes(layout: &Layout, state: &State) -> std::collections::BTreeMap<String, Scope> {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert(
         crate::addon::config::settings::spec::GLOBAL.to_string(),
@@ -576,7 +585,7 @@ fn validator(
     for (m, module) in layout.modules.iter().enumerate() {
         scopes.insert(module.name.clone(), state.modules[m].scope.clone());
     }
-    crate::addon::config::settings::admission::Validator { scopes }
+    scopes
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.

@@ -1159,7 +1159,13 @@ fn post_renderer_output_means_to_kubectl_what_its_input_means() {
 
 /// A CRD document: `plural`.`group`, kind `kind`, one served version `v1` whose spec
 /// has the string properties `fields`.
-fn crd_yaml(group: &str, plural: &str, kind: &str, fields: &[&str], meta: &str) -> String {
+pub(crate) fn crd_yaml(
+    group: &str,
+    plural: &str,
+    kind: &str,
+    fields: &[&str],
+    meta: &str,
+) -> String {
     let props: String = fields
         .iter()
         .map(|f| format!("                {f}: {{type: string}}\n"))
