@@ -175,6 +175,19 @@ impl AddonOperator {
         &self.dir.0
     }
 
+    /// The operator's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `sig` to the operator.
+    pub(crate) fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
     /// A debug command (`addon-operator <args>`) over the operator's socket: stdout.
     pub(crate) fn cli(&self, args: &[&str]) -> String {
         crate::common::addon_cli(&self.dir.0.join("debug.socket"), args)

@@ -6,7 +6,8 @@
 //!
 //! The watch counts are the API server's, shared by every test of this binary:
 //! the hooks here watch kinds no other cluster test watches (LimitRange,
-//! PodTemplate, ResourceQuota), and these tests run one at a time (`SERIAL`).
+//! PodTemplate, ResourceQuota), and these tests run one at a time (`SERIAL`),
+//! with addon-operator's reload loop (`addon_reload.rs`), which watches them too.
 
 use crate::common::{Operator, hook};
 use crate::harness::*;
@@ -17,14 +18,14 @@ use std::time::{Duration, Instant};
 /// One reload test at a time: they count the API server's watches per resource.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The API server's open WATCH requests for `resource` (all scopes).
-fn watches(resource: &str) -> u64 {
+pub(crate) fn watches(resource: &str) -> u64 {
     let text = kubectl(&["get", "--raw", "/metrics"]);
     let needle = format!("resource=\"{resource}\"");
     text.lines()
@@ -41,7 +42,7 @@ const WATCH_GONE: Duration = Duration::from_secs(30);
 
 /// Waits until the API server holds `want` watches of `resource`; returns how
 /// long that took.
-fn wait_watches(resource: &str, want: u64) -> Duration {
+pub(crate) fn wait_watches(resource: &str, want: u64) -> Duration {
     let started = Instant::now();
     loop {
         let now = watches(resource);
@@ -354,7 +355,7 @@ fn a_removed_hooks_webhook_entries_are_removed() {
 }
 
 /// What /proc says about a process: threads, open descriptors, RSS in KiB.
-fn usage(pid: u32) -> (usize, usize, u64) {
+pub(crate) fn usage(pid: u32) -> (usize, usize, u64) {
     let count = |d: &str| std::fs::read_dir(format!("/proc/{pid}/{d}")).map_or(0, |r| r.count());
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss = status
