@@ -486,3 +486,65 @@ fn an_added_module_s_bad_configmap_section_fails_the_reload() {
     });
     assert_eq!(reloads(&addon, "success"), 1);
 }
+
+/// A hook added by a reload to a started module runs its onStartup at the
+/// reload, as at the module's startup: first its onStartup, then its
+/// Synchronization, then the module's run (its beforeHelm hook); the kept
+/// hook gets no second Synchronization and nothing is uninstalled.
+#[test]
+fn a_hook_added_to_a_started_module_runs_its_onstartup_at_the_reload() {
+    let mut files = chart("modules/001-foo", "foo", "foo");
+    files.push(("modules/values.yaml".into(), "fooEnabled: true\n".into()));
+    files.push(("modules/001-foo/hooks/a".into(), rec("hook-a", WATCH, "")));
+    let before_helm = r#"{"configVersion":"v1","beforeHelm":1}"#;
+    files.push((
+        "modules/001-foo/hooks/helm".into(),
+        rec("hook-helm", before_helm, ""),
+    ));
+    let addon = Addon::start(&refs(&files), None, 4);
+    addon.wait_ready();
+    eventually(&addon, "foo installed", || addon.revisions("foo") == [1]);
+    assert_eq!(types(&addon, "hook-a"), ["Synchronization"]);
+    let helm_runs = types(&addon, "hook-helm").len();
+
+    let with_startup = WATCH.replace(
+        r#""configVersion":"v1","#,
+        r#""configVersion":"v1","onStartup":5,"#,
+    );
+    put_hook(
+        &addon.dir.0.join("modules/001-foo/hooks/b"),
+        &rec("hook-b", &with_startup, ""),
+    );
+    eventually(&addon, "b's onStartup, then its Synchronization", || {
+        types(&addon, "hook-b") == ["onStartup", "Synchronization"]
+    });
+    eventually(&addon, "foo ran again", || {
+        types(&addon, "hook-helm").len() > helm_runs
+    });
+    let runs: Vec<String> = (addon.runs().into_iter())
+        .map(|(tag, ctx)| {
+            let first = &ctx[0];
+            let kind = first["type"].as_str().or(first["binding"].as_str());
+            format!("{tag}:{}", kind.unwrap_or_default())
+        })
+        .collect();
+    let at = |what: &str| runs.iter().rposition(|r| r == what);
+    let (startup, sync, run) = (
+        at("hook-b:onStartup"),
+        at("hook-b:Synchronization"),
+        at("hook-helm:beforeHelm"),
+    );
+    assert!(
+        startup < sync && sync < run && startup.is_some(),
+        "onStartup, Synchronization, then the module's run: {runs:?}"
+    );
+    assert_eq!(types(&addon, "hook-a"), ["Synchronization"], "a kept");
+    assert!(
+        !addon
+            .steps()
+            .iter()
+            .any(|s| s.starts_with("helm:uninstall")),
+        "no uninstall for a hook change"
+    );
+    assert_eq!(reloads(&addon, "error"), 0);
+}

@@ -170,7 +170,7 @@ impl ModulesReload {
     /// Swaps in the new owners and hook table (the added hooks' snapshot slots
     /// first); returns the tasks to queue: the added global hooks' onStartup and
     /// Enable tasks, and what the lifecycle answers for started modules whose
-    /// hooks changed.
+    /// hooks changed (their added hooks' onStartup and Enable tasks, a run).
     fn swap_hooks(&self, st: &mut State, plan: &HookPlan) -> Vec<Task> {
         if plan.retired.is_empty() && plan.added.is_empty() {
             return Vec::new();
@@ -199,12 +199,12 @@ impl ModulesReload {
         };
         let mut tasks = crate::startup::tasks_for(&plan.hooks, &of(Owner::Global));
         for &m in &plan.modules {
-            let enable = enable_tasks(&plan.hooks, &of(Owner::Module(m)));
-            let event = FILES_CHANGED.to_string();
+            let added = of(Owner::Module(m));
             let input = Input::HooksChanged {
                 module: m,
-                enable,
-                event,
+                on_startup: on_startup_tasks(&plan.hooks, &added),
+                enable: enable_tasks(&plan.hooks, &added),
+                event: FILES_CHANGED.to_string(),
             };
             tasks.extend(self.shared.step_locked(st, input));
         }
@@ -308,7 +308,19 @@ fn schedule_entries(plan: &HookPlan) -> Result<Vec<Entry>, ReloadError> {
         .collect())
 }
 
-/// Enable tasks of a started module's appended hooks.
+/// onStartup runs of a module's appended hooks, by (ORDER, index).
+fn on_startup_tasks(hooks: &[crate::hook::Hook], indices: &[usize]) -> Vec<Task> {
+    let picked = indices.iter().filter_map(|&i| Some((i, hooks.get(i)?)));
+    let order = crate::startup::by_order(picked.map(|(i, h)| (i, h.config.on_startup)));
+    (order.into_iter())
+        .map(|i| {
+            let ctx = crate::hook::context::BindingContext::on_startup();
+            Task::hook_run(i, &hooks[i].name, false, false, ctx)
+        })
+        .collect()
+}
+
+/// Enable tasks of a module's appended hooks.
 fn enable_tasks(hooks: &[crate::hook::Hook], indices: &[usize]) -> Vec<Task> {
     let mut tasks = Vec::new();
     for &i in indices {

@@ -29,7 +29,7 @@
 //! | `ConvergeDone` | converge, Done | a new `ConvergeModules(BeforeAll)` if afterAll changed global values or one was asked for meanwhile |
 //! | `Tick` (a retry is due) | router | the due retries |
 //! | `ModulesAdded` (a reload found new module dirs) | reload | - (disabled, after the running modules; the converge the reload asks for enables them) |
-//! | `HooksChanged` (a reload changed a module's hooks) | reload | if the module is started: the Enable tasks of its added hooks (their Synchronization), then a `ModuleRun` unless one is queued; otherwise nothing (its startup enables every hook it has then) |
+//! | `HooksChanged` (a reload changed a module's hooks) | reload | if the module is started: the onStartup runs of its added hooks, then their Enable tasks (their Synchronization), then a `ModuleRun` unless one is queued; otherwise nothing (its startup runs and enables every hook it has then) |
 //!
 //! A converge runs the enabled modules **one order at a time** (the order is the
 //! number prefix of the module directory): the runs of one order are one
@@ -117,9 +117,11 @@ pub(crate) enum Input {
         modules: Vec<(String, u32)>,
     },
     /// A reload retired some of module `module`'s hooks and appended others;
-    /// `enable`: the Enable tasks of the appended ones.
+    /// `on_startup`: the onStartup runs of the appended ones (by ORDER);
+    /// `enable`: their Enable tasks.
     HooksChanged {
         module: usize,
+        on_startup: Vec<Task>,
         enable: Vec<Task>,
         event: String,
     },
@@ -356,9 +358,10 @@ impl Lifecycle {
             }
             Input::HooksChanged {
                 module,
+                on_startup,
                 enable,
                 event,
-            } => self.hooks_changed(module, enable, event),
+            } => self.hooks_changed(module, on_startup, enable, event),
         }
     }
 
@@ -366,9 +369,16 @@ impl Lifecycle {
         self.modules.get(m)
     }
 
-    /// A started module's new hooks are enabled now and the module runs once; a
-    /// module not started (or being deleted) enables them at its next startup.
-    fn hooks_changed(&mut self, m: usize, enable: Vec<Task>, event: String) -> Vec<Task> {
+    /// A started module's new hooks run their onStartup and are enabled now,
+    /// as at its startup, and the module runs once; a module not started (or
+    /// being deleted) runs and enables them at its next startup.
+    fn hooks_changed(
+        &mut self,
+        m: usize,
+        on_startup: Vec<Task>,
+        enable: Vec<Task>,
+        event: String,
+    ) -> Vec<Task> {
         let Some(s) = self
             .get(m)
             .filter(|s| s.enabled && s.started && s.kube_enabled)
@@ -376,7 +386,8 @@ impl Lifecycle {
             return Vec::new();
         };
         let queued = s.activity.queued();
-        let mut tasks = enable;
+        let mut tasks = on_startup;
+        tasks.extend(enable);
         if self.converge.started_once && !queued {
             tasks.push(self.queue_run(m, event));
         }

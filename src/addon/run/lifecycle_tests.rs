@@ -500,37 +500,45 @@ fn a_module_added_by_a_reload_is_disabled_until_a_converge_enables_it() {
 }
 
 #[test]
-fn a_started_module_s_new_hooks_are_enabled_then_it_runs_once() {
+fn a_started_module_s_new_hooks_run_onstartup_are_enabled_then_it_runs_once() {
     let (mut l, _) = started();
     l.step(Input::Enabled { modules: vec![0] });
     finish(&mut l, 0);
     l.step(Input::ConvergeDone { changed: false });
+    let on_startup = vec![Task::hook_run(
+        7,
+        "a/hooks/new.sh",
+        false,
+        false,
+        crate::hook::context::BindingContext::on_startup(),
+    )];
     let enable = vec![Task::enable(
         crate::queue::TaskKind::EnableKubernetesBindings,
         7,
         "a/hooks/new.sh",
     )];
     let event = "ModuleHooksChanged".to_string();
-    let tasks = names(l.step(Input::HooksChanged {
-        module: 0,
+    let changed = |on_startup: &[Task], module: usize| Input::HooksChanged {
+        module,
+        on_startup: on_startup.to_vec(),
         enable: enable.clone(),
         event: event.clone(),
-    }));
-    assert_eq!(tasks.len(), 2, "{tasks:?}");
-    assert!(tasks[0].contains("a/hooks/new.sh"), "{tasks:?}");
-    assert_eq!(tasks[1], "ModuleRun:main:a:ModuleHooksChanged");
-    // Queued already: only the new Enable tasks.
-    let again = names(l.step(Input::HooksChanged {
-        module: 0,
-        enable: enable.clone(),
-        event: event.clone(),
-    }));
-    assert_eq!(again.len(), 1, "{again:?}");
-    // A module not started (here: never enabled) enables its hooks at startup.
-    let idle = Input::HooksChanged {
-        module: 1,
-        enable,
-        event,
     };
-    assert!(names(l.step(idle)).is_empty());
+    let tasks = names(l.step(changed(&on_startup, 0)));
+    assert_eq!(tasks.len(), 3, "{tasks:?}");
+    assert!(
+        tasks[0].starts_with("HookRun") && tasks[0].contains(":onStartup:a/hooks/new.sh"),
+        "onStartup first: {tasks:?}"
+    );
+    assert!(
+        tasks[1].starts_with("EnableKubernetesBindings"),
+        "{tasks:?}"
+    );
+    assert_eq!(tasks[2], "ModuleRun:main:a:ModuleHooksChanged");
+    // Queued already: only the new hooks' onStartup and Enable tasks.
+    let again = names(l.step(changed(&on_startup, 0)));
+    assert_eq!(again.len(), 2, "{again:?}");
+    // A module not started (here: never enabled) runs and enables its hooks
+    // at its startup.
+    assert!(names(l.step(changed(&on_startup, 1))).is_empty());
 }

@@ -187,7 +187,7 @@ impl AddonHandler {
         self.configure_conversions(m)?;
         let hooks = self.shared.hooks_of(Owner::Module(m));
         let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
-        for i in on_startup {
+        for &i in &on_startup {
             let hooks = self.shared.hook_list();
             let hook = &hooks[i];
             let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
@@ -195,11 +195,26 @@ impl AddonHandler {
         }
         // The hooks are listed and the startup marked done under one lock: a
         // reload that changes the module's hooks meanwhile (`reload/apply.rs`)
-        // comes wholly before (its hooks are listed here) or after (it enables
-        // them itself).
+        // comes wholly before (its hooks are listed here, and those it added
+        // after the onStartup runs above run theirs next) or after (it runs
+        // and enables them itself).
         let mut st = self.shared.lock();
         let kube_enabled = st.lifecycle.kube_enabled(m);
-        let mut tasks = Vec::new();
+        let late = (self.shared.hooks_of(Owner::Module(m)))
+            .filter(|(i, _)| !on_startup.contains(i))
+            .map(|(i, h)| (i, h.config.on_startup));
+        let hooks = self.shared.hook_list();
+        let mut tasks: Vec<Task> = (crate::startup::by_order(late).into_iter())
+            .map(|i| {
+                Task::hook_run(
+                    i,
+                    &hooks[i].name,
+                    false,
+                    false,
+                    BindingContext::on_startup(),
+                )
+            })
+            .collect();
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if hook.has_kube_bindings() && !kube_enabled {
                 tasks.push(Task::enable(
