@@ -88,6 +88,19 @@ fn watching(tag: &str, kind: &str, binding: &str, ns: &str) -> String {
     crate::common::hook(tag, &config, "")
 }
 
+/// Module `flip`'s hook at round `i`: PodTemplates in `ns` labelled
+/// `round: t<i % 2>`, under binding `t<i % 2>`. The label selector makes it
+/// another watch each round (the operator shares one watch among bindings of
+/// the same kind, namespace and selectors): the old one must stop.
+fn flip_hook(i: u64, ns: &str) -> String {
+    let t = format!("t{}", i % 2);
+    let config = format!(
+        "configVersion: v1\nkubernetes:\n- name: {t}\n  kind: PodTemplate\n  namespace:\n    \
+         nameSelector:\n      matchNames: [{ns}]\n  labelSelector:\n    matchLabels: {{round: {t}}}\n"
+    );
+    crate::common::hook("flip", &config, "")
+}
+
 /// The chart of module `name` under `dir`: one ConfigMap named after it.
 fn chart(dir: &str, name: &str) -> [(String, String); 2] {
     [
@@ -138,9 +151,9 @@ fn reloads(op: &AddonOperator, outcome: &str) -> u64 {
 const EXTRA_EVERY: u64 = 10;
 
 /// 100 reloads of addon-operator, each asked by SIGHUP and each changing a
-/// module hook's `--config` (module `flip`'s hook watches PodTemplates under
-/// binding `t0` or `t1`: its watch stops, a new one starts and gets its
-/// Synchronization, and `flip` runs again); every tenth round also adds the
+/// module hook's `--config` (module `flip`'s hook watches PodTemplates
+/// labelled `round: t0` or `t1`: its watch stops, a new one starts and gets
+/// its Synchronization, and `flip` runs again); every tenth round also adds the
 /// module `extra` (a chart and a hook watching ResourceQuotas: installed, the
 /// hook synchronized) and, five rounds later, removes it (purged, its watch
 /// stopped). After the loop, the operator's threads, descriptors and memory
@@ -157,7 +170,7 @@ fn a_hundred_addon_reloads_leak_no_threads_descriptors_watches_or_memory() {
         watches("resourcequotas"),
     );
     let out = TempDir::new("addon-reload-loop-out");
-    let flip = |i: u64| watching("flip", "PodTemplate", &format!("t{}", i % 2), &ns);
+    let flip = |i: u64| flip_hook(i, &ns);
     let mut files: Vec<(String, String)> = vec![
         ("modules/values.yaml".into(), "flipEnabled: true\n".into()),
         ("modules/001-flip/hooks/flip".into(), flip(0)),
