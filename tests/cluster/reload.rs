@@ -375,7 +375,17 @@ fn a_hundred_reloads_leak_no_threads_descriptors_watches_or_memory() {
     let _one = serial();
     let ns = cp().namespace("reload-loop");
     let (lr, pt) = (watches("limitranges"), watches("podtemplates"));
-    let flip = |i: u64| watching("flip", "PodTemplate", &format!("t{}", i % 2), &ns);
+    // The label selector makes each round's binding a watch of its own (the
+    // operator shares one watch among bindings of the same kind, namespace and
+    // selectors), so a retired hook's watch left running shows in the count.
+    let flip = |i: u64| {
+        let t = format!("t{}", i % 2);
+        let config = format!(
+            "configVersion: v1\nkubernetes:\n- name: {t}\n  kind: PodTemplate\n  namespace:\n    \
+             nameSelector:\n      matchNames: [{ns}]\n  labelSelector:\n    matchLabels: {{round: {t}}}\n"
+        );
+        hook("flip", &config, "")
+    };
     let op = admin_operator(&[
         ("anchor.sh", watching("anchor", "LimitRange", "limits", &ns)),
         ("flip.sh", flip(0)),
