@@ -5,7 +5,9 @@
 //! a module added is installed with its ConfigMap section and its hook's
 //! Synchronization; a module's hook added gets its Synchronization and a
 //! removed one's watch stops, without an uninstall; a static `<key>Enabled`
-//! changed disables and enables the module; a bad new module fails the reload,
+//! changed disables and enables the module; a hook added to a started module
+//! runs its onStartup at the reload, and one added while its module starts
+//! runs it right after the module's; a bad new module fails the reload,
 //! is counted and changes nothing; SIGHUP reloads and does not stop the
 //! operator.
 
@@ -547,4 +549,52 @@ fn a_hook_added_to_a_started_module_runs_its_onstartup_at_the_reload() {
         "no uninstall for a hook change"
     );
     assert_eq!(reloads(&addon, "error"), 0);
+}
+
+/// A hook added by a reload while its module is starting, after the module's
+/// onStartup hooks were listed (here: while one of them sleeps), runs its
+/// onStartup right after them, once.
+#[test]
+fn a_hook_added_while_its_module_starts_runs_its_onstartup_once() {
+    let mut files = chart("modules/001-foo", "foo", "foo");
+    let slow = r#"{"configVersion":"v1","onStartup":1}"#;
+    files.push((
+        "modules/001-foo/hooks/slow".into(),
+        rec("slow", slow, "sleep 5\ntouch \"$OUT_DIR/slow.done\""),
+    ));
+    let addon = Addon::start(&refs(&files), None, 4);
+    addon.wait_ready();
+    assert!(types(&addon, "slow").is_empty(), "foo is disabled");
+
+    addon.set_config("fooEnabled", "true");
+    eventually(&addon, "foo's startup began", || {
+        types(&addon, "slow") == ["onStartup"]
+    });
+    let late = r#"{"configVersion":"v1","onStartup":2}"#;
+    put_hook(
+        &addon.dir.0.join("modules/001-foo/hooks/late"),
+        &rec("late", late, ""),
+    );
+    let child = addon.child.as_ref().expect("child").id();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child as i32, libc::SIGHUP);
+    }
+    eventually(&addon, "the reload", || reloads(&addon, "success") == 1);
+    assert!(
+        !addon.dir.0.join("out/slow.done").exists(),
+        "the reload came while foo's onStartup hooks ran"
+    );
+    eventually(&addon, "foo installed", || addon.revisions("foo") == [1]);
+    eventually(&addon, "late's onStartup", || {
+        types(&addon, "late") == ["onStartup"]
+    });
+    // foo runs again for its changed files: no second onStartup.
+    let ran_again = || {
+        let logs = addon.logs();
+        logs.matches("\"msg\":\"module run\"").count() >= 2
+    };
+    eventually(&addon, "foo's second run", ran_again);
+    assert_eq!(types(&addon, "late"), ["onStartup"]);
+    assert_eq!(types(&addon, "slow"), ["onStartup"]);
 }
