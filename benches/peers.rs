@@ -11,6 +11,11 @@
 //! the same hook as a fifth contender).
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
 //!
+//! With `PEERS_SCALE=N` in the environment (issue 41; e.g. `PEERS_SCALE=50000 make
+//! bench-peers`), the real server then grows to N pods and every contender runs
+//! the scenario again there; a last table gives time to ready, idle and peak RSS
+//! at both sizes and the memory per watched object as the slope between them.
+//!
 //! With `--addon` (after the pods) or `--addon-only` (alone), flant's addon-operator
 //! v1.5.0 beside ours on a real kube-apiserver (benches/peers/addon.rs):
 //! `[--flant-addon BIN] [--helm3 BIN] [--addon-sizes 20,100] [--addon-trials 3]`
@@ -60,8 +65,12 @@ fn main() {
         eprintln!("{}", kopf_version(&programs));
         common::arg_value("--servers").unwrap_or_else(|| "sim,real".to_string())
     };
+    let scale: Option<usize> = std::env::var("PEERS_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > PODS);
     for server in servers.split(',').filter(|s| !s.is_empty()) {
-        let shared = match server {
+        let mut shared = match server {
             "sim" => None,
             "real" => match Cluster::real(&work) {
                 Ok(c) => Some(c),
@@ -77,6 +86,15 @@ fn main() {
             None => Cluster::sim(&kube_sim, w).map(Cow::Owned),
         });
         print_table(server, &medians);
+        if let (Some(n), Some(cluster)) = (scale, shared.as_mut()) {
+            if let Err(e) = cluster.grow(&work, n) {
+                eprintln!("PEERS_SCALE={n}: {e}");
+                continue;
+            }
+            let cluster = &*cluster;
+            let at_n = run_all(&programs, &work, trials, |_| Ok(Cow::Borrowed(cluster)));
+            print_scale(n, &medians, &at_n);
+        }
     }
     if addon_only || std::env::args().any(|a| a == "--addon") {
         run_addon(&programs, &work);
@@ -204,6 +222,39 @@ fn median_figures(runs: &[Figures]) -> Figures {
         burst_ms: m(|f| f.burst_ms),
         cpu_s: m(|f| f.cpu_s),
         cpu_children_s: m(|f| f.cpu_children_s),
+    }
+}
+
+/// The scale table (`PEERS_SCALE`): ready, idle and peak RSS at 10k and at `n`
+/// pods, and the memory each watched object adds (slope of idle and peak RSS).
+fn print_scale(
+    n: usize,
+    at_10k: &[(Contender, usize, Figures)],
+    at_n: &[(Contender, usize, Figures)],
+) {
+    println!(
+        "scale on the real kube-apiserver, {PODS} and {n} pods; medians\n| contender | ready {PODS} / {n} | idle RSS {PODS} / {n} | peak RSS {PODS} / {n} | bytes per object (idle slope / peak slope) |\n| --- | --- | --- | --- | --- |"
+    );
+    let added = (n - PODS) as f64;
+    for (who, _, small) in at_10k {
+        if *who == Contender::OursAtExec {
+            continue;
+        }
+        let Some((_, _, big)) = at_n.iter().find(|(w, _, _)| w == who) else {
+            continue;
+        };
+        println!(
+            "| {} | {:.2} / {:.2} s | {:.1} / {:.1} MB | {:.1} / {:.1} MB | {:.0} / {:.0} B |",
+            who.label(),
+            small.ready_ms / 1e3,
+            big.ready_ms / 1e3,
+            small.idle_mb,
+            big.idle_mb,
+            small.peak_mb,
+            big.peak_mb,
+            (big.idle_mb - small.idle_mb) * 1e6 / added,
+            (big.peak_mb - small.peak_mb) * 1e6 / added,
+        );
     }
 }
 

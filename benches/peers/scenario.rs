@@ -4,7 +4,6 @@
 //! and, over the whole scenario, peak RSS and CPU (utime+stime).
 
 use crate::cluster::Cluster;
-use crate::common::pods::PODS;
 use crate::contender::{self, Contender, Programs};
 use crate::seen::{Seen, now_ns};
 use std::path::Path;
@@ -51,13 +50,13 @@ fn measure(
     child: &Child,
     started: u128,
 ) -> Result<Figures, String> {
-    let all: Vec<(String, u128)> = (0..PODS).map(|i| (pod_name(i), started)).collect();
+    let all: Vec<(String, u128)> = (0..sim.pods).map(|i| (pod_name(i), started)).collect();
     let ready = wait_all(
         seen,
         &all,
         child,
-        Duration::from_secs(300),
-        "the initial 10k pods",
+        Duration::from_secs(600),
+        "the initial pods",
     )?;
     std::thread::sleep(Duration::from_secs(2));
     let idle = proc_status(child, "VmRSS:");
