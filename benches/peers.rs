@@ -8,7 +8,8 @@
 //!
 //! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]
 //! [--servers sim,real] [--flant BIN]` (with `--flant`, flant's shell-operator runs
-//! the same hook as a fifth contender).
+//! the same hook as a fifth contender; `--contenders ours,flant` runs only those,
+//! of ours, at-exec, flant, kopf, floor).
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
 //!
 //! With `PEERS_SCALE=N` in the environment (issue 41; e.g. `PEERS_SCALE=50000 make
@@ -169,6 +170,7 @@ fn run_all<'a>(
     ]
     .into_iter()
     .filter(|w| *w != Contender::Flant || programs.flant.is_some())
+    .filter(|w| picked(*w))
     {
         let runs: Vec<Figures> = (0..trials)
             .filter_map(|n| {
@@ -190,6 +192,19 @@ fn run_all<'a>(
     medians
 }
 
+/// Whether `--contenders` (a comma list of labels: ours, at-exec, flant, kopf,
+/// floor; all when absent) picks `who`.
+fn picked(who: Contender) -> bool {
+    let Some(list) = common::arg_value("--contenders") else {
+        return true;
+    };
+    let name = match who {
+        Contender::OursAtExec => "at-exec",
+        other => other.label(),
+    };
+    list.split(',').any(|c| c.trim() == name)
+}
+
 /// What `kopf --version` in the venv prints (or why it could not run).
 fn kopf_version(programs: &Programs) -> String {
     let kopf = programs.venv.join("bin/kopf");
@@ -201,8 +216,17 @@ fn kopf_version(programs: &Programs) -> String {
 
 fn one_line(f: &Figures) -> String {
     format!(
-        "ready {:.0} ms, idle {:.1} MB, peak {:.1} MB, p50/p99 {:.1}/{:.1} ms, burst {:.0} ms, cpu {:.2} s ({:.2} s with hooks)",
-        f.ready_ms, f.idle_mb, f.peak_mb, f.p50_ms, f.p99_ms, f.burst_ms, f.cpu_s, f.cpu_children_s
+        "ready {:.0} ms, idle {:.1} MB, peak {:.1} MB, p50/p99 {:.1}/{:.1} ms, burst {:.0} ms ({:.0} runs, {:.2} s CPU), cpu {:.2} s ({:.2} s with hooks)",
+        f.ready_ms,
+        f.idle_mb,
+        f.peak_mb,
+        f.p50_ms,
+        f.p99_ms,
+        f.burst_ms,
+        f.burst_runs,
+        f.burst_cpu_s,
+        f.cpu_s,
+        f.cpu_children_s
     )
 }
 
@@ -220,6 +244,8 @@ fn median_figures(runs: &[Figures]) -> Figures {
         p50_ms: m(|f| f.p50_ms),
         p99_ms: m(|f| f.p99_ms),
         burst_ms: m(|f| f.burst_ms),
+        burst_runs: m(|f| f.burst_runs),
+        burst_cpu_s: m(|f| f.burst_cpu_s),
         cpu_s: m(|f| f.cpu_s),
         cpu_children_s: m(|f| f.cpu_children_s),
     }
@@ -260,7 +286,7 @@ fn print_scale(
 
 type Row = (&'static str, fn(&Figures) -> f64, &'static str);
 
-const ROWS: [Row; 8] = [
+const ROWS: [Row; 10] = [
     ("time to ready (all 10k seen)", |f| f.ready_ms / 1e3, "s"),
     ("RSS idle after sync", |f| f.idle_mb, "MB"),
     ("peak RSS (VmHWM)", |f| f.peak_mb, "MB"),
@@ -271,6 +297,12 @@ const ROWS: [Row; 8] = [
         |f| f.burst_ms / 1e3,
         "s",
     ),
+    (
+        "burst: hook runs (one per event for kopf/floor)",
+        |f| f.burst_runs,
+        "",
+    ),
+    ("burst: CPU with children during it", |f| f.burst_cpu_s, "s"),
     ("process CPU, whole scenario", |f| f.cpu_s, "s"),
     (
         "CPU with waited children (hooks)",

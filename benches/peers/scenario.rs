@@ -22,6 +22,11 @@ pub struct Figures {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub burst_ms: f64,
+    /// Hook runs (distinct start stamps) that handed the burst's pods over; for
+    /// kopf and the floor, one per event.
+    pub burst_runs: f64,
+    /// CPU of the process and its waited children during the burst (s).
+    pub burst_cpu_s: f64,
     pub cpu_s: f64,
     pub cpu_children_s: f64,
 }
@@ -62,7 +67,9 @@ fn measure(
     let idle = proc_status(child, "VmRSS:");
     let mut lat = updates(seen, sim, child)?;
     lat.sort_by(f64::total_cmp);
-    let burst = burst(seen, sim, child)?;
+    let cpu_before = cpu_seconds(child, true);
+    let (burst, burst_runs) = burst(seen, sim, child)?;
+    let burst_cpu_s = cpu_seconds(child, true) - cpu_before;
     Ok(Figures {
         ready_ms: ms(max(&ready) - started),
         idle_mb: idle,
@@ -70,6 +77,8 @@ fn measure(
         p50_ms: percentile(&lat, 0.5),
         p99_ms: percentile(&lat, 0.99),
         burst_ms: burst,
+        burst_runs,
+        burst_cpu_s,
         cpu_s: cpu_seconds(child, false),
         cpu_children_s: cpu_seconds(child, true),
     })
@@ -104,8 +113,8 @@ fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, St
 }
 
 /// Patches pods 1000..3000 from a few threads at once; ms from the first request
-/// until the last of them was seen.
-fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<f64, String> {
+/// until the last of them was seen, and how many hook runs saw them.
+fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<(f64, f64), String> {
     let start = now_ns();
     let per = BURST / BURST_THREADS;
     let sent: Result<(), String> = std::thread::scope(|s| {
@@ -124,7 +133,7 @@ fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<f64, String> {
     sent?;
     let wanted: Vec<(String, u128)> = (1000..1000 + BURST).map(|i| (pod_name(i), start)).collect();
     let at = wait_all(seen, &wanted, child, Duration::from_secs(120), "the burst")?;
-    Ok(ms(max(&at) - start))
+    Ok((ms(max(&at) - start), seen.stamps_since(start) as f64))
 }
 
 /// Polls the out file until every wanted name was seen after its time.
