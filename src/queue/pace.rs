@@ -8,13 +8,16 @@
 //! the stream. So one rule, decided here as a pure function of the last run and the
 //! head task:
 //!
-//! - the head is a combinable run of the hook that ran last, and it was queued
-//!   while that run was going on (the stream goes on): it starts no sooner than
+//! - the head is a combinable run of the hook that ran last, that run combined
+//!   two events or more (a stream, not changes one at a time), and the head was
+//!   queued while that run was going on (the stream goes on): it starts no sooner than
 //!   [`FACTOR`] times the last run's duration after that run ended, at most
 //!   [`MAX_HOLD`] after; the queue keeps taking events meanwhile, so they join
 //!   the run. The hook then spends at most about a fifth of a stream running.
 //! - anything else starts at once: an event that finds its hook idle (a lone
-//!   change; the event → hook start latency), another hook's run, a
+//!   change; the event → hook start latency), one queued during a run that
+//!   carried a single event (changes one at a time, each arriving while the hook
+//!   still handles the one before, as on a loaded machine), another hook's run, a
 //!   Synchronization, a task that is not a hook run.
 //!
 //! The worker (`worker.rs`) asks [`Pace::hold`] before each run and tells
@@ -33,6 +36,8 @@ pub(crate) const MAX_HOLD: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct LastRun {
     hook: usize,
+    /// How many binding contexts it carried.
+    contexts: usize,
     started: Instant,
     ended: Instant,
 }
@@ -50,6 +55,7 @@ impl Pace {
         self.last = match task.target {
             Target::Hook(hook) if task.can_combine() => Some(LastRun {
                 hook,
+                contexts: task.contexts.len(),
                 started,
                 ended,
             }),
@@ -64,6 +70,7 @@ impl Pace {
         };
         let streaming = head.target == Target::Hook(last.hook)
             && head.can_combine()
+            && last.contexts >= 2
             && head.queued_at < last.ended;
         if !streaming {
             return Duration::ZERO;
@@ -102,6 +109,14 @@ mod tests {
         task(hook, queued_at, payload)
     }
 
+    /// A run that combined two events.
+    fn combined(hook: usize, queued_at: Instant) -> Task {
+        let mut t = event(hook, queued_at);
+        let second = t.contexts[0].clone();
+        t.contexts.push(second);
+        t
+    }
+
     const MS: Duration = Duration::from_millis(1);
 
     #[test]
@@ -109,17 +124,26 @@ mod tests {
         let t0 = Instant::now();
         let mut pace = Pace::default();
         assert_eq!(pace.hold(&event(0, t0), t0), Duration::ZERO, "first run");
-        pace.ran(&event(0, t0), t0, t0 + 20 * MS);
+        pace.ran(&combined(0, t0), t0, t0 + 20 * MS);
         // Queued after the run ended: a lone change.
         let lone = event(0, t0 + 50 * MS);
         assert_eq!(pace.hold(&lone, t0 + 50 * MS), Duration::ZERO);
     }
 
     #[test]
-    fn an_event_queued_during_the_run_waits_four_times_the_run() {
+    fn changes_one_at_a_time_never_wait_even_when_each_comes_during_a_run() {
         let t0 = Instant::now();
         let mut pace = Pace::default();
-        pace.ran(&event(0, t0), t0, t0 + 20 * MS);
+        pace.ran(&event(0, t0), t0, t0 + 80 * MS);
+        let next = event(0, t0 + 50 * MS);
+        assert_eq!(pace.hold(&next, t0 + 80 * MS), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_event_queued_during_a_combined_run_waits_four_times_the_run() {
+        let t0 = Instant::now();
+        let mut pace = Pace::default();
+        pace.ran(&combined(0, t0), t0, t0 + 20 * MS);
         let streaming = event(0, t0 + 5 * MS);
         assert_eq!(pace.hold(&streaming, t0 + 20 * MS), 80 * MS);
         assert_eq!(pace.hold(&streaming, t0 + 70 * MS), 30 * MS);
@@ -130,7 +154,7 @@ mod tests {
     fn the_wait_is_capped_and_other_hooks_and_tasks_do_not_wait() {
         let t0 = Instant::now();
         let mut pace = Pace::default();
-        pace.ran(&event(0, t0), t0, t0 + 400 * MS);
+        pace.ran(&combined(0, t0), t0, t0 + 400 * MS);
         let during = t0 + MS;
         assert_eq!(pace.hold(&event(0, during), t0 + 400 * MS), MAX_HOLD);
         assert_eq!(pace.hold(&event(1, during), t0 + 400 * MS), Duration::ZERO);
