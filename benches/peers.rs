@@ -35,6 +35,8 @@ mod contender;
 mod scenario;
 #[path = "peers/seen.rs"]
 mod seen;
+#[path = "peers/trace.rs"]
+mod trace;
 
 use cluster::Cluster;
 use common::pods::{PODS, write_pods};

@@ -40,10 +40,11 @@ pub fn trial(
 ) -> Result<Figures, String> {
     let out = work.join("out");
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(work.join("trace"));
     let mut seen = Seen::new(out.clone());
     let started = now_ns();
     let mut child = contender::start(who, programs, sim, work, &out)?;
-    let result = measure(&mut seen, sim, &child, started);
+    let result = measure(&mut seen, sim, &child, started, &work.join("trace"));
     let _ = child.kill();
     let _ = child.wait();
     result.map_err(|e| format!("{}: {e}", who.label()))
@@ -54,6 +55,7 @@ fn measure(
     sim: &Cluster,
     child: &Child,
     started: u128,
+    trace: &Path,
 ) -> Result<Figures, String> {
     let all: Vec<(String, u128)> = (0..sim.pods).map(|i| (pod_name(i), started)).collect();
     let ready = wait_all(
@@ -65,7 +67,11 @@ fn measure(
     )?;
     std::thread::sleep(Duration::from_secs(2));
     let idle = proc_status(child, "VmRSS:");
-    let mut lat = updates(seen, sim, child)?;
+    let pairs = updates(seen, sim, child)?;
+    if let Some(stages) = crate::trace::breakdown(trace, &pairs) {
+        eprintln!("  where event -> exec goes, {stages}");
+    }
+    let mut lat: Vec<f64> = pairs.iter().map(|(s, h)| ms(h - s)).collect();
     lat.sort_by(f64::total_cmp);
     let cpu_before = cpu_seconds(child, true);
     let (burst, burst_runs) = burst(seen, sim, child)?;
@@ -88,9 +94,9 @@ pub fn pod_name(i: usize) -> String {
     format!("pod-{i:05}")
 }
 
-/// Labels pods 0..50, one every 50 ms; each one's latency is when it was seen
-/// minus when its request was sent (ms).
-fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, String> {
+/// Labels pods 0..50, one every 50 ms; for each, when its request was sent and
+/// when it was seen (unix ns).
+fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<(u128, u128)>, String> {
     let mut wanted = Vec::new();
     for i in 0..UPDATES {
         let sent = now_ns();
@@ -105,11 +111,7 @@ fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, St
         Duration::from_secs(60),
         "the 50 updates",
     )?;
-    Ok(at
-        .iter()
-        .zip(&wanted)
-        .map(|(t, (_, s))| ms(t - s))
-        .collect())
+    Ok(at.iter().zip(&wanted).map(|(t, (_, s))| (*s, *t)).collect())
 }
 
 /// Patches pods 1000..3000 from a few threads at once; ms from the first request
