@@ -4,8 +4,9 @@
 //! (dropped, its follow-up tasks run next), retried after flant's backoff (it stays
 //! at the head, blocking the queue), failed (dropped) or stop (the operator stops).
 //!
-//! While it waits (backoff, rate limit, empty queue) it keeps draining its channel,
-//! so tasks pile up behind the head and get combined into one run.
+//! While it waits (backoff, rate limit, empty queue, a streaming hook's pause from
+//! `pace.rs`) it keeps draining its channel, so tasks pile up behind the head and
+//! get combined into one run.
 
 use super::outcome::{Outcome, TaskError, stop_operator};
 use super::pace::Pace;
