@@ -10,7 +10,7 @@
 //! seen once before becomes shared on this second sight; one never seen is
 //! remembered (its hash only) and its children are looked at instead. So a
 //! subtree is shared from its second occurrence on, the largest repeated one
-//! wins over its parts, and text met once costs a hash in a bounded set. The
+//! wins over its parts, and text met once costs a hash in a fixed table. The
 //! object's top level is never shared (it holds the uid). Nothing is dropped or
 //! rewritten: a packed text written out is the canonical text byte for byte.
 //!
@@ -20,7 +20,7 @@
 //! writer in practice, so its mutex is uncontended.
 
 use crate::hook::context::Packed;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -28,9 +28,10 @@ use std::sync::{Arc, Mutex};
 /// entry more, so short subtrees stay in the object's own text.
 pub(crate) const MIN_PIECE: usize = 64;
 
-/// Bound of the set of subtrees seen once; it is emptied when full (a subtree
-/// that repeats is usually met again soon after, e.g. by the next list item).
-const MAX_SEEN: usize = 8_192;
+/// Slots of the table of subtrees seen once: a fixed 32 kB, no allocation while
+/// packing; a newer subtree takes an older one's slot (a subtree that repeats is
+/// usually met again soon after, e.g. by the next list item).
+const SEEN_SLOTS: usize = 4_096;
 
 /// Pieces kept before the first sweep.
 const FIRST_SWEEP: usize = 1_024;
@@ -67,7 +68,8 @@ type ByHash = BuildHasherDefault<Identity>;
 /// The table of shared subtrees and the hashes of those seen once.
 pub(crate) struct Interner {
     shared: HashMap<u64, Arc<str>, ByHash>,
-    seen: HashSet<u64, ByHash>,
+    /// Hashes of subtrees seen once, each in the slot its hash picks (0: empty).
+    seen: [u64; SEEN_SLOTS],
     sweep_at: usize,
 }
 
@@ -82,7 +84,7 @@ impl Interner {
     pub(crate) const fn new() -> Interner {
         Interner {
             shared: HashMap::with_hasher(BuildHasherDefault::new()),
-            seen: HashSet::with_hasher(BuildHasherDefault::new()),
+            seen: [0; SEEN_SLOTS],
             sweep_at: FIRST_SWEEP,
         }
     }
@@ -121,7 +123,7 @@ impl Interner {
         if sub.len() < MIN_PIECE || !matches!(sub.as_bytes()[0], b'{' | b'[') {
             return;
         }
-        let hash = hash_of(sub);
+        let hash = hash_of(sub).max(1);
         if let Some(piece) = self.shared.get(&hash) {
             if &**piece == sub {
                 out.share(start, end, Arc::clone(piece));
@@ -129,16 +131,15 @@ impl Interner {
             // A hash collision with different text: left in the object's text.
             return;
         }
-        if self.seen.remove(&hash) {
+        let slot = &mut self.seen[(hash % SEEN_SLOTS as u64) as usize];
+        if *slot == hash {
+            *slot = 0;
             let piece: Arc<str> = Arc::from(sub);
             self.shared.insert(hash, Arc::clone(&piece));
             out.share(start, end, piece);
             return;
         }
-        if self.seen.len() >= MAX_SEEN {
-            self.seen = HashSet::default();
-        }
-        self.seen.insert(hash);
+        *slot = hash;
         for (s, e) in Children::new(text.as_bytes(), start) {
             self.visit(text, s, e, out);
         }
