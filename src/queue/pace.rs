@@ -12,8 +12,9 @@
 //!   two events or more (a stream, not changes one at a time), and the head was
 //!   queued while that run was going on (the stream goes on): it starts no sooner than
 //!   [`FACTOR`] times the last run's duration after that run ended, at most
-//!   [`MAX_HOLD`] after; the queue keeps taking events meanwhile, so they join
-//!   the run. The hook then spends at most about a fifth of a stream running.
+//!   [`MAX_HOLD`] after, or once no event came for [`QUIET`]; the queue keeps
+//!   taking events meanwhile, so they join the run. The hook then spends at most
+//!   about a fifth of a stream running.
 //! - anything else starts at once: an event that finds its hook idle (a lone
 //!   change; the event → hook start latency), one queued during a run that
 //!   carried a single event (changes one at a time, each arriving while the hook
@@ -31,6 +32,11 @@ pub(crate) const FACTOR: u32 = 4;
 
 /// The longest wait (flant's queue waits up to 250 ms for every event).
 pub(crate) const MAX_HOLD: Duration = Duration::from_millis(250);
+
+/// A pause ends early once no event came for this long: the stream is over, so
+/// its last events do not wait out the pause (on a fast server a 2,000-event
+/// stream ends within a pause).
+pub(crate) const QUIET: Duration = Duration::from_millis(30);
 
 /// The last hook run of one queue.
 #[derive(Debug, Clone, Copy, PartialEq)]

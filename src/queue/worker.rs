@@ -9,7 +9,7 @@
 //! get combined into one run.
 
 use super::outcome::{Outcome, TaskError, stop_operator};
-use super::pace::Pace;
+use super::pace::{self, Pace};
 use super::{Task, combine_head, compact};
 use crossbeam_channel::{Receiver, select};
 use std::collections::VecDeque;
@@ -209,7 +209,22 @@ impl Worker {
             return true;
         }
         self.publish(&format!("waiting {}ms for more events", hold.as_millis()));
-        self.wait(hold)
+        let deadline = Instant::now() + hold;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            select! {
+                recv(self.incoming) -> t => match t {
+                    Ok(t) => self.push(t),
+                    Err(_) => return true,
+                },
+                recv(self.stop) -> _ => return false,
+                // No event for QUIET: the stream is over, run now.
+                default(left.min(pace::QUIET)) => return true,
+            }
+        }
     }
 
     fn pop_head(&mut self) {
