@@ -8,8 +8,14 @@
 //!
 //! `cargo bench --bench peers -- --operator BIN --kube-sim BIN --venv DIR [--trials N]
 //! [--servers sim,real] [--flant BIN]` (with `--flant`, flant's shell-operator runs
-//! the same hook as a fifth contender).
+//! the same hook as a fifth contender; `--contenders ours,flant` runs only those,
+//! of ours, at-exec, flant, kopf, floor).
 //! (the venv needs kopf; `make bench-peers` makes one in `.tools/peers-venv`).
+//!
+//! With `PEERS_SCALE=N` in the environment (issue 41; e.g. `PEERS_SCALE=50000 make
+//! bench-peers`), the real server then grows to N pods and every contender runs
+//! the scenario again there; a last table gives time to ready, idle and peak RSS
+//! at both sizes and the memory per watched object as the slope between them.
 //!
 //! With `--addon` (after the pods) or `--addon-only` (alone), flant's addon-operator
 //! v1.5.0 beside ours on a real kube-apiserver (benches/peers/addon.rs):
@@ -29,6 +35,8 @@ mod contender;
 mod scenario;
 #[path = "peers/seen.rs"]
 mod seen;
+#[path = "peers/trace.rs"]
+mod trace;
 
 use cluster::Cluster;
 use common::pods::{PODS, write_pods};
@@ -60,8 +68,12 @@ fn main() {
         eprintln!("{}", kopf_version(&programs));
         common::arg_value("--servers").unwrap_or_else(|| "sim,real".to_string())
     };
+    let scale: Option<usize> = std::env::var("PEERS_SCALE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > PODS);
     for server in servers.split(',').filter(|s| !s.is_empty()) {
-        let shared = match server {
+        let mut shared = match server {
             "sim" => None,
             "real" => match Cluster::real(&work) {
                 Ok(c) => Some(c),
@@ -77,6 +89,15 @@ fn main() {
             None => Cluster::sim(&kube_sim, w).map(Cow::Owned),
         });
         print_table(server, &medians);
+        if let (Some(n), Some(cluster)) = (scale, shared.as_mut()) {
+            if let Err(e) = cluster.grow(&work, n) {
+                eprintln!("PEERS_SCALE={n}: {e}");
+                continue;
+            }
+            let cluster = &*cluster;
+            let at_n = run_all(&programs, &work, trials, |_| Ok(Cow::Borrowed(cluster)));
+            print_scale(n, &medians, &at_n);
+        }
     }
     if addon_only || std::env::args().any(|a| a == "--addon") {
         run_addon(&programs, &work);
@@ -151,6 +172,7 @@ fn run_all<'a>(
     ]
     .into_iter()
     .filter(|w| *w != Contender::Flant || programs.flant.is_some())
+    .filter(|w| picked(*w))
     {
         let runs: Vec<Figures> = (0..trials)
             .filter_map(|n| {
@@ -172,6 +194,19 @@ fn run_all<'a>(
     medians
 }
 
+/// Whether `--contenders` (a comma list of labels: ours, at-exec, flant, kopf,
+/// floor; all when absent) picks `who`.
+fn picked(who: Contender) -> bool {
+    let Some(list) = common::arg_value("--contenders") else {
+        return true;
+    };
+    let name = match who {
+        Contender::OursAtExec => "at-exec",
+        other => other.label(),
+    };
+    list.split(',').any(|c| c.trim() == name)
+}
+
 /// What `kopf --version` in the venv prints (or why it could not run).
 fn kopf_version(programs: &Programs) -> String {
     let kopf = programs.venv.join("bin/kopf");
@@ -183,8 +218,17 @@ fn kopf_version(programs: &Programs) -> String {
 
 fn one_line(f: &Figures) -> String {
     format!(
-        "ready {:.0} ms, idle {:.1} MB, peak {:.1} MB, p50/p99 {:.1}/{:.1} ms, burst {:.0} ms, cpu {:.2} s ({:.2} s with hooks)",
-        f.ready_ms, f.idle_mb, f.peak_mb, f.p50_ms, f.p99_ms, f.burst_ms, f.cpu_s, f.cpu_children_s
+        "ready {:.0} ms, idle {:.1} MB, peak {:.1} MB, p50/p99 {:.1}/{:.1} ms, burst {:.0} ms ({:.0} runs, {:.2} s CPU), cpu {:.2} s ({:.2} s with hooks)",
+        f.ready_ms,
+        f.idle_mb,
+        f.peak_mb,
+        f.p50_ms,
+        f.p99_ms,
+        f.burst_ms,
+        f.burst_runs,
+        f.burst_cpu_s,
+        f.cpu_s,
+        f.cpu_children_s
     )
 }
 
@@ -202,14 +246,49 @@ fn median_figures(runs: &[Figures]) -> Figures {
         p50_ms: m(|f| f.p50_ms),
         p99_ms: m(|f| f.p99_ms),
         burst_ms: m(|f| f.burst_ms),
+        burst_runs: m(|f| f.burst_runs),
+        burst_cpu_s: m(|f| f.burst_cpu_s),
         cpu_s: m(|f| f.cpu_s),
         cpu_children_s: m(|f| f.cpu_children_s),
     }
 }
 
+/// The scale table (`PEERS_SCALE`): ready, idle and peak RSS at 10k and at `n`
+/// pods, and the memory each watched object adds (slope of idle and peak RSS).
+fn print_scale(
+    n: usize,
+    at_10k: &[(Contender, usize, Figures)],
+    at_n: &[(Contender, usize, Figures)],
+) {
+    println!(
+        "scale on the real kube-apiserver, {PODS} and {n} pods; medians\n| contender | ready {PODS} / {n} | idle RSS {PODS} / {n} | peak RSS {PODS} / {n} | bytes per object (idle slope / peak slope) |\n| --- | --- | --- | --- | --- |"
+    );
+    let added = (n - PODS) as f64;
+    for (who, _, small) in at_10k {
+        if *who == Contender::OursAtExec {
+            continue;
+        }
+        let Some((_, _, big)) = at_n.iter().find(|(w, _, _)| w == who) else {
+            continue;
+        };
+        println!(
+            "| {} | {:.2} / {:.2} s | {:.1} / {:.1} MB | {:.1} / {:.1} MB | {:.0} / {:.0} B |",
+            who.label(),
+            small.ready_ms / 1e3,
+            big.ready_ms / 1e3,
+            small.idle_mb,
+            big.idle_mb,
+            small.peak_mb,
+            big.peak_mb,
+            (big.idle_mb - small.idle_mb) * 1e6 / added,
+            (big.peak_mb - small.peak_mb) * 1e6 / added,
+        );
+    }
+}
+
 type Row = (&'static str, fn(&Figures) -> f64, &'static str);
 
-const ROWS: [Row; 8] = [
+const ROWS: [Row; 10] = [
     ("time to ready (all 10k seen)", |f| f.ready_ms / 1e3, "s"),
     ("RSS idle after sync", |f| f.idle_mb, "MB"),
     ("peak RSS (VmHWM)", |f| f.peak_mb, "MB"),
@@ -220,6 +299,12 @@ const ROWS: [Row; 8] = [
         |f| f.burst_ms / 1e3,
         "s",
     ),
+    (
+        "burst: hook runs (one per event for kopf/floor)",
+        |f| f.burst_runs,
+        "",
+    ),
+    ("burst: CPU with children during it", |f| f.burst_cpu_s, "s"),
     ("process CPU, whole scenario", |f| f.cpu_s, "s"),
     (
         "CPU with waited children (hooks)",

@@ -4,10 +4,15 @@
 //! child process (this binary re-run with `--mode`) so nothing freed late by one
 //! mode is charged to the other. kube-sim is `target/release/kube-sim` unless
 //! `--kube-sim`.
+//!
+//! With `--real` (issue 41) the same pods are created through a real
+//! kube-apiserver + etcd (tests/control-plane) instead, so each carries what a real
+//! server adds (defaults, `managedFields`): the figure that shows what the
+//! monitor's sharing of repeated subtrees saves.
 
 mod common;
 
-use common::pods::{KubeSim, MonitorRun, PODS, write_pods};
+use common::pods::{KubeSim, MonitorRun, PODS, client_for, seed_api, write_pods};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -59,29 +64,63 @@ fn main() {
     let kube_sim = arg("--kube-sim").unwrap_or_else(|| "target/release/kube-sim".into());
     let kube_sim = std::fs::canonicalize(&kube_sim).unwrap_or_else(|_| PathBuf::from(&kube_sim));
     if let Some(mode) = arg("--mode").and_then(|m| m.parse::<usize>().ok()) {
-        return measure(mode, &kube_sim);
+        return measure(mode, &kube_sim, arg("--kubeconfig").map(PathBuf::from));
     }
-    println!("snapshot heap, {PODS} pods (live bytes held once the binding is enabled):");
+    let real = std::env::args().any(|a| a == "--real");
+    let work = std::env::temp_dir().join(format!("so-heap-real-{}", std::process::id()));
+    let plane = real.then(|| real_server(&work));
+    println!(
+        "snapshot heap, {PODS} pods on {} (live bytes held once the binding is enabled):",
+        if real {
+            "a real kube-apiserver"
+        } else {
+            "kube-sim"
+        }
+    );
     for mode in 0..MODES.len() {
         let me = std::env::current_exe().expect("own path");
-        let status = std::process::Command::new(me)
-            .args(["--mode", &mode.to_string(), "--kube-sim"])
-            .arg(&kube_sim)
-            .status()
-            .expect("run mode");
+        let mut cmd = std::process::Command::new(me);
+        cmd.args(["--mode", &mode.to_string(), "--kube-sim"])
+            .arg(&kube_sim);
+        if let Some(cp) = &plane {
+            cmd.arg("--kubeconfig").arg(cp.admin_kubeconfig());
+        }
+        let status = cmd.status().expect("run mode");
         assert!(status.success(), "mode {mode} failed");
     }
+    drop(plane);
+    let _ = std::fs::remove_dir_all(&work);
 }
 
-/// Enables one binding over the pods and prints the heap it added.
-fn measure(mode: usize, kube_sim: &std::path::Path) {
+/// A real control plane in `work` holding the pods.
+fn real_server(work: &std::path::Path) -> control_plane::ControlPlane {
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work.join("seed")).expect("mkdir");
+    write_pods(&work.join("seed/pods.yaml"));
+    let cp =
+        control_plane::ControlPlane::start(&work.join("control-plane")).expect("control plane");
+    let client = client_for(&cp.admin_kubeconfig());
+    let n = seed_api(&client, &work.join("seed/pods.yaml")).expect("seed");
+    assert_eq!(n, PODS);
+    cp
+}
+
+/// Enables one binding over the pods (of kube-sim, or of the real server behind
+/// `kubeconfig`) and prints the heap it added.
+fn measure(mode: usize, kube_sim: &std::path::Path, kubeconfig: Option<PathBuf>) {
     let (name, binding, filter) = MODES[mode];
     let work = std::env::temp_dir().join(format!("so-heap-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("seed")).expect("mkdir");
-    write_pods(&work.join("seed/pods.yaml"));
-    let sim = KubeSim::start(kube_sim, &work);
-    let client = common::pods::client(&sim);
+    let (sim, client) = match &kubeconfig {
+        Some(path) => (None, client_for(path)),
+        None => {
+            write_pods(&work.join("seed/pods.yaml"));
+            let sim = KubeSim::start(kube_sim, &work);
+            let client = common::pods::client(&sim);
+            (Some(sim), client)
+        }
+    };
     let run = MonitorRun::start(&client, binding, filter);
     let before = (
         LIVE_BYTES.load(Ordering::Relaxed),

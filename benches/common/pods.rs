@@ -15,8 +15,19 @@ pub const PODS: usize = 10_000;
 
 /// Writes `PODS` pods (~720 bytes of JSON each) as a kube-sim seed file.
 pub fn write_pods(path: &Path) {
+    write_n_pods(path, PODS);
+}
+
+/// Writes `n` pods like [`write_pods`].
+pub fn write_n_pods(path: &Path, n: usize) {
+    write_pod_range(path, 0..n);
+}
+
+/// Writes pods `range` (names `pod-NNNNN`, namespaces `ns-0`..`ns-9`) like
+/// [`write_pods`].
+pub fn write_pod_range(path: &Path, range: std::ops::Range<usize>) {
     let mut out = std::fs::File::create(path).expect("seed file");
-    for i in 0..PODS {
+    for i in range {
         let pod = serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("pod-{i:05}"), "namespace": format!("ns-{}", i % 10),
@@ -76,6 +87,73 @@ impl Drop for KubeSim {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Creates namespaces `ns-0`..`ns-9` and every pod of `seed_file` through the API
+/// of a real server, from 8 threads; returns how many pods it created.
+pub fn seed_api(client: &Client, seed_file: &Path) -> Result<usize, String> {
+    create_namespaces(client)?;
+    create_pods(client, seed_file)
+}
+
+/// Creates namespaces `ns-0`..`ns-9`.
+pub fn create_namespaces(client: &Client) -> Result<(), String> {
+    let namespaces = client
+        .resolve("v1", "Namespace", "bench")
+        .map_err(|e| e.to_string())?;
+    for n in 0..10 {
+        client
+            .api(&namespaces, None)
+            .create(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}))
+            .map_err(|e| format!("create namespace ns-{n}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Creates every pod of `seed_file` from 8 threads; returns how many.
+pub fn create_pods(client: &Client, seed_file: &Path) -> Result<usize, String> {
+    let text = std::fs::read_to_string(seed_file).map_err(|e| e.to_string())?;
+    let pods: Vec<serde_json::Value> = text
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(d).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let resource = client
+        .resolve("v1", "Pod", "bench")
+        .map_err(|e| e.to_string())?;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = pods
+            .chunks(pods.len().div_ceil(8).max(1))
+            .map(|chunk| {
+                let resource = &resource;
+                s.spawn(move || {
+                    chunk.iter().try_for_each(|pod| {
+                        let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
+                        client
+                            .api(resource, Some(ns))
+                            .create(pod)
+                            .map(|_| ())
+                            .map_err(|e| format!("create pod: {e}"))
+                    })
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| "seeding thread panicked".to_string())?
+        })
+    })?;
+    Ok(pods.len())
+}
+
+/// A client for `kubeconfig` with no client-side rate limit.
+pub fn client_for(kubeconfig: &Path) -> Client {
+    let settings = KubeSettings {
+        kubeconfig: kubeconfig.display().to_string(),
+        qps: -1.0,
+        ..KubeSettings::default()
+    };
+    Client::from_config(&settings).expect("client")
 }
 
 /// A client for `sim` with no client-side rate limit.

@@ -28,6 +28,8 @@ pub struct Cluster {
     pub url: String,
     /// A bearer token for clients without kubeconfig support (the floor), real only.
     pub token: Option<String>,
+    /// How many pods it holds (`pod-00000` on).
+    pub pods: usize,
     client: Client,
 }
 
@@ -51,6 +53,7 @@ impl Cluster {
             kubeconfig: sim.kubeconfig.clone(),
             url: sim.url.clone(),
             token: None,
+            pods: PODS,
             client: client(&sim.kubeconfig)?,
             _backing: Backing::Sim(sim),
         })
@@ -81,14 +84,35 @@ impl Cluster {
             .to_string();
         let kubeconfig = cp.admin_kubeconfig();
         let client = client(&kubeconfig)?;
-        seed(&client, &work.join("seed/pods.yaml"))?;
-        Ok(Cluster {
+        crate::common::pods::create_namespaces(&client)?;
+        let mut cluster = Cluster {
             url: cp.url(),
             kubeconfig,
             token: Some(token),
+            pods: 0,
             client,
             _backing: Backing::Real(Box::new(cp)),
-        })
+        };
+        cluster.grow(work, PODS)?;
+        Ok(cluster)
+    }
+
+    /// Creates pods until the (real) server holds `pods` of them (`PEERS_SCALE`).
+    pub fn grow(&mut self, work: &Path, pods: usize) -> Result<(), String> {
+        if pods <= self.pods {
+            return Ok(());
+        }
+        let file = work.join(format!("seed-{}-{pods}.yaml", self.pods));
+        crate::common::pods::write_pod_range(&file, self.pods..pods);
+        let started = std::time::Instant::now();
+        let n = crate::common::pods::create_pods(&self.client, &file)?;
+        let _ = std::fs::remove_file(&file);
+        eprintln!(
+            "real API server: {n} pods created in {:.1} s, {pods} in all",
+            started.elapsed().as_secs_f64()
+        );
+        self.pods = pods;
+        Ok(())
     }
 
     /// Merge-patches label `bench=<value>-<seq>` onto pod `i`.
@@ -110,55 +134,4 @@ impl Cluster {
             .map_err(|e| e.to_string())?;
         Ok(self.client.api(&resource, Some(namespace)))
     }
-}
-
-/// Creates the namespaces and every pod of the seed file, from 8 threads.
-fn seed(client: &Client, seed_file: &Path) -> Result<(), String> {
-    let namespaces = client
-        .resolve("v1", "Namespace", "bench")
-        .map_err(|e| e.to_string())?;
-    for n in 0..10 {
-        client
-            .api(&namespaces, None)
-            .create(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}))
-            .map_err(|e| format!("create namespace ns-{n}: {e}"))?;
-    }
-    let text = std::fs::read_to_string(seed_file).map_err(|e| e.to_string())?;
-    let pods: Vec<serde_json::Value> = text
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(d).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    assert_eq!(pods.len(), PODS, "the seed file holds every pod");
-    let resource = client
-        .resolve("v1", "Pod", "bench")
-        .map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
-    std::thread::scope(|s| {
-        let workers: Vec<_> = pods
-            .chunks(PODS / 8)
-            .map(|chunk| {
-                let resource = &resource;
-                s.spawn(move || {
-                    chunk.iter().try_for_each(|pod| {
-                        let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
-                        client
-                            .api(resource, Some(ns))
-                            .create(pod)
-                            .map(|_| ())
-                            .map_err(|e| format!("create pod: {e}"))
-                    })
-                })
-            })
-            .collect();
-        workers.into_iter().try_for_each(|w| {
-            w.join()
-                .map_err(|_| "seeding thread panicked".to_string())?
-        })
-    })?;
-    eprintln!(
-        "real API server: {PODS} pods created in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
 }

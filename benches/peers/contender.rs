@@ -97,7 +97,11 @@ pub fn start(
                 &programs.operator,
                 dir,
                 &["--kube-config", kubeconfig],
-                &[("OUT", out), ("HOOK_BODY", &body)],
+                &[
+                    ("OUT", out),
+                    ("HOOK_BODY", &body),
+                    ("SHELL_OPERATOR_LATENCY_TRACE", &dir.join("trace")),
+                ],
             )?;
             Ok(child)
         }

@@ -4,7 +4,6 @@
 //! and, over the whole scenario, peak RSS and CPU (utime+stime).
 
 use crate::cluster::Cluster;
-use crate::common::pods::PODS;
 use crate::contender::{self, Contender, Programs};
 use crate::seen::{Seen, now_ns};
 use std::path::Path;
@@ -23,6 +22,11 @@ pub struct Figures {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub burst_ms: f64,
+    /// Hook runs (distinct start stamps) that handed the burst's pods over; for
+    /// kopf and the floor, one per event.
+    pub burst_runs: f64,
+    /// CPU of the process and its waited children during the burst (s).
+    pub burst_cpu_s: f64,
     pub cpu_s: f64,
     pub cpu_children_s: f64,
 }
@@ -36,10 +40,11 @@ pub fn trial(
 ) -> Result<Figures, String> {
     let out = work.join("out");
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(work.join("trace"));
     let mut seen = Seen::new(out.clone());
     let started = now_ns();
     let mut child = contender::start(who, programs, sim, work, &out)?;
-    let result = measure(&mut seen, sim, &child, started);
+    let result = measure(&mut seen, sim, &child, started, &work.join("trace"));
     let _ = child.kill();
     let _ = child.wait();
     result.map_err(|e| format!("{}: {e}", who.label()))
@@ -50,20 +55,27 @@ fn measure(
     sim: &Cluster,
     child: &Child,
     started: u128,
+    trace: &Path,
 ) -> Result<Figures, String> {
-    let all: Vec<(String, u128)> = (0..PODS).map(|i| (pod_name(i), started)).collect();
+    let all: Vec<(String, u128)> = (0..sim.pods).map(|i| (pod_name(i), started)).collect();
     let ready = wait_all(
         seen,
         &all,
         child,
-        Duration::from_secs(300),
-        "the initial 10k pods",
+        Duration::from_secs(600),
+        "the initial pods",
     )?;
     std::thread::sleep(Duration::from_secs(2));
     let idle = proc_status(child, "VmRSS:");
-    let mut lat = updates(seen, sim, child)?;
+    let pairs = updates(seen, sim, child)?;
+    if let Some(stages) = crate::trace::breakdown(trace, &pairs) {
+        eprintln!("  where event -> exec goes, {stages}");
+    }
+    let mut lat: Vec<f64> = pairs.iter().map(|(s, h)| ms(h - s)).collect();
     lat.sort_by(f64::total_cmp);
-    let burst = burst(seen, sim, child)?;
+    let cpu_before = cpu_seconds(child, true);
+    let (burst, burst_runs) = burst(seen, sim, child)?;
+    let burst_cpu_s = cpu_seconds(child, true) - cpu_before;
     Ok(Figures {
         ready_ms: ms(max(&ready) - started),
         idle_mb: idle,
@@ -71,6 +83,8 @@ fn measure(
         p50_ms: percentile(&lat, 0.5),
         p99_ms: percentile(&lat, 0.99),
         burst_ms: burst,
+        burst_runs,
+        burst_cpu_s,
         cpu_s: cpu_seconds(child, false),
         cpu_children_s: cpu_seconds(child, true),
     })
@@ -80,9 +94,9 @@ pub fn pod_name(i: usize) -> String {
     format!("pod-{i:05}")
 }
 
-/// Labels pods 0..50, one every 50 ms; each one's latency is when it was seen
-/// minus when its request was sent (ms).
-fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, String> {
+/// Labels pods 0..50, one every 50 ms; for each, when its request was sent and
+/// when it was seen (unix ns).
+fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<(u128, u128)>, String> {
     let mut wanted = Vec::new();
     for i in 0..UPDATES {
         let sent = now_ns();
@@ -97,16 +111,12 @@ fn updates(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<Vec<f64>, St
         Duration::from_secs(60),
         "the 50 updates",
     )?;
-    Ok(at
-        .iter()
-        .zip(&wanted)
-        .map(|(t, (_, s))| ms(t - s))
-        .collect())
+    Ok(at.iter().zip(&wanted).map(|(t, (_, s))| (*s, *t)).collect())
 }
 
 /// Patches pods 1000..3000 from a few threads at once; ms from the first request
-/// until the last of them was seen.
-fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<f64, String> {
+/// until the last of them was seen, and how many hook runs saw them.
+fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<(f64, f64), String> {
     let start = now_ns();
     let per = BURST / BURST_THREADS;
     let sent: Result<(), String> = std::thread::scope(|s| {
@@ -125,7 +135,7 @@ fn burst(seen: &mut Seen, sim: &Cluster, child: &Child) -> Result<f64, String> {
     sent?;
     let wanted: Vec<(String, u128)> = (1000..1000 + BURST).map(|i| (pod_name(i), start)).collect();
     let at = wait_all(seen, &wanted, child, Duration::from_secs(120), "the burst")?;
-    Ok(ms(max(&at) - start))
+    Ok((ms(max(&at) - start), seen.stamps_since(start) as f64))
 }
 
 /// Polls the out file until every wanted name was seen after its time.

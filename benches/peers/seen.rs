@@ -62,6 +62,21 @@ impl Seen {
             .min()
     }
 
+    /// How many distinct times were stamped at or after `since`: hook runs for the
+    /// operators (every line of one run carries its start time).
+    pub fn stamps_since(&self, since: u128) -> usize {
+        let mut stamps: Vec<u128> = self
+            .times
+            .values()
+            .flatten()
+            .copied()
+            .filter(|t| *t >= since)
+            .collect();
+        stamps.sort_unstable();
+        stamps.dedup();
+        stamps.len()
+    }
+
     /// For each of `wanted` (name, since), when it was first seen after `since`;
     /// `None` until every one was.
     pub fn all_after(&self, wanted: &[(String, u128)]) -> Option<Vec<u128>> {

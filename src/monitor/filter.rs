@@ -43,9 +43,11 @@ impl ItemFilter {
             }
             None => (None, checksum_str(&object.json)),
         };
-        let object_text = self.keep_full_object.then(|| Arc::clone(&object.json));
+        let object_text = self
+            .keep_full_object
+            .then(|| super::intern::pack(&object.json));
         let key = (object.meta.namespace.as_str(), object.meta.name.as_str());
-        Ok(Item::new(
+        Ok(Item::packed(
             key,
             filter_result.as_deref(),
             object_text,
@@ -117,7 +119,10 @@ mod tests {
             object(r#"{"metadata":{"resourceVersion":"1","labels":{"a":"1"},"name":"x"}}"#);
         let fr = full.item(&reordered).expect("item");
         assert_eq!(fa.checksum, fr.checksum);
-        assert_eq!(fr.object.as_deref(), Some(&*a.json));
+        assert_eq!(
+            fr.object.as_ref().map(|o| o.to_text()).as_deref(),
+            Some(&*a.json)
+        );
     }
 
     #[test]

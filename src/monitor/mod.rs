@@ -20,6 +20,7 @@
 
 mod apply;
 pub(crate) mod filter;
+mod intern;
 #[cfg(test)]
 mod joined_watch;
 #[cfg(test)]

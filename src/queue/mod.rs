@@ -9,6 +9,7 @@
 //! the addon engine's (`addon/engine.rs`).
 
 pub(crate) mod outcome;
+pub(crate) mod pace;
 pub mod worker;
 
 pub use outcome::{Outcome, TaskError};
@@ -253,7 +254,7 @@ impl Task {
 
     /// Whether the head task may absorb the tasks behind it: v1 HookRun, and not an
     /// ungrouped kubernetes Synchronization.
-    fn can_combine(&self) -> bool {
+    pub(crate) fn can_combine(&self) -> bool {
         let ungrouped_sync = self.binding_type == BindingType::Kubernetes
             && self.group.is_none()
             && matches!(

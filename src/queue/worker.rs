@@ -4,10 +4,12 @@
 //! (dropped, its follow-up tasks run next), retried after flant's backoff (it stays
 //! at the head, blocking the queue), failed (dropped) or stop (the operator stops).
 //!
-//! While it waits (backoff, rate limit, empty queue) it keeps draining its channel,
-//! so tasks pile up behind the head and get combined into one run.
+//! While it waits (backoff, rate limit, empty queue, a streaming hook's pause from
+//! `pace.rs`) it keeps draining its channel, so tasks pile up behind the head and
+//! get combined into one run.
 
 use super::outcome::{Outcome, TaskError, stop_operator};
+use super::pace::{self, Pace};
 use super::{Task, combine_head, compact};
 use crossbeam_channel::{Receiver, select};
 use std::collections::VecDeque;
@@ -80,6 +82,8 @@ pub struct Worker {
     on_stop: Box<dyn Fn(&TaskError) + Send>,
     /// The retry delay after n earlier failures: [`backoff`] (tests shorten it).
     backoff: fn(u32) -> Duration,
+    /// The last hook run, for pacing a hook whose events stream in (`pace.rs`).
+    pace: Pace,
 }
 
 impl Worker {
@@ -100,6 +104,7 @@ impl Worker {
             tasks: VecDeque::new(),
             on_stop: Box::new(stop_operator),
             backoff,
+            pace: Pace::default(),
         }
     }
 
@@ -162,12 +167,18 @@ impl Worker {
                 return false;
             }
         }
+        if !self.hold_while_streaming() {
+            return false;
+        }
         combine_head(&mut self.tasks);
         self.publish("run first task");
         let Some(head) = self.tasks.front() else {
             return true;
         };
-        match self.handler.handle(head, &self.name) {
+        let run_started = Instant::now();
+        let outcome = self.handler.handle(head, &self.name);
+        self.pace.ran(head, run_started, Instant::now());
+        match outcome {
             Outcome::Done(next) => {
                 self.pop_head();
                 for t in next.into_iter().rev() {
@@ -183,6 +194,35 @@ impl Worker {
             Outcome::Stop(error) => {
                 self.stop_operator(&error);
                 false
+            }
+        }
+    }
+
+    /// Lets the events of a stream gather behind the head before the hook runs
+    /// again (`pace.rs`); false when the queue was stopped meanwhile.
+    fn hold_while_streaming(&mut self) -> bool {
+        let Some(head) = self.tasks.front() else {
+            return true;
+        };
+        let hold = self.pace.hold(head, Instant::now());
+        if hold.is_zero() {
+            return true;
+        }
+        self.publish(&format!("waiting {}ms for more events", hold.as_millis()));
+        let deadline = Instant::now() + hold;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            select! {
+                recv(self.incoming) -> t => match t {
+                    Ok(t) => self.push(t),
+                    Err(_) => return true,
+                },
+                recv(self.stop) -> _ => return false,
+                // No event for QUIET: the stream is over, run now.
+                default(left.min(pace::QUIET)) => return true,
             }
         }
     }

@@ -17,6 +17,7 @@ mod jq_cli;
 mod operator_cli;
 mod operator_hooks;
 mod operator_kube;
+mod pacing;
 mod readme_flags;
 mod reference;
 mod reload;

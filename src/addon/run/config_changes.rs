@@ -24,7 +24,7 @@ impl AddonHandler {
         let object = self.runner.kube.as_ref().and_then(|k| {
             let items = k.store.snapshot(shared.cm_hook, 0);
             let text = items.first()?.object.clone()?;
-            serde_json::from_str::<serde_json::Value>(&text).ok()
+            serde_json::from_str::<serde_json::Value>(&text.to_text()).ok()
         });
         let layout = shared.layout();
         let keys = layout.module_keys();
@@ -143,9 +143,9 @@ impl AddonHandler {
         let items = kube
             .store
             .snapshot(rt.hook, crate::addon::config::settings::WATCH_BINDING);
-        let texts = items.iter().filter_map(|i| i.object.as_deref());
+        let texts = items.iter().filter_map(|i| i.object.as_ref());
         texts
-            .filter_map(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t.to_text()).ok())
             .map(|o| SettingsObject::from_object(&o))
             .collect()
     }

@@ -5,10 +5,11 @@
 //! the snapshot store keeps them; queue threads stream them into context files
 //! without parsing them again. Kept small, because a binding may hold tens of
 //! thousands: the key and the filter result share one allocation, and the object
-//! text is shared with every other binding of the same watch.
+//! text is shared with every other binding of the same watch, and what it repeats
+//! of other objects is shared with them ([`Packed`]).
 
+use super::packed::Packed;
 use serde_json::{Map, Value};
-use std::sync::Arc;
 
 /// One object of a binding's snapshot or event.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,18 +17,31 @@ pub(crate) struct Item {
     /// `namespace NUL name`, then `NUL` and the filter result's JSON text when the
     /// binding has a jqFilter (JSON text never contains a raw NUL, names neither).
     text: Box<str>,
-    /// Compact JSON of the object, keys sorted and `apiVersion`/`kind` filled in;
-    /// `None` with `keepFullObjectsInMemory: false`.
-    pub(crate) object: Option<Arc<str>>,
+    /// Compact JSON of the object, keys sorted and `apiVersion`/`kind` filled in,
+    /// its repeated subtrees shared; `None` with `keepFullObjectsInMemory: false`.
+    pub(crate) object: Option<Packed>,
     /// Hash of the filter result (or of the whole object without a filter).
     pub(crate) checksum: u64,
 }
 
 impl Item {
+    /// An item whose object text (if any) shares nothing (tests).
+    #[cfg(test)]
     pub(crate) fn new(
         key: (&str, &str),
         filter_result: Option<&str>,
-        object: Option<Arc<str>>,
+        object: Option<std::sync::Arc<str>>,
+        checksum: u64,
+    ) -> Item {
+        let object = object.map(Packed::plain);
+        Item::packed(key, filter_result, object, checksum)
+    }
+
+    /// An item whose object text comes packed (the monitor's interner).
+    pub(crate) fn packed(
+        key: (&str, &str),
+        filter_result: Option<&str>,
+        object: Option<Packed>,
         checksum: u64,
     ) -> Item {
         let extra = filter_result.map_or(0, |f| f.len() + 1);
@@ -66,7 +80,8 @@ impl Item {
             .map_or(self.text.len(), |i| ns_end + 1 + i)
     }
 
-    /// Text bytes the item refers to: key, filter result and object JSON.
+    /// Text bytes the item refers to: key, filter result and object JSON (the
+    /// whole JSON, shared pieces included).
     pub(crate) fn bytes(&self) -> usize {
         self.text.len() + self.object.as_ref().map_or(0, |o| o.len())
     }
@@ -77,7 +92,7 @@ impl Item {
         let parse = |t: &str| serde_json::from_str(t).unwrap_or(Value::Null);
         let mut map = Map::new();
         if let Some(o) = &self.object {
-            map.insert("object".into(), parse(o));
+            map.insert("object".into(), parse(&o.to_text()));
         }
         if let Some(f) = self.filter_result() {
             map.insert("filterResult".into(), parse(f));

@@ -7,9 +7,11 @@
 //! presence and precedence, v0 shapes for v0 hooks, keys sorted.
 
 mod item;
+mod packed;
 mod write;
 
 pub(crate) use item::{Item, item_key};
+pub(crate) use packed::{Builder, Packed};
 pub(crate) use write::write_file;
 
 use super::config::WatchEventType;
@@ -165,9 +167,10 @@ pub(crate) fn render_v0(ctx: &BindingContext) -> Value {
         map["resourceEvent"] = event.into();
         // The item knows namespace and name; kind is read off the object's top
         // level. Nothing is parsed back.
-        if let Some((item, object)) = item.as_ref().and_then(|i| Some((i, i.object.as_deref()?))) {
+        if let Some((item, object)) = item.as_ref().and_then(|i| Some((i, i.object.as_ref()?))) {
             let (namespace, name) = item.namespace_and_name();
-            let kind = crate::canonical::top_level_str(object, "kind").unwrap_or_default();
+            let kind =
+                crate::canonical::top_level_str(&object.to_text(), "kind").unwrap_or_default();
             map["resourceNamespace"] = namespace.into();
             map["resourceKind"] = kind.into();
             map["resourceName"] = name.into();

@@ -5,7 +5,7 @@
 //! costs the file's bytes, not a tree of them. Keys of every context object come
 //! out sorted, which is what serde_json's map gives the same context as a value.
 
-use super::{BindingContext, BindingType, Item, Payload, Snapshots, render_v0};
+use super::{BindingContext, BindingType, Item, Packed, Payload, Snapshots, render_v0};
 use serde_json::Value;
 use std::io::{self, Write};
 
@@ -35,6 +35,8 @@ enum Part<'a> {
     Str(&'a str),
     /// JSON text written as it is.
     Raw(&'a str),
+    /// An object's JSON text, its shared pieces put back.
+    Packed(&'a Packed),
     Value(&'a Value),
     Items(&'a [Item]),
     Snapshots(&'a [String], &'a Snapshots),
@@ -97,7 +99,7 @@ fn payload_parts<'a>(
             match item {
                 Some(item) => {
                     if let Some(o) = &item.object {
-                        parts.push(("object", Part::Raw(o)));
+                        parts.push(("object", Part::Packed(o)));
                     }
                     if let Some(f) = item.filter_result() {
                         parts.push(("filterResult", Part::Raw(f)));
@@ -126,6 +128,7 @@ fn write_part(w: &mut dyn Write, part: &Part) -> io::Result<()> {
     match part {
         Part::Str(s) => Ok(serde_json::to_writer(&mut *w, s)?),
         Part::Raw(text) => w.write_all(text.as_bytes()),
+        Part::Packed(text) => text.write_to(w),
         Part::Value(v) => Ok(serde_json::to_writer(&mut *w, v)?),
         Part::Items(items) => write_items(w, items),
         Part::Snapshots(names, snapshots) => {
@@ -164,7 +167,7 @@ fn write_items(w: &mut dyn Write, items: &[Item]) -> io::Result<()> {
                 w.write_all(b",")?;
             }
             w.write_all(b"\"object\":")?;
-            w.write_all(o.as_bytes())?;
+            o.write_to(w)?;
         }
         w.write_all(b"}")?;
     }

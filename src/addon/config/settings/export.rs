@@ -207,8 +207,8 @@ fn objects_seen(shared: &Shared, hook: usize) -> Vec<SettingsObject> {
     store
         .snapshot(hook, super::WATCH_BINDING)
         .iter()
-        .filter_map(|item| item.object.as_deref())
-        .filter_map(|text| serde_json::from_str::<Value>(text).ok())
+        .filter_map(|item| item.object.as_ref())
+        .filter_map(|text| serde_json::from_str::<Value>(&text.to_text()).ok())
         .filter_map(|o| SettingsObject::from_object(&o).ok())
         .collect()
 }
@@ -221,8 +221,8 @@ fn configmap_seen(shared: &Shared, remove: &[String], set: &[(String, String)]) 
     let items = store.snapshot(shared.cm_hook, 0);
     let data = items
         .first()
-        .and_then(|i| i.object.as_deref())
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|i| i.object.as_ref())
+        .and_then(|t| serde_json::from_str::<Value>(&t.to_text()).ok())
         .and_then(|o| o.get("data").cloned())
         .and_then(|d| d.as_object().cloned())
         .unwrap_or_else(Map::new);
