@@ -81,7 +81,7 @@ fn read_configmap(shared: &Shared, added: &[&Module]) -> Option<KubeConfig> {
     let store = shared.store.as_ref()?;
     let items = store.snapshot(shared.cm_hook, 0);
     let text = items.first()?.object.clone()?;
-    let object: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let object: serde_json::Value = serde_json::from_str(&text.to_text()).ok()?;
     let layout = shared.layout();
     let mut keys = layout.module_keys();
     keys.extend(added.iter().map(|m| m.key.as_str()));
@@ -91,7 +91,7 @@ fn read_configmap(shared: &Shared, added: &[&Module]) -> Option<KubeConfig> {
     };
     let watched = store.snapshot(rt.hook, crate::addon::config::settings::WATCH_BINDING);
     let objects: Vec<SettingsObject> = (watched.iter())
-        .filter_map(|i| serde_json::from_str(i.object.as_deref()?).ok())
+        .filter_map(|i| serde_json::from_str(&i.object.as_ref()?.to_text()).ok())
         .filter_map(|o: serde_json::Value| SettingsObject::from_object(&o).ok())
         .collect();
     let mut names = layout.settings_names();
