@@ -81,7 +81,7 @@ fn settings_export(shared: &Shared, query: &str) -> Result<Value, String> {
         .find_map(|kv| kv.strip_prefix("to="))
         .and_then(Direction::parse)
         .ok_or("export to what? 'resources' or 'configmap'")?;
-    Ok(export(shared, to)?)
+    export(shared, to).map_err(|e| e.to_string())
 }
 
 fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
@@ -98,7 +98,7 @@ fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
             names.sort();
             json!({ "globalHooks": names })
         }
-        "/global/values" => st.global.values()?,
+        "/global/values" => st.global.values().map_err(|e| e.to_string())?,
         "/global/config" => st.global.config_values(),
         "/global/patches" => to_json(&st.global.patches),
         _ => {
@@ -144,7 +144,11 @@ fn module_route(shared: &Shared, module: &str, what: &str, global: bool) -> Resu
     let (section, global_section) = match what {
         "patches" => return Ok(to_json(&scope.patches)),
         "config" => (scope.config_values(), st.global.config_values()),
-        _ => (scope.values()?, st.global.values()?),
+        _ => {
+            let values = |s: &crate::addon::config::values::Scope| s.values();
+            let both = values(scope).and_then(|v| Ok((v, values(&st.global)?)));
+            both.map_err(|e| e.to_string())?
+        }
     };
     if !global {
         return Ok(section);
@@ -190,15 +194,16 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     let values = {
         let st = shared.lock();
         let enabled = st.enabled_names(&shared.layout, None);
-        st.module_files(m, enabled)?.1
+        st.module_files(m, enabled).map_err(|e| e.to_string())?.1
     };
     let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
     let stem = format!("{}.module-render-values.yaml", module.name);
     let file = crate::executor::ChildFile::create(&shared.tmp_dir, &stem, &text)
         .map_err(|e| e.to_string())?;
-    Ok(shared
+    shared
         .helm
-        .render(&module.name, &module.chart, file.path())?)
+        .render(&module.name, &module.chart, file.path())
+        .map_err(|e| e.to_string())
 }
 
 /// `module=<name>` of a query (percent-decoded), if any.

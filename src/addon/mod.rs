@@ -24,12 +24,15 @@
 pub(crate) mod config;
 mod debug;
 mod engine;
+mod error;
 pub(crate) mod modules;
 pub mod release;
 pub(crate) mod reload;
 pub(crate) mod run;
 mod state;
 mod status;
+
+pub(crate) use error::Error;
 
 use crate::addon::config::configmap::KubeConfig;
 use crate::addon::config::values::{Schemas, Scope};
@@ -187,7 +190,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
         .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
     let bookkeeping_client = bookkeeping_client(config, metrics)?;
-    let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)?;
+    let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)
+        .map_err(|e| e.to_string())?;
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
         .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
     let kube_config = match settings_hook {
@@ -201,7 +205,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             "helm found",
             &[("bin", &bin), ("major", &major.to_string())],
         ),
-        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e.into()),
+        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e.to_string()),
         Err(e) => log::warn(
             "helm not usable; no module has a chart",
             &[("error", &e.to_string())],
@@ -507,7 +511,9 @@ fn initial_state(
 ) -> Result<State, String> {
     let schemas = std::mem::replace(&mut layout.global_schemas, Schemas::none());
     let mut global = Scope::new("global", layout.global_static.clone(), schemas);
-    global.check_config(&config.global)?;
+    global
+        .check_config(&config.global)
+        .map_err(|e| e.to_string())?;
     global.config = config.global.clone();
     let mut modules = Vec::new();
     for m in &mut layout.modules {
@@ -515,7 +521,7 @@ fn initial_state(
         let mut scope = Scope::new(&m.key, m.static_values.clone(), schemas);
         let section = config.section(&m.key);
         if config.modules.contains_key(&m.key) {
-            scope.check_config(&section)?;
+            scope.check_config(&section).map_err(|e| e.to_string())?;
         }
         scope.config = section;
         modules.push(ModuleState { scope });
@@ -551,12 +557,12 @@ fn settings_overlay(
     layout: &Layout,
     config: KubeConfig,
 ) -> Result<KubeConfig, String> {
-    install_settings_crd(client)?;
+    install_settings_crd(client).map_err(|e| e.to_string())?;
     log::info(
         "CRD installed",
         &[("crd", crate::addon::config::settings::CRD_NAME)],
     );
-    let objects = crate::addon::config::settings::list(client)?;
+    let objects = crate::addon::config::settings::list(client).map_err(|e| e.to_string())?;
     let overlay =
         crate::addon::config::settings::spec::overlay(config, &objects, &layout.settings_names());
     crate::addon::run::config_changes::report_overlay(&overlay);

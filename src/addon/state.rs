@@ -180,7 +180,7 @@ impl State {
     }
 
     /// `(CONFIG_VALUES, VALUES)` of a global hook.
-    pub(crate) fn global_files(&self) -> Result<(Value, Value), String> {
+    pub(crate) fn global_files(&self) -> Result<(Value, Value), crate::addon::Error> {
         Ok((
             json!({"global": self.global.config_values()}),
             json!({"global": self.global.values()?}),
@@ -193,8 +193,8 @@ impl State {
         &self,
         m: usize,
         enabled_modules: Vec<String>,
-    ) -> Result<(Value, Value), String> {
-        let module = self.modules.get(m).ok_or("no such module")?;
+    ) -> Result<(Value, Value), crate::addon::Error> {
+        let module = (self.modules.get(m)).ok_or(crate::addon::Error::NoSuchModule)?;
         let key = module.scope.key.clone();
         let mut global = self.global.values()?;
         if let Some(g) = global.as_object_mut() {

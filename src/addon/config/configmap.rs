@@ -25,7 +25,7 @@ use std::fmt;
 /// Why a ConfigMap was refused, or could not be read or written.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// `data` is over the cap.
     TooLarge { size: usize },
     /// Keys that cannot be read (bad YAML, a bad flag), every one.
@@ -124,11 +124,17 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The boundary to callers whose own errors are still text (startup, the engine's
-/// steps): `?` turns the error into its message.
-impl From<ConfigError> for String {
-    fn from(e: ConfigError) -> String {
-        e.to_string()
+impl ConfigError {
+    /// The kind of failure: a refused ConfigMap is invalid input; a read or
+    /// write is as its API call says; a write that kept losing races is
+    /// transient.
+    pub(crate) fn cause(&self) -> crate::queue::Cause {
+        use crate::queue::Cause;
+        match self {
+            ConfigError::Kube { error, .. } => Cause::of_kube(error),
+            ConfigError::Conflict { .. } => Cause::Transient,
+            _ => Cause::InvalidInput,
+        }
     }
 }
 

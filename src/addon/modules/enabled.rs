@@ -72,7 +72,8 @@ fn run_script(
     enabled_before: Vec<String>,
 ) -> Result<bool, String> {
     let fail = |e: String| format!("module '{}': enabled script: {e}", module.name);
-    let (config, values) = st.module_files(mi, enabled_before).map_err(fail)?;
+    let (config, values) =
+        (st.module_files(mi, enabled_before)).map_err(|e| fail(e.to_string()))?;
     let file = |kind: &str, content: &[u8]| {
         let stem = format!("{}.module-{kind}", module.name);
         ChildFile::create(&shared.tmp_dir, &stem, content).map_err(|e| fail(e.to_string()))

@@ -98,7 +98,8 @@ pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, String> {
     } else {
         global_dir.clone()
     };
-    let global_schemas = Schemas::load(&global_dir.join("openapi"), "global")?;
+    let global_schemas =
+        Schemas::load(&global_dir.join("openapi"), "global").map_err(|e| e.to_string())?;
     if flags.modules_dirs.is_empty() {
         log::warn("MODULES_DIR is empty: no modules", &[]);
     }
@@ -207,7 +208,7 @@ fn load_module(
             }
         }
     }
-    let schemas = Schemas::load(&path.join("openapi"), &name)?;
+    let schemas = Schemas::load(&path.join("openapi"), &name).map_err(|e| e.to_string())?;
     Ok(Module {
         order: order.unwrap_or(flags.unnumbered_order),
         has_chart: path.join("Chart.yaml").is_file() || path.join("templates").is_dir(),

@@ -81,7 +81,7 @@ impl ResourceMonitor {
                     // This module is not checked this time; the others are.
                     Err(e) => log::error(
                         "resource monitor cannot read the release's manifest",
-                        &[("module", name), ("error", &e)],
+                        &[("module", name), ("error", &e.to_string())],
                     ),
                 },
                 other => {
@@ -153,7 +153,11 @@ impl ResourceMonitor {
 
     /// The namespaced objects of a release revision (its manifest read once, from its
     /// storage Secret's record, or `helm get manifest` when that cannot be decoded).
-    fn objects_of(&self, name: &str, release: &helm::Release) -> Result<Vec<ObjectRef>, String> {
+    fn objects_of(
+        &self,
+        name: &str,
+        release: &helm::Release,
+    ) -> Result<Vec<ObjectRef>, crate::addon::Error> {
         let revision = release.revision;
         let known = {
             let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
@@ -167,7 +171,8 @@ impl ResourceMonitor {
         }
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, "", stored)?;
-        let objects = helm::manifest_objects(&record.manifest)?;
+        let objects =
+            helm::manifest_objects(&record.manifest).map_err(crate::addon::Error::Release)?;
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         watched.insert(
             name.to_string(),

@@ -23,7 +23,7 @@ const MAX_MESSAGE_CHARS: usize = 300;
 
 /// Which of a scope's three schemas to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaKind {
+pub(crate) enum SchemaKind {
     /// `config-values.yaml`: the ConfigMap section.
     Config,
     /// `values.yaml` (+ x-extend): effective values after hook patches.

@@ -217,7 +217,7 @@ impl DriftWatcher {
             Err(e) => {
                 log::warn(
                     "drift: cannot read the release's manifest; its objects are not judged",
-                    &[("module", &name), ("error", &e)],
+                    &[("module", &name), ("error", &e.to_string())],
                 );
                 return;
             }
@@ -242,9 +242,16 @@ impl DriftWatcher {
     /// The objects of the deployed revision of module `m`'s release `name` (none
     /// when it is absent or not deployed: auto-heal deals with those); `None` when
     /// that revision is the one read last (its record is not decoded again).
-    fn manifest_objects(&mut self, m: usize, name: &str) -> Result<Option<Vec<Value>>, String> {
+    fn manifest_objects(
+        &mut self,
+        m: usize,
+        name: &str,
+    ) -> Result<Option<Vec<Value>>, crate::addon::Error> {
+        use crate::addon::Error;
         let ns = &self.shared.namespace;
-        let releases = helm::releases_from_secrets(&self.client, ns, &format!(",name={name}"))?;
+        let selector = format!(",name={name}");
+        let releases =
+            helm::releases_from_secrets(&self.client, ns, &selector).map_err(Error::Release)?;
         let Some(release) = releases.get(name).filter(|r| r.status == "deployed") else {
             self.revisions.remove(&m);
             return Ok(Some(Vec::new()));
@@ -254,7 +261,8 @@ impl DriftWatcher {
         }
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, EVENT, stored)?;
-        let docs = crate::addon::release::yaml11::documents(&record.manifest)?;
+        let docs =
+            crate::addon::release::yaml11::documents(&record.manifest).map_err(Error::Release)?;
         self.revisions.insert(m, release.revision);
         Ok(Some(docs.into_iter().filter(|d| d.is_object()).collect()))
     }
