@@ -25,21 +25,21 @@ use std::time::{Duration, Instant};
 
 /// Runs tasks for the queue threads.
 pub struct Runner {
-    pub hooks: HookTable,
-    pub executor: Executor,
-    pub metrics: Arc<Metrics>,
-    pub scheduler: Sender<Control>,
+    pub(crate) hooks: HookTable,
+    pub(crate) executor: Executor,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) scheduler: Sender<Control>,
     /// Startup tasks (onStartup runs and Enable tasks) not yet done; at zero the
     /// operator reports ready.
-    pub startup_left: AtomicUsize,
-    pub ready: Arc<AtomicBool>,
+    pub(crate) startup_left: AtomicUsize,
+    pub(crate) ready: Arc<AtomicBool>,
     /// Present when some hook has kubernetes bindings.
-    pub kube: Option<KubeRuntime>,
+    pub(crate) kube: Option<KubeRuntime>,
     /// The object patcher's client, or why there is none (no cluster configured).
-    pub patcher: Result<Client, String>,
-    pub jq_library: Option<PathBuf>,
+    pub(crate) patcher: Result<Client, String>,
+    pub(crate) jq_library: Option<PathBuf>,
     /// addon-operator's values around each hook run; `None` for shell-operator.
-    pub values: Option<Arc<dyn HookValues>>,
+    pub(crate) values: Option<Arc<dyn HookValues>>,
 }
 
 /// What addon-operator adds to a hook run: the values files the hook reads and the
@@ -69,6 +69,29 @@ pub struct RunMetrics<'a> {
 }
 
 impl Runner {
+    /// A runner for `hooks` with no cluster (no kubernetes bindings, no object
+    /// patcher) and no values: shell-operator's hooks driven directly, as the
+    /// benchmarks do. Ready from the start.
+    pub fn without_cluster(
+        hooks: HookTable,
+        executor: Executor,
+        metrics: Arc<Metrics>,
+        scheduler: Sender<Control>,
+    ) -> Runner {
+        Runner {
+            hooks,
+            executor,
+            metrics,
+            scheduler,
+            startup_left: AtomicUsize::new(0),
+            ready: Arc::new(AtomicBool::new(true)),
+            kube: None,
+            patcher: Err("no cluster configured".into()),
+            jq_library: None,
+            values: None,
+        }
+    }
+
     /// True when the task's hook was removed by a reload (`hook/table.rs`).
     fn is_retired(&self, task: &Task) -> bool {
         let hooks = self.hooks.load();

@@ -83,21 +83,21 @@ pub struct Release {
 
 /// One `helm upgrade --install` of a module's release ([`Helm::upgrade_with`]).
 pub struct UpgradeArgs<'a> {
-    pub release: &'a str,
-    pub chart: &'a Path,
-    pub values_file: &'a Path,
+    pub(crate) release: &'a str,
+    pub(crate) chart: &'a Path,
+    pub(crate) values_file: &'a Path,
     /// Ours: the release label `moduleChecksum`.
-    pub checksum: &'a str,
+    pub(crate) checksum: &'a str,
     /// flant's: the release value `_addonOperatorModuleChecksum`.
-    pub flant_checksum: &'a str,
+    pub(crate) flant_checksum: &'a str,
     /// The module is in maintenance: the release label [`MAINTENANCE_LABEL`] says so.
-    pub maintenance: bool,
+    pub(crate) maintenance: bool,
     /// A file with the deployed release's manifest: stop without a revision when
     /// the render makes the same objects (needs our post-renderer).
-    pub unless_same_as: Option<&'a Path>,
+    pub(crate) unless_same_as: Option<&'a Path>,
     /// A drift correction: helm 4's server-side apply takes back the fields another
     /// manager set (`--force-conflicts`); helm 3's three-way merge needs nothing.
-    pub force_conflicts: bool,
+    pub(crate) force_conflicts: bool,
 }
 
 /// What an upgrade did.
@@ -695,7 +695,7 @@ pub struct Upgrade {
     /// Only the values or the chart changed: helm renders them and our
     /// post-renderer stops the upgrade before helm stores a revision when the
     /// rendered objects are the release's (the documented deduplication).
-    pub unless_same: bool,
+    pub(crate) unless_same: bool,
 }
 
 impl Upgrade {
