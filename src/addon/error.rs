@@ -18,6 +18,7 @@ use crate::addon::config::configmap::ConfigError;
 use crate::addon::config::settings::SettingsError;
 use crate::addon::config::values::ValuesError;
 use crate::addon::release::helm_error::HelmError;
+use crate::addon::release::yaml11::YamlError;
 use crate::kube::KubeError;
 use crate::queue::{Cause, TaskError};
 use std::fmt;
@@ -74,6 +75,8 @@ pub(crate) enum Error {
     /// interrupted helm and helm's storage is not Secrets, which the operator
     /// would repair: someone must recover it by hand.
     Stuck { release: String, status: String },
+    /// A release's manifest cannot be read as YAML 1.1.
+    Manifest(YamlError),
     /// The module's CRDs could not be installed.
     Crds(String),
     /// The module's chart could not be read (for its checksum).
@@ -102,7 +105,8 @@ impl Error {
             | Error::ForeignPath { .. }
             | Error::EnabledFlag { .. }
             | Error::Chart(_)
-            | Error::Stuck { .. } => Cause::InvalidInput,
+            | Error::Stuck { .. }
+            | Error::Manifest(_) => Cause::InvalidInput,
             Error::KeptMoving { .. } | Error::Release(_) | Error::Crds(_) | Error::Webhooks(_) => {
                 Cause::Transient
             }
@@ -149,6 +153,7 @@ impl fmt::Display for Error {
             ),
             Error::In { context, source } => write!(f, "{context}: {source}"),
             Error::TempFile(e) => e.fmt(f),
+            Error::Manifest(e) => e.fmt(f),
             Error::Encode(e) => e.fmt(f),
             Error::Release(m)
             | Error::Crds(m)
@@ -170,6 +175,7 @@ impl std::error::Error for Error {
             Error::Hook(e) => Some(e),
             Error::In { source, .. } => Some(&**source),
             Error::TempFile(e) => Some(e),
+            Error::Manifest(e) => Some(e),
             Error::Encode(e) => Some(e),
             _ => None,
         }

@@ -316,7 +316,8 @@ fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<H
             let plugins = crate::addon::release::post_render::write_plugin(
                 &config.tmp_dir.join("helm-plugins"),
                 &binary,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             helm.post_renderer = Some((binary, plugins));
         }
         None => log::warn(

@@ -262,7 +262,7 @@ impl DriftWatcher {
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, EVENT, stored)?;
         let docs =
-            crate::addon::release::yaml11::documents(&record.manifest).map_err(Error::Release)?;
+            crate::addon::release::yaml11::documents(&record.manifest).map_err(Error::Manifest)?;
         self.revisions.insert(m, release.revision);
         Ok(Some(docs.into_iter().filter(|d| d.is_object()).collect()))
     }
