@@ -32,7 +32,10 @@ pub(crate) fn decision_checksum(
         Err(why) => {
             log::debug(
                 "the chart may read global values",
-                &[("chart", &chart.display().to_string()), ("why", &why)],
+                &[
+                    ("chart", &chart.display().to_string()),
+                    ("why", &why.to_string()),
+                ],
             );
             serde_json::to_string(values)
         }
