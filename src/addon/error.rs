@@ -18,6 +18,7 @@ use crate::addon::config::configmap::ConfigError;
 use crate::addon::config::settings::SettingsError;
 use crate::addon::config::values::ValuesError;
 use crate::addon::release::helm_error::HelmError;
+use crate::addon::release::release_error::ReleaseError;
 use crate::addon::release::yaml11::YamlError;
 use crate::kube::KubeError;
 use crate::queue::{Cause, TaskError};
@@ -68,9 +69,9 @@ pub(crate) enum Error {
     TempFile(std::io::Error),
     /// Values could not be serialised for helm.
     Encode(serde_json::Error),
-    /// The module's release could not be looked up or recovered (its storage
-    /// Secrets, `helm history`); told as text by the release's reads.
-    Release(String),
+    /// A question about the module's release could not be answered (its
+    /// storage Secrets, its record, the objects of its manifest).
+    Release(ReleaseError),
     /// The release is left `status` (`pending-upgrade`, `uninstalling`) by an
     /// interrupted helm and helm's storage is not Secrets, which the operator
     /// would repair: someone must recover it by hand.
@@ -107,9 +108,8 @@ impl Error {
             | Error::Chart(_)
             | Error::Stuck { .. }
             | Error::Manifest(_) => Cause::InvalidInput,
-            Error::KeptMoving { .. } | Error::Release(_) | Error::Crds(_) | Error::Webhooks(_) => {
-                Cause::Transient
-            }
+            Error::Release(e) => e.cause(),
+            Error::KeptMoving { .. } | Error::Crds(_) | Error::Webhooks(_) => Cause::Transient,
             Error::NoSuchModule | Error::TempFile(_) | Error::Encode(_) | Error::Monitor(_) => {
                 Cause::Internal
             }
@@ -155,11 +155,10 @@ impl fmt::Display for Error {
             Error::TempFile(e) => e.fmt(f),
             Error::Manifest(e) => e.fmt(f),
             Error::Encode(e) => e.fmt(f),
-            Error::Release(m)
-            | Error::Crds(m)
-            | Error::Chart(m)
-            | Error::Webhooks(m)
-            | Error::Monitor(m) => f.write_str(m),
+            Error::Release(e) => e.fmt(f),
+            Error::Crds(m) | Error::Chart(m) | Error::Webhooks(m) | Error::Monitor(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -176,6 +175,7 @@ impl std::error::Error for Error {
             Error::In { source, .. } => Some(&**source),
             Error::TempFile(e) => Some(e),
             Error::Manifest(e) => Some(e),
+            Error::Release(e) => Some(e),
             Error::Encode(e) => Some(e),
             _ => None,
         }
@@ -192,6 +192,12 @@ impl From<Error> for TaskError {
 impl From<HelmError> for Error {
     fn from(e: HelmError) -> Error {
         Error::Helm(e)
+    }
+}
+
+impl From<ReleaseError> for Error {
+    fn from(e: ReleaseError) -> Error {
+        Error::Release(e)
     }
 }
 

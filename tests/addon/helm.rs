@@ -58,7 +58,7 @@ impl World {
     /// The production decision for release `greeter`: why it upgrades, if it does.
     fn reason(&self, last: Option<&Release>, sum: &str) -> Option<String> {
         let facts = UpgradeFacts {
-            released: Box::new(|| self.helm.manifest("greeter").map_err(|e| e.to_string())),
+            released: Box::new(|| Ok(self.helm.manifest("greeter")?)),
             exists: Box::new(|o| object_exists_in(&self.client, o, NS)),
         };
         let decision = upgrade_reason(last, sum, &facts).expect("upgrade_reason");

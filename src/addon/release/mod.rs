@@ -20,12 +20,14 @@ pub(crate) mod helm_error;
 pub(crate) mod helm_go_env;
 pub(crate) mod post_render;
 pub(crate) mod record;
+pub mod release_error;
 pub(crate) mod resources;
 pub(crate) mod yaml11;
 
 use super::state::Shared;
 use crate::addon::Error;
 use crate::addon::release::record::{Record, StoredRecord};
+use crate::addon::release::release_error::ReleaseError;
 use crate::log;
 use helm::{ListKey, ObjectRef};
 use std::cell::{OnceCell, RefCell};
@@ -85,14 +87,14 @@ impl<'a> ModuleRelease<'a> {
     }
 
     /// The latest revision's record, read once.
-    fn record(&self) -> Result<&Record, String> {
+    fn record(&self) -> Result<&Record, ReleaseError> {
         let stored = self.last.as_ref().and_then(|r| r.stored.as_ref());
         let read =
             || read_record(self.shared, self.name, self.event, stored).map_err(|e| e.to_string());
         self.record
             .get_or_init(read)
             .as_ref()
-            .map_err(String::clone)
+            .map_err(|e| ReleaseError::Record(e.clone()))
     }
 
     /// The deployed manifest in a temp file for the post-renderer to compare with;
@@ -100,11 +102,11 @@ impl<'a> ModuleRelease<'a> {
     pub(in crate::addon) fn released_file(&self) -> Option<crate::executor::ChildFile> {
         let stem = format!("{}.released-manifest.yaml", self.name);
         let tmp = &self.shared.tmp_dir;
-        let file = self.record().and_then(|r| {
+        let file = self.record().map_err(|e| e.to_string()).and_then(|r| {
             crate::executor::ChildFile::create(tmp, &stem, r.manifest.as_bytes())
                 .map_err(|e| e.to_string())
         });
-        file.inspect_err(|e| {
+        file.inspect_err(|e: &String| {
             log::warn(
                 "cannot read the deployed manifest; upgrading without deduplication",
                 &[("module", self.name), ("error", e)],
@@ -139,7 +141,7 @@ impl<'a> ModuleRelease<'a> {
         if let Err(e) = helm::record_checksum(client, ns, &stored.secret, checksum) {
             log::warn(
                 "cannot keep the new checksum",
-                &[("module", self.name), ("error", &e)],
+                &[("module", self.name), ("error", &e.to_string())],
             );
         }
     }
@@ -148,7 +150,7 @@ impl<'a> ModuleRelease<'a> {
     /// namespace (the release namespace when it renders none) on the bookkeeping
     /// client: the converge's list when one is on (listed by its first run that asks,
     /// then shared), else this run's own, so a run never reads an object by name.
-    fn listed(&self, obj: &ObjectRef) -> Result<bool, String> {
+    fn listed(&self, obj: &ObjectRef) -> Result<bool, ReleaseError> {
         let shared = self.shared;
         let ns = obj.namespace.as_deref().unwrap_or(&shared.namespace);
         let key: ListKey = (obj.api_version.clone(), obj.kind.clone(), Some(ns.into()));

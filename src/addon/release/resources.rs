@@ -60,13 +60,16 @@ impl ResourceMonitor {
                 return;
             }
             if let Err(e) = self.check() {
-                log::error("resource monitor check failed", &[("error", &e)]);
+                log::error(
+                    "resource monitor check failed",
+                    &[("error", &e.to_string())],
+                );
             }
         }
     }
 
     /// One check of every module that is up and idle.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), helm::ReleaseError> {
         let modules = self.idle_modules();
         if modules.is_empty() {
             return Ok(());
@@ -206,7 +209,7 @@ impl ResourceMonitor {
             let names = match self.names_of(&api_version, &kind, ns) {
                 Ok(names) => names,
                 Err(e) => {
-                    self.report_list_error(&entries, &api_version, &kind, &e);
+                    self.report_list_error(&entries, &api_version, &kind, &e.to_string());
                     continue;
                 }
             };
@@ -226,7 +229,7 @@ impl ResourceMonitor {
         api_version: &str,
         kind: &str,
         ns: Option<String>,
-    ) -> Result<BTreeSet<String>, String> {
+    ) -> Result<BTreeSet<String>, helm::ReleaseError> {
         let context = format!("resource monitor {api_version} {kind}");
         helm::object_names(&self.client, api_version, kind, ns.as_deref(), &context)
     }
