@@ -47,7 +47,8 @@ pub fn every_family(program: Program, prefix: &str) -> Result<Vec<Family>, Strin
             crate::reload::register_metric(metrics.registry(), prefix)?;
         }
         Program::Addon => {
-            crate::addon::AddonMetrics::register(prefix, metrics.registry())?;
+            crate::addon::AddonMetrics::register(prefix, metrics.registry())
+                .map_err(|e| e.to_string())?;
             crate::addon::reload::register_metric(metrics.registry(), prefix)
                 .map_err(|e| e.to_string())?;
         }

@@ -213,7 +213,8 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     }
     let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)
         .map_err(|e| format!("--prometheus-metrics-prefix: {e}"))?;
-    let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+    let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())
+        .map_err(|e| e.to_string())?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
     crate::addon::run::config_changes::report_unknown_keys(
         &metrics,
