@@ -17,6 +17,7 @@
 use crate::addon::config::configmap::ConfigError;
 use crate::addon::config::settings::SettingsError;
 use crate::addon::config::values::ValuesError;
+use crate::addon::release::crd_error::CrdError;
 use crate::addon::release::helm_error::HelmError;
 use crate::addon::release::release_error::ReleaseError;
 use crate::addon::release::yaml11::YamlError;
@@ -79,7 +80,7 @@ pub(crate) enum Error {
     /// A release's manifest cannot be read as YAML 1.1.
     Manifest(YamlError),
     /// The module's CRDs could not be installed.
-    Crds(String),
+    Crds(CrdError),
     /// The module's chart could not be read (for its checksum).
     Chart(String),
     /// The module's admission or conversion webhooks could not be configured.
@@ -109,7 +110,8 @@ impl Error {
             | Error::Stuck { .. }
             | Error::Manifest(_) => Cause::InvalidInput,
             Error::Release(e) => e.cause(),
-            Error::KeptMoving { .. } | Error::Crds(_) | Error::Webhooks(_) => Cause::Transient,
+            Error::Crds(e) => e.cause(),
+            Error::KeptMoving { .. } | Error::Webhooks(_) => Cause::Transient,
             Error::NoSuchModule | Error::TempFile(_) | Error::Encode(_) | Error::Monitor(_) => {
                 Cause::Internal
             }
@@ -156,9 +158,8 @@ impl fmt::Display for Error {
             Error::Manifest(e) => e.fmt(f),
             Error::Encode(e) => e.fmt(f),
             Error::Release(e) => e.fmt(f),
-            Error::Crds(m) | Error::Chart(m) | Error::Webhooks(m) | Error::Monitor(m) => {
-                f.write_str(m)
-            }
+            Error::Crds(e) => e.fmt(f),
+            Error::Chart(m) | Error::Webhooks(m) | Error::Monitor(m) => f.write_str(m),
         }
     }
 }

@@ -140,8 +140,10 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             &[("module", &m.name), ("path", &m.path.display().to_string())],
         );
     }
-    let crds = crd_settings(&flags)
-        .and_then(|s| crate::addon::release::crds::ModuleCrds::discover(&layout.modules, &s))?;
+    let crds = crd_settings(&flags).and_then(|s| {
+        crate::addon::release::crds::ModuleCrds::discover(&layout.modules, &s)
+            .map_err(|e| e.to_string())
+    })?;
     let helm = helm_client(config, &flags, &namespace)?;
     // `helm version` (the major version decides the post-renderer's arguments) runs
     // while the hooks' `--config` do: both are on the way to the first converge.
@@ -547,9 +549,9 @@ fn initial_state(
 /// serves it: the watch and the first read come right after.
 fn install_settings_crd(client: &Client) -> Result<(), config::settings::SettingsError> {
     use config::settings::{CRD_NAME, ESTABLISH_TIMEOUT, SettingsError, crd};
-    release::crds::apply(client, &crd()).map_err(SettingsError::Crd)?;
+    release::crds::apply(client, &crd()).map_err(|e| SettingsError::Crd(e.to_string()))?;
     release::crds::wait_established(client, &[CRD_NAME.to_string()], ESTABLISH_TIMEOUT)
-        .map_err(SettingsError::Crd)
+        .map_err(|e| SettingsError::Crd(e.to_string()))
 }
 
 /// With `--module-settings-resources`: the CRD installed (the watch starts right
@@ -590,7 +592,8 @@ fn validator(
 /// `--crd-extra-labels` and `--crd-filters`, parsed.
 fn crd_settings(flags: &AddonFlags) -> Result<crate::addon::release::crds::CrdSettings, String> {
     Ok(crate::addon::release::crds::CrdSettings {
-        extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)?,
+        extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)
+            .map_err(|e| e.to_string())?,
         filters: crate::addon::release::crds::parse_filters(&flags.crd_filters),
     })
 }

@@ -11,6 +11,7 @@
 //! to read and fill the converge's shared lists, never across an API call.
 
 pub(crate) mod chart_sum;
+pub(crate) mod crd_error;
 pub(crate) mod crds;
 pub(crate) mod drift;
 pub(crate) mod global_use;
