@@ -130,10 +130,11 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
                 .into(),
         );
     }
-    let mut layout = crate::addon::modules::discover(&flags)?;
+    let mut layout = crate::addon::modules::discover(&flags).map_err(|e| e.to_string())?;
     let skip = crate::reload::tree::skipped(&config.tmp_dir);
     let trees = reload::Trees::of(&flags, &layout, skip);
-    crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
+    crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)
+        .map_err(|e| e.to_string())?;
     for m in &layout.modules {
         log::info(
             "module found",
@@ -160,7 +161,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         };
         (loaded, major)
     });
-    let (mut hooks, mut owners) = loaded?;
+    let (mut hooks, mut owners) = loaded.map_err(|e| e.to_string())?;
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);

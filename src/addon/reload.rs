@@ -41,7 +41,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) enum ReloadError {
     /// Discovery, a `values.yaml`, a schema or a hook's `--config` failed.
-    Load(String),
+    Load(crate::addon::modules::ModulesError),
     /// Modules appeared (not reloadable yet), or one moved to another path.
     Added(Vec<String>),
     /// Hooks were added, removed or got another `--config` output.
@@ -54,7 +54,7 @@ impl std::fmt::Display for ReloadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let restart = "restart the operator to apply it";
         match self {
-            ReloadError::Load(e) => f.write_str(e),
+            ReloadError::Load(e) => e.fmt(f),
             ReloadError::Added(names) => {
                 write!(f, "modules added: {}: {restart}", names.join(","))
             }
