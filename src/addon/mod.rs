@@ -21,6 +21,7 @@
 //! file, `engine.rs` and `state.rs` are the wiring, `status.rs` and `debug.rs`
 //! what it shows.
 
+mod bind_error;
 pub(crate) mod config;
 mod debug;
 mod engine;
@@ -32,6 +33,7 @@ pub(crate) mod run;
 mod state;
 mod status;
 
+pub(crate) use bind_error::BindError;
 pub(crate) use error::Error;
 
 use crate::addon::config::configmap::KubeConfig;
@@ -103,20 +105,21 @@ pub(crate) struct Bound {
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
 /// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
-pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
-    let mut flags = config
-        .addon
-        .clone()
-        .ok_or("not started as addon-operator")?;
+pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), BindError> {
+    let mut flags =
+        (config.addon.clone()).ok_or(BindError::Setting("not started as addon-operator"))?;
     // Absolute paths: hooks run (and answer --config) in their own directory.
     flags.global_hooks_dir = config.hooks_dir.clone();
     for dir in &mut flags.modules_dirs {
-        *dir = std::fs::canonicalize(&*dir)
-            .map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+        *dir = std::fs::canonicalize(&*dir).map_err(|error| BindError::ModulesDir {
+            dir: dir.clone(),
+            error,
+        })?;
     }
     let namespace = config.namespace.clone();
     if namespace.is_empty() {
-        return Err("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
+        let text = "ADDON_OPERATOR_NAMESPACE (--namespace) is required";
+        return Err(BindError::Setting(text));
     }
     for setting in &flags.ignored {
         log::warn(
@@ -125,26 +128,22 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         );
     }
     if flags.resources_check_period.is_zero() {
-        return Err(
-            "--resources-check-period (ADDON_OPERATOR_RESOURCES_CHECK_PERIOD) must be above 0"
-                .into(),
-        );
+        let text =
+            "--resources-check-period (ADDON_OPERATOR_RESOURCES_CHECK_PERIOD) must be above 0";
+        return Err(BindError::Setting(text));
     }
-    let mut layout = crate::addon::modules::discover(&flags).map_err(|e| e.to_string())?;
+    let mut layout = crate::addon::modules::discover(&flags)?;
     let skip = crate::reload::tree::skipped(&config.tmp_dir);
     let trees = reload::Trees::of(&flags, &layout, skip);
-    crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)
-        .map_err(|e| e.to_string())?;
+    crate::addon::modules::chart_dir::generate_charts(&mut layout.modules, &config.tmp_dir)?;
     for m in &layout.modules {
         log::info(
             "module found",
             &[("module", &m.name), ("path", &m.path.display().to_string())],
         );
     }
-    let crds = crd_settings(&flags).and_then(|s| {
-        crate::addon::release::crds::ModuleCrds::discover(&layout.modules, &s)
-            .map_err(|e| e.to_string())
-    })?;
+    let crds = crd_settings(&flags)
+        .and_then(|s| crate::addon::release::crds::ModuleCrds::discover(&layout.modules, &s))?;
     let helm = helm_client(config, &flags, &namespace)?;
     // `helm version` (the major version decides the post-renderer's arguments) runs
     // while the hooks' `--config` do: both are on the way to the first converge.
@@ -161,7 +160,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         };
         (loaded, major)
     });
-    let (mut hooks, mut owners) = loaded.map_err(|e| e.to_string())?;
+    let (mut hooks, mut owners) = loaded?;
     let cm_hook = owners.iter().take_while(|o| **o == Owner::Global).count();
     hooks.insert(cm_hook, configmap_hook(&namespace, &flags.config_map));
     owners.insert(cm_hook, Owner::ConfigMap);
@@ -189,14 +188,25 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let monitor_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "helm_monitor");
     monitor_metrics
         .register(metrics.registry())
-        .map_err(|e| format!("resource monitor client metrics: {e}"))?;
+        .map_err(|e| BindError::metrics("resource monitor client metrics", e))?;
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
-        .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
+        .map_err(|error| BindError::Client {
+            what: "kubernetes client of the resource monitor",
+            error: Box::new(error),
+        })?;
     let bookkeeping_client = bookkeeping_client(config, metrics)?;
-    let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)
-        .map_err(|e| e.to_string())?;
+    let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)?;
+    let configmap = format!("{namespace}/{}", flags.config_map);
+    let refused = |objects: &'static str| {
+        let configmap = configmap.clone();
+        move |e: BindError| BindError::Refused {
+            configmap,
+            objects,
+            error: Box::new(e),
+        }
+    };
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
-        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+        .map_err(|e| refused("")(e.into()))?;
     let kube_config = match settings_hook {
         Some(_) => settings_overlay(&client, &layout, kube_config)?,
         None => kube_config,
@@ -208,16 +218,16 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
             "helm found",
             &[("bin", &bin), ("major", &major.to_string())],
         ),
-        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e.to_string()),
+        Err(e) if layout.modules.iter().any(|m| m.has_chart) => return Err(e.into()),
         Err(e) => log::warn(
             "helm not usable; no module has a chart",
             &[("error", &e.to_string())],
         ),
     }
     let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)
-        .map_err(|e| format!("--prometheus-metrics-prefix: {e}"))?;
+        .map_err(|e| BindError::metrics("--prometheus-metrics-prefix", e))?;
     let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| BindError::metrics("", e))?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
     crate::addon::run::config_changes::report_unknown_keys(
         &metrics,
@@ -231,7 +241,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         None => "",
     };
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
-        .map_err(|e| format!("ConfigMap {namespace}/{}{objects}: {e}", flags.config_map))?;
+        .map_err(|e| refused(objects)(e.into()))?;
     let validator = settings_hook.map(|_| Arc::new(validator(&layout, &state)));
     let bound = Bound {
         layout,
@@ -302,7 +312,7 @@ impl Inputs {
 
 /// The helm client: the flags' settings, helm's dirs under the tmp dir, and our own
 /// binary as its post-renderer.
-fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<Helm, String> {
+fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<Helm, BindError> {
     let mut helm = Helm::new(flags.helm_bin.clone(), namespace);
     helm.history_max = flags.helm_history_max;
     helm.flant_checksum = flags.flant_checksum;
@@ -321,7 +331,7 @@ fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<H
                 &config.tmp_dir.join("helm-plugins"),
                 &binary,
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(BindError::Plugin)?;
             helm.post_renderer = Some((binary, plugins));
         }
         None => log::warn(
@@ -513,12 +523,10 @@ fn initial_state(
     layout: &mut Layout,
     config: KubeConfig,
     parallelism: usize,
-) -> Result<State, String> {
+) -> Result<State, config::values::ValuesError> {
     let schemas = std::mem::replace(&mut layout.global_schemas, Schemas::none());
     let mut global = Scope::new("global", layout.global_static.clone(), schemas);
-    global
-        .check_config(&config.global)
-        .map_err(|e| e.to_string())?;
+    global.check_config(&config.global)?;
     global.config = config.global.clone();
     let mut modules = Vec::new();
     for m in &mut layout.modules {
@@ -526,7 +534,7 @@ fn initial_state(
         let mut scope = Scope::new(&m.key, m.static_values.clone(), schemas);
         let section = config.section(&m.key);
         if config.modules.contains_key(&m.key) {
-            scope.check_config(&section).map_err(|e| e.to_string())?;
+            scope.check_config(&section)?;
         }
         scope.config = section;
         modules.push(ModuleState { scope });
@@ -561,13 +569,13 @@ fn settings_overlay(
     client: &Client,
     layout: &Layout,
     config: KubeConfig,
-) -> Result<KubeConfig, String> {
-    install_settings_crd(client).map_err(|e| e.to_string())?;
+) -> Result<KubeConfig, config::settings::SettingsError> {
+    install_settings_crd(client)?;
     log::info(
         "CRD installed",
         &[("crd", crate::addon::config::settings::CRD_NAME)],
     );
-    let objects = crate::addon::config::settings::list(client).map_err(|e| e.to_string())?;
+    let objects = crate::addon::config::settings::list(client)?;
     let overlay =
         crate::addon::config::settings::spec::overlay(config, &objects, &layout.settings_names());
     crate::addon::run::config_changes::report_overlay(&overlay);
@@ -591,18 +599,22 @@ fn validator(
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.
-fn crd_settings(flags: &AddonFlags) -> Result<crate::addon::release::crds::CrdSettings, String> {
+fn crd_settings(
+    flags: &AddonFlags,
+) -> Result<crate::addon::release::crds::CrdSettings, crate::addon::release::crd_error::CrdError> {
     Ok(crate::addon::release::crds::CrdSettings {
-        extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)
-            .map_err(|e| e.to_string())?,
+        extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)?,
         filters: crate::addon::release::crds::parse_filters(&flags.crd_filters),
     })
 }
 
 /// addon-operator's own client (ConfigMap reads and writes, resource checks).
-fn kube_client(config: &Config) -> Result<Client, String> {
+fn kube_client(config: &Config) -> Result<Client, BindError> {
     let settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon");
-    Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
+    Client::from_config(&settings).map_err(|error| BindError::Client {
+        what: "kubernetes client",
+        error: Box::new(error),
+    })
 }
 
 /// Requests per second and burst of the operator's bookkeeping client.
@@ -615,7 +627,7 @@ const BOOKKEEPING_BURST: u32 = 100;
 /// module count, so they get a loose limit of their own: behind the resource
 /// monitor's (flant's `HELM_MONITOR_KUBE_CLIENT_QPS`, 5/s) they made a `global` change
 /// of 100 modules wait 18 s for its label patches (BENCHMARKS.md, issue 28).
-fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, String> {
+fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, BindError> {
     let mut settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon_bookkeeping");
     settings.qps = BOOKKEEPING_QPS;
     settings.burst = BOOKKEEPING_BURST;
@@ -623,9 +635,11 @@ fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, Stri
         crate::kube::ClientMetrics::new(&config.metrics_prefix, "addon_bookkeeping");
     client_metrics
         .register(metrics.registry())
-        .map_err(|e| format!("bookkeeping client metrics: {e}"))?;
-    Client::from_config_with_metrics(&settings, client_metrics)
-        .map_err(|e| format!("kubernetes client of the operator's bookkeeping: {e}"))
+        .map_err(|e| BindError::metrics("bookkeeping client metrics", e))?;
+    Client::from_config_with_metrics(&settings, client_metrics).map_err(|error| BindError::Client {
+        what: "kubernetes client of the operator's bookkeeping",
+        error: Box::new(error),
+    })
 }
 
 /// The internal hook whose one kubernetes binding watches the ConfigMap.

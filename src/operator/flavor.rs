@@ -47,7 +47,7 @@ impl Flavor {
     pub(super) fn bind(config: &Config, metrics: &Metrics) -> Result<(Flavor, Vec<Hook>), String> {
         match config.program {
             Program::Addon => {
-                let (bound, hooks) = addon::bind(config, metrics)?;
+                let (bound, hooks) = addon::bind(config, metrics).map_err(|e| e.to_string())?;
                 Ok((Flavor::Addon(Box::new(bound)), hooks))
             }
             Program::Shell => Ok((Flavor::Shell, super::bind::load_hooks(config)?)),
