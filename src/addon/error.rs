@@ -82,7 +82,7 @@ pub(crate) enum Error {
     /// The module's CRDs could not be installed.
     Crds(CrdError),
     /// The module's chart could not be read (for its checksum).
-    Chart(String),
+    Chart(crate::addon::release::chart_sum::ChartError),
     /// The module's admission or conversion webhooks could not be configured.
     Webhooks(String),
     /// The module's watches could not be stopped (the monitor thread is gone).
@@ -159,7 +159,8 @@ impl fmt::Display for Error {
             Error::Encode(e) => e.fmt(f),
             Error::Release(e) => e.fmt(f),
             Error::Crds(e) => e.fmt(f),
-            Error::Chart(m) | Error::Webhooks(m) | Error::Monitor(m) => f.write_str(m),
+            Error::Chart(e) => e.fmt(f),
+            Error::Webhooks(m) | Error::Monitor(m) => f.write_str(m),
         }
     }
 }

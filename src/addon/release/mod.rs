@@ -188,7 +188,7 @@ pub(in crate::addon) fn read_record(
             Ok(record) => return Ok(record),
             Err(e) => log::warn(
                 "cannot read the release record; asking helm",
-                &[("module", name), ("error", &e)],
+                &[("module", name), ("error", &e.to_string())],
             ),
         }
     }
