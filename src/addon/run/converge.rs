@@ -82,6 +82,7 @@ impl AddonHandler {
         let enabled = match enabled::compute(shared, &copy) {
             Ok(enabled) => enabled,
             Err(error) => {
+                let error = error.to_string();
                 shared.metrics.discover_error();
                 log::error("modules discovery failed, will retry", &[("error", &error)]);
                 let now = Instant::now();
