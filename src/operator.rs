@@ -505,7 +505,7 @@ impl RunParts {
             ready: self.ready,
             store: kube.map(|k| Arc::clone(&k.store)),
             webhooks,
-        })?;
+        });
         let runner = Arc::new(Runner {
             hooks: table.clone(),
             executor: self.executor,

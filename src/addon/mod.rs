@@ -402,7 +402,7 @@ impl Bound {
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
         webhooks: crate::webhook::ModuleWebhooks,
-    ) -> Result<Started, String> {
+    ) -> Started {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
@@ -464,14 +464,14 @@ impl Bound {
             trees: self.trees,
             reloads: self.reloads,
         };
-        Ok(Started {
+        Started {
             values,
             shared,
             monitor: Some(monitor),
             drift: Some(drift),
             inputs: Some(inputs_rx),
             reload: Some(reload),
-        })
+        }
     }
 }
 

@@ -100,12 +100,12 @@ impl Flavor {
     /// The program's part of the spawn step. `ready` is the operator's readiness:
     /// shell-operator is ready when its startup tasks are done, addon-operator after
     /// its first converge.
-    pub(super) fn start(self, setup: Setup) -> Result<Started, String> {
+    pub(super) fn start(self, setup: Setup) -> Started {
         match self {
-            Flavor::Shell => Ok(Started {
+            Flavor::Shell => Started {
                 startup_ready: setup.ready,
                 addon: None,
-            }),
+            },
             Flavor::Addon(a) => {
                 let started = a.start(
                     setup.hooks,
@@ -113,11 +113,11 @@ impl Flavor {
                     setup.ready,
                     setup.store,
                     setup.webhooks,
-                )?;
-                Ok(Started {
+                );
+                Started {
                     startup_ready: Arc::new(AtomicBool::new(false)),
                     addon: Some(started),
-                })
+                }
             }
         }
     }

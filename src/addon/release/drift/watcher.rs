@@ -464,7 +464,7 @@ impl DriftWatcher {
     fn correct(&mut self, key: &str, m: usize) {
         let name = self.shared.layout.modules[m].name.clone();
         let metrics = &self.shared.metrics;
-        if let Err(refusal) = self.dry_run(key) {
+        if let Err(refusal) = self.dry_run(key).map_err(|e| e.to_string()) {
             log::error(
                 "drift cannot be corrected: the API server refuses the manifest's object (delete the object to have it re-created)",
                 &[("module", &name), ("object", key), ("error", &refusal)],
@@ -485,9 +485,9 @@ impl DriftWatcher {
         self.shared.release_needs_run(m, EVENT);
     }
 
-    /// `Err(message)` when the server refuses the manifest's object as an update
-    /// (an immutable field, a failed validation); other failures let it through.
-    fn dry_run(&self, key: &str) -> Result<(), String> {
+    /// `Err` when the server refuses the manifest's object as an update (an
+    /// immutable field, a failed validation); other failures let it through.
+    fn dry_run(&self, key: &str) -> Result<(), crate::kube::KubeError> {
         let Some(desired) = self.desired.get(key) else {
             return Ok(());
         };
@@ -505,7 +505,7 @@ impl DriftWatcher {
             .client
             .api(&resource, (!ns.is_empty()).then_some(ns.as_str()));
         match api.patch(name, &Patch::Apply(desired.object.clone()), &params) {
-            Err(e) if matches!(e.status_code(), Some(400 | 403 | 422)) => Err(e.to_string()),
+            Err(e) if matches!(e.status_code(), Some(400 | 403 | 422)) => Err(e),
             _ => Ok(()),
         }
     }
