@@ -216,7 +216,7 @@ fn run(o: &Opts, filter: &JqFilter, inputs: Vec<Value>) -> i32 {
                 let _ = out.flush();
                 eprintln!(
                     "jq: error (at <input>): {}",
-                    e.trim_start_matches("jq error: ")
+                    e.to_string().trim_start_matches("jq error: ")
                 );
                 failed = true;
             }
