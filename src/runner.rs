@@ -298,7 +298,8 @@ impl Runner {
             let message = format!("{} FAILED: bad metrics file: {e}", hook.name);
             TaskError::new(Cause::InvalidInput, message)
         };
-        let mut ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+        let mut ops =
+            (crate::hook_metrics::parse::parse(&run.metrics)).map_err(|e| bad(e.to_string()))?;
         if !module.is_empty() {
             for op in &mut ops {
                 op.labels.insert("module".into(), module.into());
