@@ -162,7 +162,7 @@ fn parse_every(arg: &str) -> Result<Duration, CronError> {
     if arg.trim().is_empty() {
         return Err("@every needs a duration, like \"@every 30s\"".into());
     }
-    let d = go_duration(arg.trim())?;
+    let d = go_duration(arg.trim()).map_err(|e| CronError::from(e.to_string()))?;
     Ok(Duration::from_secs(d.as_secs().max(1)))
 }
 
