@@ -41,7 +41,7 @@ pub fn every_family(program: Program, prefix: &str) -> Result<Vec<Family>, Strin
     }
     crate::webhook::metrics::WebhookMetrics::register(prefix, &metrics)
         .map_err(|e| e.to_string())?;
-    crate::leader::gauge(prefix, &metrics)?;
+    crate::leader::gauge(prefix, &metrics).map_err(|e| e.to_string())?;
     match program {
         Program::Shell => {
             crate::reload::register_metric(metrics.registry(), prefix)?;

@@ -62,10 +62,12 @@ pub(super) fn bind_election(
     config: &Config,
     metrics: &Metrics,
 ) -> Result<Option<(crate::leader::Handle, super::ThreadBody)>, StartError> {
-    let Some(settings) = crate::leader::settings(config, &|k| std::env::var(k).ok())? else {
+    let found = crate::leader::settings(config, &|k| std::env::var(k).ok());
+    let Some(settings) = found.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    let (handle, body) = crate::leader::elector(config, &settings, metrics)?.start();
+    let elector = crate::leader::elector(config, &settings, metrics).map_err(|e| e.to_string())?;
+    let (handle, body) = elector.start();
     Ok(Some((handle, Box::new(body))))
 }
 
