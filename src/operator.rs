@@ -239,7 +239,8 @@ impl Bound {
             patcher: patcher.clone().ok(),
             registered_at_start: flavor.webhooks_at_start(),
             builtins: flavor.admission_builtins(),
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(Bound {
             serving: Serving {
                 signals,
@@ -296,7 +297,7 @@ impl Bound {
                 return Ok(running);
             }
         }
-        for (name, body) in webhooks.register(&mut served)? {
+        for (name, body) in webhooks.register(&mut served).map_err(|e| e.to_string())? {
             running.threads.push(threads::spawn(&name, body)?);
         }
         running.webhooks = Some(served);
