@@ -84,7 +84,8 @@ pub struct Metrics {
     pub(crate) factory_informer_dead_total: CounterVec,
     /// addon-operator: each hook's module ("" for global hooks), by hook index; when
     /// set, the kube_* metrics carry it as their `module` label.
-    hook_modules: std::sync::OnceLock<Vec<String>>,
+    /// (A reload replaces it with the longer list of its new hook table.)
+    hook_modules: std::sync::RwLock<Option<Vec<String>>>,
     /// Metrics written by hooks to `$METRICS_PATH`.
     pub hooks: HookMetrics,
     /// The length of the last `/metrics` text, to size the next one's buffer.
@@ -148,7 +149,7 @@ impl Metrics {
             false => ADDON_KUBE_LABELS,
         };
         Ok(Metrics {
-            hook_modules: std::sync::OnceLock::new(),
+            hook_modules: std::sync::RwLock::new(None),
             tasks_queue_compaction_tasks_by_hook: r.reg(GaugeVec::new(
                 Opts::new(
                     format!("d8_telemetry_{prefix}tasks_queue_compaction_tasks_by_hook"),
@@ -341,9 +342,11 @@ impl Metrics {
         self.hooks.render().into_bytes()
     }
 
-    /// Sets the module of each hook (addon-operator, once, before any watch starts).
+    /// Sets the module of each hook (addon-operator: before any watch starts,
+    /// and again by a reload that appended hooks).
     pub(crate) fn set_hook_modules(&self, modules: Vec<String>) {
-        let _ = self.hook_modules.set(modules);
+        let mut slot = self.hook_modules.write().unwrap_or_else(|p| p.into_inner());
+        *slot = Some(modules);
     }
 
     /// The label values of a kubernetes binding's kube_* series: `[hook, binding,
@@ -357,8 +360,8 @@ impl Metrics {
         kind: &str,
     ) -> Vec<String> {
         let mut labels = Vec::with_capacity(5);
-        let modules = self.hook_modules.get();
-        if let Some(modules) = modules {
+        let modules = self.hook_modules.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(modules) = modules.as_ref() {
             labels.push(modules.get(hook).cloned().unwrap_or_default());
         }
         labels.extend([

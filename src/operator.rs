@@ -503,11 +503,15 @@ impl RunParts {
         let hooks = &table.load();
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
-            hooks: Arc::clone(hooks),
+            hooks: table.clone(),
             scheduler: scheduler.clone(),
             ready: self.ready,
             store: kube.map(|k| Arc::clone(&k.store)),
             webhooks,
+            main: main.clone(),
+            queues: crate::startup::queue_names(hooks).into_iter().collect(),
+            monitor: kube.map(|k| k.control_tx.clone()),
+            metrics: Arc::clone(&self.metrics),
         });
         let runner = Arc::new(Runner {
             hooks: table.clone(),
@@ -639,7 +643,7 @@ const STOP_SIGNALS: [i32; 3] = [
 ];
 
 /// SIGHUP reloads the hooks (`reload/`; addon-operator's modules,
-/// `addon/reload.rs`) instead of stopping the operator.
+/// `addon/reload/`) instead of stopping the operator.
 const RELOAD_SIGNAL: i32 = signal_hook::consts::SIGHUP;
 
 /// Signals that are logged and otherwise ignored (their default action kills).

@@ -63,7 +63,7 @@ pub trait HookValues: Send + Sync {
 pub struct RunMetrics<'a> {
     pub(crate) family: &'a HookRunMetrics,
     /// The module's name; "" for global hooks.
-    pub(crate) module: &'a str,
+    pub(crate) module: String,
     /// The event that led to the run (`OperatorStartup`, ...); "" when unknown.
     pub(crate) activation: String,
 }
@@ -156,7 +156,7 @@ impl Runner {
             .as_ref()
             .and_then(|v| v.run_metrics(index, task));
         let (family, module, activation) = match &target {
-            Some(t) => (t.family, t.module, t.activation.as_str()),
+            Some(t) => (t.family, t.module.as_str(), t.activation.as_str()),
             None => (&self.metrics.hook_run, "", ""),
         };
         let metric_labels = HookRunLabels {

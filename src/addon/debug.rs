@@ -105,9 +105,9 @@ fn global_route(shared: &Shared, stem: &str) -> Result<Value, DebugError> {
     let st = shared.lock();
     Ok(match stem {
         "/global/list" => {
-            let mut names: Vec<&str> = shared
+            let mut names: Vec<String> = shared
                 .hooks_of(Owner::Global)
-                .map(|(_, h)| h.name.as_str())
+                .map(|(_, h)| h.name)
                 .collect();
             names.sort();
             json!({ "globalHooks": names })
@@ -116,9 +116,9 @@ fn global_route(shared: &Shared, stem: &str) -> Result<Value, DebugError> {
         "/global/config" => st.global.config_values(),
         "/global/patches" => to_json(&st.global.patches),
         _ => {
-            let mut names = st.enabled_names(&shared.layout, None);
+            let mut names = st.enabled_names(&shared.layout(), None);
             names.sort();
-            let modules: Vec<Value> = (shared.layout.modules.iter().enumerate())
+            let modules: Vec<Value> = (shared.layout().modules.iter().enumerate())
                 .filter_map(|(m, module)| {
                     let view = st.lifecycle.view(m)?;
                     let mut entry = json!({
@@ -148,7 +148,7 @@ fn module_route(
     global: bool,
 ) -> Result<Value, DebugError> {
     let m = shared
-        .layout
+        .layout()
         .modules
         .iter()
         .position(|m| m.name == module)
@@ -202,13 +202,13 @@ fn snapshots_of(shared: &Shared, owner: Owner) -> Value {
 /// The manifests `helm template` renders with the module's current values; `null`
 /// for a module without a chart.
 fn render(shared: &Shared, m: usize) -> Result<String, DebugError> {
-    let module = &shared.layout.modules[m];
+    let module = &shared.layout().modules[m];
     if !module.has_chart {
         return Ok("null\n".into());
     }
     let values = {
         let st = shared.lock();
-        let enabled = st.enabled_names(&shared.layout, None);
+        let enabled = st.enabled_names(&shared.layout(), None);
         st.module_files(m, enabled).map_err(DebugError::Values)?.1
     };
     let text = serde_json::to_vec(&values).map_err(DebugError::Encode)?;
@@ -310,7 +310,7 @@ fn resource_monitor(
     let mut out = serde_json::Map::new();
     let st = shared.lock();
     for &m in st.lifecycle.enabled_modules() {
-        let module = &shared.layout.modules[m];
+        let module = &shared.layout().modules[m];
         if !module.has_chart || only.as_ref().is_some_and(|n| n != &module.name) {
             continue;
         }
@@ -365,7 +365,7 @@ fn drift_route(
 /// An error for a module name that no module has.
 fn known_module(shared: &Shared, only: Option<&str>) -> Result<(), DebugError> {
     match only {
-        Some(name) if !shared.layout.modules.iter().any(|m| m.name == name) => {
+        Some(name) if !shared.layout().modules.iter().any(|m| m.name == name) => {
             Err(DebugError::UnknownModule(name.to_string()))
         }
         _ => Ok(()),

@@ -95,13 +95,13 @@ impl AddonHandler {
     /// A queued hook run: the ConfigMap watch (and the ModuleSettings one) is handled here; runs of a disabled
     /// module's hooks are dropped (its watches keep running, see the README).
     pub(super) fn hook_run(&self, task: &Task, queue: &str) -> Outcome {
-        match task.hook().and_then(|h| self.shared.owners.get(h)) {
+        match task.hook().and_then(|h| self.shared.owner(h)) {
             Some(Owner::ConfigMap) => {
                 let tasks = self.configmap_changed();
                 self.unlock(task);
                 Outcome::Done(tasks)
             }
-            Some(Owner::Module(m)) if !self.shared.lock().lifecycle.is_enabled(*m) => {
+            Some(Owner::Module(m)) if !self.shared.lock().lifecycle.is_enabled(m) => {
                 self.unlock(task);
                 Outcome::done()
             }
@@ -147,7 +147,8 @@ impl AddonHandler {
     }
 
     pub(super) fn lifecycle_task(&self, hook: usize, binding: BindingType) -> Task {
-        let h = &self.shared.hooks[hook];
+        let hooks = self.shared.hook_list();
+        let h = &hooks[hook];
         let mut names: Vec<String> = h.config.kubernetes.iter().map(|b| b.name.clone()).collect();
         names.dedup();
         Task::hook_run(

@@ -32,6 +32,7 @@ pub(crate) mod reload;
 pub(crate) mod run;
 mod state;
 mod status;
+mod swap;
 
 pub(crate) use bind_error::BindError;
 pub(crate) use error::Error;
@@ -98,8 +99,8 @@ pub(crate) struct Bound {
     validator: Option<Arc<crate::addon::config::settings::admission::Validator>>,
     /// The trees a reload watches, as they were when the hooks loaded.
     trees: reload::Trees,
-    /// `<prefix>modules_reloads_total`.
-    reloads: prometheus::IntCounterVec,
+    /// `<prefix>modules_reloads_total` and `modules_reload_changes_total`.
+    reloads: reload::ReloadMetrics,
     jq_library: Option<std::path::PathBuf>,
 }
 
@@ -397,11 +398,12 @@ impl Bound {
     /// Step 2: the shared state the engine, the values hook and the routes use.
     pub(crate) fn start(
         self,
-        hooks: Arc<Vec<Hook>>,
+        hooks: crate::hook::table::HookTable,
         scheduler: Sender<Control>,
         ready: Arc<AtomicBool>,
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
         webhooks: crate::webhook::ModuleWebhooks,
+        wiring: reload::Wiring,
     ) -> Started {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
@@ -409,9 +411,9 @@ impl Bound {
         let client_copy = self.client.clone();
         let (drift, drift_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
-            layout: self.layout,
+            modules: swap::Swap::new(self.layout),
             hooks,
-            owners: self.owners,
+            owners: swap::Swap::new(self.owners),
             cm_hook: self.cm_hook,
             state: Mutex::new(state),
             helm: self.helm,
@@ -463,6 +465,8 @@ impl Bound {
             jq_library: self.jq_library,
             trees: self.trees,
             reloads: self.reloads,
+            wiring,
+            validator: self.validator.clone(),
         };
         Started {
             values,
@@ -587,6 +591,11 @@ fn validator(
     layout: &Layout,
     state: &State,
 ) -> crate::addon::config::settings::admission::Validator {
+    crate::addon::config::settings::admission::Validator::new(settings_scopes(layout, state))
+}
+
+/// Every module's (and `global`'s) scope, by ModuleSettings object name.
+fn settings_scopes(layout: &Layout, state: &State) -> std::collections::BTreeMap<String, Scope> {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert(
         crate::addon::config::settings::spec::GLOBAL.to_string(),
@@ -595,7 +604,7 @@ fn validator(
     for (m, module) in layout.modules.iter().enumerate() {
         scopes.insert(module.name.clone(), state.modules[m].scope.clone());
     }
-    crate::addon::config::settings::admission::Validator { scopes }
+    scopes
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.

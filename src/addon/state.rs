@@ -38,10 +38,14 @@ use std::time::{Duration, Instant};
 
 /// What the engine reads and writes, shared by the queue threads.
 pub(crate) struct Shared {
-    pub(crate) layout: Layout,
-    pub(crate) hooks: Arc<Vec<Hook>>,
-    /// Whose hook each hook index is.
-    pub(crate) owners: Vec<Owner>,
+    /// The modules; a reload appends the modules it finds added and replaces
+    /// their static settings (`reload/`), so it is read through [`Self::layout`].
+    pub(crate) modules: super::swap::Swap<Layout>,
+    /// The hook table the runner and the monitor read (a reload retires and
+    /// appends hooks); read through [`Self::hook_list`].
+    pub(crate) hooks: crate::hook::table::HookTable,
+    /// Whose hook each hook index is (a reload appends with the table).
+    pub(crate) owners: super::swap::Swap<Vec<Owner>>,
     /// The index of the operator's own ConfigMap watch in `hooks`.
     pub(crate) cm_hook: usize,
     pub(crate) state: Mutex<State>,
@@ -104,7 +108,7 @@ pub(crate) struct State {
         crate::addon::release::helm::ListKey,
         std::collections::BTreeSet<String>,
     >,
-    /// Modules whose directory a reload found gone (`reload.rs`): never enabled,
+    /// Modules whose directory a reload found gone (`reload/`): never enabled,
     /// so the next converge purges them; their lifecycle hooks whose files are
     /// gone are skipped.
     pub(crate) removed: std::collections::BTreeSet<usize>,
@@ -122,12 +126,30 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The hooks of `owner` with their index, in name order.
-    pub(crate) fn hooks_of(&self, owner: Owner) -> impl Iterator<Item = (usize, &Hook)> {
-        self.hooks
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| self.owners.get(*i) == Some(&owner))
+    /// The modules as they are now.
+    pub(crate) fn layout(&self) -> Arc<Layout> {
+        self.modules.load()
+    }
+
+    /// The hooks as they are now (by hook index).
+    pub(crate) fn hook_list(&self) -> Arc<Vec<Hook>> {
+        self.hooks.load()
+    }
+
+    /// Whose hook index `hook` is.
+    pub(crate) fn owner(&self, hook: usize) -> Option<Owner> {
+        self.owners.load().get(hook).copied()
+    }
+
+    /// The live hooks of `owner` with their index, in name order (the slots of
+    /// hooks a reload removed left out).
+    pub(crate) fn hooks_of(&self, owner: Owner) -> impl Iterator<Item = (usize, Hook)> + use<> {
+        let (hooks, owners) = (self.hook_list(), self.owners.load());
+        let mine: Vec<(usize, Hook)> = (hooks.iter().enumerate())
+            .filter(|(i, h)| !h.retired && owners.get(*i) == Some(&owner))
+            .map(|(i, h)| (i, h.clone()))
+            .collect();
+        mine.into_iter()
     }
 
     /// Steps the lifecycle with an input that arose in the current main-queue task;

@@ -119,6 +119,12 @@ impl Flavor {
                     setup.ready,
                     setup.store,
                     setup.webhooks,
+                    addon::reload::Wiring {
+                        main: setup.main,
+                        queues: setup.queues,
+                        monitor: setup.monitor,
+                        metrics: setup.metrics,
+                    },
                 );
                 Started {
                     startup_ready: Arc::new(AtomicBool::new(false)),
@@ -131,12 +137,20 @@ impl Flavor {
 
 /// What [`Flavor::start`] needs from the engine.
 pub(super) struct Setup {
-    pub(super) hooks: Arc<Vec<Hook>>,
+    /// The hook table the runner and the monitor read (a reload appends to it).
+    pub(super) hooks: crate::hook::table::HookTable,
     pub(super) scheduler: Sender<Control>,
     pub(super) ready: Arc<AtomicBool>,
     pub(super) store: Option<Arc<SnapshotStore>>,
     /// The registrations addon-operator's module runs follow.
     pub(super) webhooks: crate::webhook::ModuleWebhooks,
+    /// The main queue, the queues' names and the monitor's control channel
+    /// (addon-operator's reload adds and retires hooks through them).
+    pub(super) main: Sender<Task>,
+    pub(super) queues: std::collections::BTreeSet<String>,
+    pub(super) monitor: Option<Sender<crate::monitor::Control>>,
+    /// The operator's metrics (the `module` label of added hooks' kube_* series).
+    pub(super) metrics: Arc<Metrics>,
 }
 
 /// The program's part of the spawn step, started.

@@ -74,7 +74,7 @@ impl std::fmt::Display for ReloadError {
 }
 
 /// What the `reload` thread reloads: shell-operator's hooks ([`Reloader`]) or
-/// addon-operator's modules (`addon/reload.rs`).
+/// addon-operator's modules (`addon/reload/`).
 pub(crate) trait Reload: Send {
     /// The watched trees' fingerprint when what runs now was loaded.
     fn loaded_tree(&self) -> Option<u128>;

@@ -23,24 +23,7 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The real helm: `$HELM`/`.tools/bin/helm` (4) or `$HELM3`/`.tools/bin/helm3` (3).
-/// Missing is a failure, never a skip.
-pub fn helm_bin(major: u32) -> PathBuf {
-    let (var, name) = if major == 3 {
-        ("HELM3", "helm3")
-    } else {
-        ("HELM", "helm")
-    };
-    let path = std::env::var(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join(".tools/bin").join(name));
-    assert!(
-        path.is_file(),
-        "helm {major} not found at {} (run scripts/install-k8s-clients.sh or set ${var})",
-        path.display()
-    );
-    path
-}
+pub use crate::common::helm_bin;
 
 /// A module hook or global hook: records its context, then runs `body`.
 pub fn rec(tag: &str, config: &str, body: &str) -> String {

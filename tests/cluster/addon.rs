@@ -8,11 +8,10 @@
 //! Each test runs the operator (cluster-admin) in a namespace of its own; releases,
 //! objects and the operator's ConfigMap live there. Each holds `api_shared()`.
 
-use crate::common::{TempDir, http_get, write_hooks};
+use crate::common::{TempDir, helm_bin, http_get, run_helm, write_hooks};
 use crate::harness::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,48 +19,9 @@ use std::time::{Duration, Instant};
 /// How long a release may take to appear, change or go (helm against a busy server).
 const LONG: Duration = Duration::from_secs(120);
 
-/// The real helm: `.tools/bin/helm` (4) or `.tools/bin/helm3` (3); `$HELM`/`$HELM3`
-/// override. Missing is a failure, never a skip.
-fn helm_bin(major: u32) -> PathBuf {
-    let (var, name) = if major == 3 {
-        ("HELM3", "helm3")
-    } else {
-        ("HELM", "helm")
-    };
-    let path = std::env::var(var).map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join(".tools/bin")
-            .join(name)
-    });
-    assert!(
-        path.is_file(),
-        "helm {major} not found at {}",
-        path.display()
-    );
-    path
-}
-
 /// helm `major` as cluster-admin in `ns` (no post-renderer); stdout, or panics.
 fn helm(major: u32, ns: &str, args: &[&str]) -> String {
-    let home = TempDir::new("helm-home");
-    let out = Command::new(helm_bin(major))
-        .args(args)
-        .arg("--namespace")
-        .arg(ns)
-        .arg("--kubeconfig")
-        .arg(cp().admin_kubeconfig())
-        .env("HOME", &home.0)
-        .env("HELM_CACHE_HOME", home.0.join("cache"))
-        .env("HELM_CONFIG_HOME", home.0.join("config"))
-        .env("HELM_DATA_HOME", home.0.join("data"))
-        .output()
-        .expect("run helm");
-    assert!(
-        out.status.success(),
-        "helm {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    run_helm(&helm_bin(major), &cp().admin_kubeconfig(), ns, args)
 }
 
 /// `helm list` of deployed, failed and pending releases in `ns` (helm 4 has no
@@ -1199,7 +1159,13 @@ fn post_renderer_output_means_to_kubectl_what_its_input_means() {
 
 /// A CRD document: `plural`.`group`, kind `kind`, one served version `v1` whose spec
 /// has the string properties `fields`.
-fn crd_yaml(group: &str, plural: &str, kind: &str, fields: &[&str], meta: &str) -> String {
+pub(crate) fn crd_yaml(
+    group: &str,
+    plural: &str,
+    kind: &str,
+    fields: &[&str],
+    meta: &str,
+) -> String {
     let props: String = fields
         .iter()
         .map(|f| format!("                {f}: {{type: string}}\n"))

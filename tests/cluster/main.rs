@@ -14,6 +14,7 @@ mod common;
 mod harness;
 
 mod addon;
+mod addon_reload;
 mod bindings;
 mod drift;
 mod ha;

@@ -3,7 +3,8 @@
 //! answers its own validating webhook, so `kubectl apply` refuses a bad setting
 //! with its JSON path; a good object converges its module and its status says so;
 //! a failing module's status carries helm's error; a hook's config patch lands in
-//! the object; the export moves the settings from the ConfigMap into objects and
+//! the object; a module added by a reload has its objects checked against its
+//! schema; the export moves the settings from the ConfigMap into objects and
 //! back with no new helm revision either way.
 //!
 //! The objects are cluster-scoped and named after modules, so one test runs the
@@ -277,6 +278,22 @@ fn module_settings_resources_on_the_real_api_server() {
     op.wait("fail's status Disabled", || {
         (object("fail")?["status"]["state"] == "Disabled").then_some(())
     });
+
+    // A module added by a reload: the webhook checks its objects against its
+    // schema at once (without the reload, `no module named 'toys'`).
+    let schema = "type: object\nproperties:\n  size:\n    type: integer\n    minimum: 1\n";
+    let toys = op.dir().join("modules/003-toys/openapi");
+    std::fs::create_dir_all(&toys).expect("mkdir toys");
+    std::fs::write(toys.join("config-values.yaml"), schema).expect("write schema");
+    op.wait("the reload that adds toys", || {
+        let logs = op.logs();
+        (logs.contains("modules reloaded") && logs.contains("\"added\":\"toys\"")).then_some(())
+    });
+    let err = cp()
+        .apply(&settings("toys", "  settings:\n    size: 0\n"))
+        .expect_err("checked against the added module's schema");
+    assert!(err.contains("spec.settings.size"), "{err}");
+    assert!(object("toys").is_none());
 
     // The export back: same configuration, no run, no revision.
     let before = revisions(&ns, "echo");

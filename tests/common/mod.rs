@@ -354,3 +354,47 @@ pub fn put_atomically(path: &Path, content: &str, mode: u32) {
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).expect("chmod");
     std::fs::rename(&tmp, path).expect("rename");
 }
+
+/// The real helm: `$HELM`/`.tools/bin/helm` (4) or `$HELM3`/`.tools/bin/helm3` (3),
+/// as `make clients` installs them. Missing is a failure, never a skip.
+pub fn helm_bin(major: u32) -> PathBuf {
+    let (var, name) = if major == 3 {
+        ("HELM3", "helm3")
+    } else {
+        ("HELM", "helm")
+    };
+    let path = std::env::var(var).map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(".tools/bin")
+            .join(name)
+    });
+    assert!(
+        path.is_file(),
+        "helm {major} not found at {} (run scripts/install-k8s-clients.sh or set ${var})",
+        path.display()
+    );
+    path
+}
+
+/// Runs `helm` with `args` in namespace `ns` through `kubeconfig`, with a throwaway
+/// home so no test reads another's cache or repositories; its stdout, or a panic
+/// with its stderr.
+pub fn run_helm(helm: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> String {
+    let home = TempDir::new("helm-home");
+    let out = Command::new(helm)
+        .args(args)
+        .args(["--namespace", ns, "--kubeconfig"])
+        .arg(kubeconfig)
+        .env("HOME", &home.0)
+        .env("HELM_CACHE_HOME", home.0.join("cache"))
+        .env("HELM_CONFIG_HOME", home.0.join("config"))
+        .env("HELM_DATA_HOME", home.0.join("data"))
+        .output()
+        .expect("run helm");
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

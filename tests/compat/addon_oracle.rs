@@ -45,11 +45,7 @@ pub fn flant_addon_operator() -> PathBuf {
 
 /// helm 3.17 (`$HELM3` or `.tools/bin/helm3`); missing is a failure, never a skip.
 pub fn helm3() -> PathBuf {
-    let path = std::env::var("HELM3")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| control_plane::repo_root().join(".tools/bin/helm3"));
-    assert!(path.is_file(), "helm 3 not found at {}", path.display());
-    path
+    crate::common::helm_bin(3)
 }
 
 /// A free port on 127.0.0.1 for an operator's metrics (flant cannot report one it picked).
@@ -263,23 +259,12 @@ pub fn settle(ops: &[&AddonOp], quiet: Duration) {
 
 /// helm 3 as cluster-admin in `ns`; stdout, or panics with stderr.
 pub fn helm(ns: &str, args: &[&str]) -> String {
-    let home = TempDir::new("compat-helm-home");
-    let out = Command::new(helm3())
-        .args(args)
-        .args(["--namespace", ns, "--kubeconfig"])
-        .arg(control_plane::shared().admin_kubeconfig())
-        .env("HOME", &home.0)
-        .env("HELM_CACHE_HOME", home.0.join("cache"))
-        .env("HELM_CONFIG_HOME", home.0.join("config"))
-        .env("HELM_DATA_HOME", home.0.join("data"))
-        .output()
-        .expect("run helm");
-    assert!(
-        out.status.success(),
-        "helm {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::common::run_helm(
+        &helm3(),
+        &control_plane::shared().admin_kubeconfig(),
+        ns,
+        args,
+    )
 }
 
 /// Every release in `ns` (any status): name → (revision, status).

@@ -22,7 +22,11 @@ use std::process::Command;
 /// The enabled modules, in module order.
 pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, EnabledError> {
     let mut enabled: Vec<usize> = Vec::new();
-    for (mi, module) in shared.layout.modules.iter().enumerate() {
+    let layout = shared.layout();
+    // Module order: by (order, name); a module a reload added has the last index.
+    let mut order: Vec<(usize, &Module)> = layout.modules.iter().enumerate().collect();
+    order.sort_by(|a, b| (a.1.order, &a.1.name).cmp(&(b.1.order, &b.1.name)));
+    for (mi, module) in order {
         if st.removed.contains(&mi) {
             continue;
         }
@@ -42,7 +46,7 @@ pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, Enabled
         if let Some(script) = &module.enabled_script {
             let before: Vec<String> = enabled
                 .iter()
-                .map(|&m| shared.layout.modules[m].name.clone())
+                .map(|&m| layout.modules[m].name.clone())
                 .collect();
             if !run_script(shared, st, mi, module, script, before)? {
                 continue;

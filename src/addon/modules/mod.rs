@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// One module, as found on disk.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Module {
     /// kebab-case name: the release name and the name in logs.
     pub(crate) name: String,

@@ -405,12 +405,45 @@ pub(crate) fn wait_established(
     Ok(())
 }
 
+/// A module's `crds/` dir could not be read.
+#[derive(Debug)]
+pub(crate) struct CrdFilesError {
+    pub(crate) module: String,
+    pub(crate) error: CrdError,
+}
+
+impl std::fmt::Display for CrdFilesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "module '{}': crds: {}", self.module, self.error)
+    }
+}
+
+/// A module's CRD files (logged when it has some).
+fn find(
+    m: &crate::addon::modules::Module,
+    filters: &[String],
+) -> Result<Vec<PathBuf>, CrdFilesError> {
+    let found = crd_files(&m.path, filters).map_err(|error| CrdFilesError {
+        module: m.name.clone(),
+        error,
+    })?;
+    if !found.is_empty() {
+        log::info(
+            "module CRD files found",
+            &[("module", &m.name), ("files", &found.len().to_string())],
+        );
+    }
+    Ok(found)
+}
+
 /// Every module's CRD files and the labels written on them.
 #[derive(Debug, Default)]
 pub(crate) struct ModuleCrds {
     pub(crate) extra_labels: BTreeMap<String, String>,
-    /// Same index as `Layout::modules`.
-    pub(crate) files: Vec<Vec<PathBuf>>,
+    /// Same index as `Layout::modules`; a reload appends the added modules'.
+    files: std::sync::RwLock<Vec<Vec<PathBuf>>>,
+    /// `--crd-filters`: which files of `crds/` are not CRDs.
+    filters: Vec<String>,
 }
 
 impl ModuleCrds {
@@ -421,22 +454,30 @@ impl ModuleCrds {
     ) -> Result<ModuleCrds, CrdError> {
         let mut files = Vec::with_capacity(modules.len());
         for m in modules {
-            let found = crd_files(&m.path, &settings.filters).map_err(|e| CrdError::Module {
-                module: m.name.clone(),
-                error: Box::new(e),
-            })?;
-            if !found.is_empty() {
-                log::info(
-                    "module CRD files found",
-                    &[("module", &m.name), ("files", &found.len().to_string())],
-                );
-            }
-            files.push(found);
+            files.push(find(m, &settings.filters).map_err(|e| CrdError::Module {
+                module: e.module,
+                error: Box::new(e.error),
+            })?);
         }
         Ok(ModuleCrds {
             extra_labels: settings.extra_labels.clone(),
-            files,
+            files: std::sync::RwLock::new(files),
+            filters: settings.filters.clone(),
         })
+    }
+
+    /// The CRD files of a module a reload added (not yet appended).
+    pub(crate) fn find(
+        &self,
+        module: &crate::addon::modules::Module,
+    ) -> Result<Vec<PathBuf>, CrdFilesError> {
+        find(module, &self.filters)
+    }
+
+    /// Appends the CRD files of the next module index (a reload's added module).
+    pub(crate) fn append(&self, files: Vec<PathBuf>) {
+        let mut all = self.files.write().unwrap_or_else(|p| p.into_inner());
+        all.push(files);
     }
 
     /// Installs the CRDs of `files` (every document tried; all errors joined), then
@@ -494,11 +535,13 @@ impl ModuleCrds {
         m: usize,
         name: &str,
     ) -> Result<(), CrdError> {
-        let Some(files) = self.files.get(m).filter(|f| !f.is_empty()) else {
+        let all = self.files.read().unwrap_or_else(|p| p.into_inner());
+        let Some(files) = all.get(m).filter(|f| !f.is_empty()).cloned() else {
             return Ok(());
         };
+        drop(all);
         let [created, updated, unchanged] = self
-            .install(client, files)
+            .install(client, &files)
             .map_err(|e| CrdError::Installing(Box::new(e)))?;
         log::info(
             "module CRDs installed",

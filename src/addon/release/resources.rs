@@ -107,7 +107,7 @@ impl ResourceMonitor {
             if !reported.insert(m) {
                 continue;
             }
-            let name = &self.shared.layout.modules[m].name;
+            let name = &self.shared.layout().modules[m].name;
             let resource = format!(
                 "{}/{}/{}",
                 obj.namespace.as_deref().unwrap_or(ns),
@@ -136,7 +136,7 @@ impl ResourceMonitor {
         if st.lifecycle.converge_status().2 {
             return Vec::new();
         }
-        let (layout, lifecycle) = (&self.shared.layout, &st.lifecycle);
+        let (layout, lifecycle) = (&self.shared.layout(), &st.lifecycle);
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = Vec::new();
         for (m, module) in layout.modules.iter().enumerate() {
@@ -245,7 +245,7 @@ impl ResourceMonitor {
     ) {
         let modules: BTreeSet<usize> = entries.iter().map(|(m, _)| *m).collect();
         for m in modules {
-            let name = &self.shared.layout.modules[m].name;
+            let name = &self.shared.layout().modules[m].name;
             log::error(
                 "resource monitor cannot list a module's objects; its other kinds and other modules are still checked",
                 &[

@@ -26,7 +26,8 @@ impl AddonHandler {
             let text = items.first()?.object.clone()?;
             serde_json::from_str::<serde_json::Value>(&text).ok()
         });
-        let keys = shared.layout.module_keys();
+        let layout = shared.layout();
+        let keys = layout.module_keys();
         let objects = self.settings_objects();
         let config = KubeConfig::from_object(object.as_ref(), &keys)
             .and_then(|c| self.with_objects(c, &objects))
@@ -61,7 +62,7 @@ impl AddonHandler {
         let reload = st.config.global != config.global || st.config.enabled != config.enabled;
         st.global.config = config.global.clone();
         let mut changed = Vec::new();
-        for (m, module) in shared.layout.modules.iter().enumerate() {
+        for (m, module) in shared.layout().modules.iter().enumerate() {
             let section = config.section(&module.key);
             let maintenance = |c: &KubeConfig| c.no_resource_reconciliation(&module.key);
             if st.modules[m].scope.config != section
@@ -77,7 +78,7 @@ impl AddonHandler {
             let event = "KubeConfigChanged".to_string();
             return shared.step_locked(&mut st, Input::ConvergeRequested { event });
         }
-        let layout = &shared.layout;
+        let layout = &shared.layout();
         let scripted = changed
             .iter()
             .any(|&m| layout.modules[m].enabled_script.is_some());
@@ -116,7 +117,7 @@ impl AddonHandler {
     /// Config schemas of the global section and of every module section: every
     /// error at once.
     pub(in crate::addon) fn check_config(&self, config: &KubeConfig) -> Result<(), ConfigError> {
-        let layout = &self.shared.layout;
+        let layout = &self.shared.layout();
         let mut errors: Vec<ConfigError> = Vec::new();
         let st = self.shared.lock();
         let invalid = |r: Result<(), _>| r.err().map(ConfigError::Invalid);
@@ -168,7 +169,7 @@ impl AddonHandler {
             return Err(ConfigError::Unreadable(bad));
         }
         let good: Vec<SettingsObject> = objects.iter().filter_map(|o| o.clone().ok()).collect();
-        let overlay = overlay(config, &good, &self.shared.layout.settings_names());
+        let overlay = overlay(config, &good, &self.shared.layout().settings_names());
         let mut reported = rt.reported.lock().unwrap_or_else(|p| p.into_inner());
         let now = (overlay.unknown.clone(), overlay.shadowed.clone());
         if reported.as_ref() != Some(&now) {

@@ -89,9 +89,10 @@ impl AddonHandler {
                 return shared.step(Input::EnabledFailed { error, now });
             }
         };
+        let layout = shared.layout();
         let names: Vec<&str> = enabled
             .iter()
-            .map(|&m| shared.layout.modules[m].name.as_str())
+            .map(|&m| layout.modules[m].name.as_str())
             .collect();
         log::info("enabled modules", &[("modules", &names.join(","))]);
         let tasks = shared.step(Input::Enabled {
@@ -119,7 +120,7 @@ impl AddonHandler {
                 }
             },
         };
-        let modules = (self.shared.layout.modules.iter().enumerate())
+        let modules = (self.shared.layout().modules.iter().enumerate())
             .filter(|(_, m)| m.has_chart && releases.contains(&m.name))
             .map(|(i, _)| i)
             .collect();
@@ -173,7 +174,7 @@ impl AddonHandler {
                 return Vec::new();
             }
         };
-        let known = |r: &String| self.shared.layout.modules.iter().any(|m| &m.name == r);
+        let known = |r: &String| self.shared.layout().modules.iter().any(|m| &m.name == r);
         let ignored = |r: &String| *r == self.shared.ignore_release;
         let mut purge: Vec<String> = releases
             .into_iter()
@@ -224,9 +225,9 @@ impl AddonHandler {
         let mut st = self.shared.lock();
         st.releases = enabled
             .iter()
-            .filter(|&&m| self.shared.layout.modules[m].has_chart)
+            .filter(|&&m| self.shared.layout().modules[m].has_chart)
             .map(|&m| {
-                let name = self.shared.layout.modules[m].name.clone();
+                let name = self.shared.layout().modules[m].name.clone();
                 let release = all.remove(&name);
                 (name, release)
             })

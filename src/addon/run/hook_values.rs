@@ -49,11 +49,11 @@ pub(crate) struct ValuesHook {
 impl HookValues for ValuesHook {
     fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, TaskError> {
         let st = self.shared.lock();
-        let (config, values) = match self.shared.owners.get(hook) {
+        let (config, values) = match self.shared.owner(hook) {
             Some(Owner::Global) => st.global_files()?,
             Some(Owner::Module(m)) => {
-                let enabled = st.enabled_names(&self.shared.layout, None);
-                st.module_files(*m, enabled)?
+                let enabled = st.enabled_names(&self.shared.layout(), None);
+                st.module_files(m, enabled)?
             }
             _ => return Ok(Vec::new()),
         };
@@ -77,12 +77,12 @@ impl HookValues for ValuesHook {
 
     fn run_metrics(&self, hook: usize, task: &Task) -> Option<RunMetrics<'_>> {
         let s = &self.shared;
-        let (family, module, m) = match s.owners.get(hook)? {
-            Owner::Global => (&s.metrics.global_hooks, "", None),
+        let (family, module, m) = match s.owner(hook)? {
+            Owner::Global => (&s.metrics.global_hooks, String::new(), None),
             Owner::Module(m) => (
                 &s.metrics.module_hooks,
-                s.layout.modules.get(*m)?.name.as_str(),
-                Some(*m),
+                s.layout().modules.get(m)?.name.clone(),
+                Some(m),
             ),
             Owner::ConfigMap => return None,
         };
@@ -102,7 +102,7 @@ impl HookValues for ValuesHook {
 impl ValuesHook {
     /// [`HookValues::apply`]: parses both patch files and applies them.
     fn apply_outputs(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), Error> {
-        let owner = self.shared.owners.get(hook).copied();
+        let owner = self.shared.owner(hook);
         if !matches!(owner, Some(Owner::Global | Owner::Module(_))) {
             return Ok(());
         }
@@ -322,7 +322,8 @@ impl ValuesHook {
         if key == spec::GLOBAL {
             return Some(key.to_string());
         }
-        let module = s.layout.modules.iter().find(|m| m.key == key)?;
+        let layout = s.layout();
+        let module = layout.modules.iter().find(|m| m.key == key)?;
         Some(module.name.clone())
     }
 }

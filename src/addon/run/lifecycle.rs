@@ -28,6 +28,8 @@
 //! | `DeleteStarted`, `DeleteFinished` | module delete | - |
 //! | `ConvergeDone` | converge, Done | a new `ConvergeModules(BeforeAll)` if afterAll changed global values or one was asked for meanwhile |
 //! | `Tick` (a retry is due) | router | the due retries |
+//! | `ModulesAdded` (a reload found new module dirs) | reload | - (disabled, after the running modules; the converge the reload asks for enables them) |
+//! | `HooksChanged` (a reload changed a module's hooks) | reload | if the module is started: the Enable tasks of its added hooks (their Synchronization), then a `ModuleRun` unless one is queued; otherwise nothing (its startup enables every hook it has then) |
 //!
 //! A converge runs the enabled modules **one order at a time** (the order is the
 //! number prefix of the module directory): the runs of one order are one
@@ -108,6 +110,18 @@ pub(crate) enum Input {
     },
     Tick {
         now: Instant,
+    },
+    /// Modules a reload found added, (name, order) each: they get the module
+    /// indices after the last one.
+    ModulesAdded {
+        modules: Vec<(String, u32)>,
+    },
+    /// A reload retired some of module `module`'s hooks and appended others;
+    /// `enable`: the Enable tasks of the appended ones.
+    HooksChanged {
+        module: usize,
+        enable: Vec<Task>,
+        event: String,
     },
 }
 
@@ -331,11 +345,42 @@ impl Lifecycle {
                 Vec::new()
             }
             Input::Tick { now } => self.tick(now),
+            Input::ModulesAdded { modules } => {
+                let added = modules.into_iter().map(|(name, order)| Module {
+                    name,
+                    order,
+                    ..Module::default()
+                });
+                self.modules.extend(added);
+                Vec::new()
+            }
+            Input::HooksChanged {
+                module,
+                enable,
+                event,
+            } => self.hooks_changed(module, enable, event),
         }
     }
 
     fn get(&self, m: usize) -> Option<&Module> {
         self.modules.get(m)
+    }
+
+    /// A started module's new hooks are enabled now and the module runs once; a
+    /// module not started (or being deleted) enables them at its next startup.
+    fn hooks_changed(&mut self, m: usize, enable: Vec<Task>, event: String) -> Vec<Task> {
+        let Some(s) = self
+            .get(m)
+            .filter(|s| s.enabled && s.started && s.kube_enabled)
+        else {
+            return Vec::new();
+        };
+        let queued = s.activity.queued();
+        let mut tasks = enable;
+        if self.converge.started_once && !queued {
+            tasks.push(self.queue_run(m, event));
+        }
+        tasks
     }
 
     fn run_task(&self, m: usize, event: String) -> Task {

@@ -471,3 +471,66 @@ fn a_converge_asked_for_while_an_order_is_held_back_starts_over() {
         ["ModuleRun:main:c:doStartup:KubeConfigChanged"]
     );
 }
+
+#[test]
+fn a_module_added_by_a_reload_is_disabled_until_a_converge_enables_it() {
+    let (mut l, _) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    finish(&mut l, 0);
+    l.step(Input::ConvergeDone { changed: false });
+    let added = vec![("d".to_string(), 1)];
+    assert!(names(l.step(Input::ModulesAdded { modules: added })).is_empty());
+    assert!(!l.is_enabled(3) && !l.is_started(3));
+    let event = "ModulesChanged".to_string();
+    let values = Input::ValuesChanged { module: 3, event };
+    assert!(names(l.step(values)).is_empty(), "not enabled yet");
+    let now = Instant::now();
+    let event = "ModulesChanged".to_string();
+    l.step(Input::ConvergeStarted { event, now });
+    let tasks = names(l.step(Input::Enabled {
+        modules: vec![0, 3],
+    }));
+    assert_eq!(
+        tasks,
+        [
+            "ModuleRun:main:a:ModulesChanged",
+            "ModuleRun:main:d:doStartup:ModulesChanged"
+        ]
+    );
+}
+
+#[test]
+fn a_started_module_s_new_hooks_are_enabled_then_it_runs_once() {
+    let (mut l, _) = started();
+    l.step(Input::Enabled { modules: vec![0] });
+    finish(&mut l, 0);
+    l.step(Input::ConvergeDone { changed: false });
+    let enable = vec![Task::enable(
+        crate::queue::TaskKind::EnableKubernetesBindings,
+        7,
+        "a/hooks/new.sh",
+    )];
+    let event = "ModuleHooksChanged".to_string();
+    let tasks = names(l.step(Input::HooksChanged {
+        module: 0,
+        enable: enable.clone(),
+        event: event.clone(),
+    }));
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(tasks[0].contains("a/hooks/new.sh"), "{tasks:?}");
+    assert_eq!(tasks[1], "ModuleRun:main:a:ModuleHooksChanged");
+    // Queued already: only the new Enable tasks.
+    let again = names(l.step(Input::HooksChanged {
+        module: 0,
+        enable: enable.clone(),
+        event: event.clone(),
+    }));
+    assert_eq!(again.len(), 1, "{again:?}");
+    // A module not started (here: never enabled) enables its hooks at startup.
+    let idle = Input::HooksChanged {
+        module: 1,
+        enable,
+        event,
+    };
+    assert!(names(l.step(idle)).is_empty());
+}

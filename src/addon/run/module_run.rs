@@ -135,7 +135,7 @@ impl AddonHandler {
 
     pub(in crate::addon) fn module_name(&self, m: usize) -> String {
         self.shared
-            .layout
+            .layout()
             .modules
             .get(m)
             .map(|m| m.name.clone())
@@ -172,7 +172,7 @@ impl AddonHandler {
         );
         self.note_phase(m, Phase::BeforeHelm);
         self.run_lifecycle(Owner::Module(m), BindingType::BeforeHelm)?;
-        if self.shared.layout.modules[m].has_chart {
+        if self.shared.layout().modules[m].has_chart {
             self.note_phase(m, Phase::Helm);
             self.helm_phase(m, event)?;
         }
@@ -200,11 +200,17 @@ impl AddonHandler {
         let hooks = self.shared.hooks_of(Owner::Module(m));
         let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
         for i in on_startup {
-            let hook = &self.shared.hooks[i];
+            let hooks = self.shared.hook_list();
+            let hook = &hooks[i];
             let task = Task::hook_run(i, &hook.name, false, false, BindingContext::on_startup());
             self.runner.run_hook(&task, "main")?;
         }
-        let kube_enabled = self.shared.lock().lifecycle.kube_enabled(m);
+        // The hooks are listed and the startup marked done under one lock: a
+        // reload that changes the module's hooks meanwhile (`reload/apply.rs`)
+        // comes wholly before (its hooks are listed here) or after (it enables
+        // them itself).
+        let mut st = self.shared.lock();
+        let kube_enabled = st.lifecycle.kube_enabled(m);
         let mut tasks = Vec::new();
         for (i, hook) in self.shared.hooks_of(Owner::Module(m)) {
             if hook.has_kube_bindings() && !kube_enabled {
@@ -222,7 +228,10 @@ impl AddonHandler {
                 ));
             }
         }
-        tasks.extend(self.shared.step(Input::StartupDone { module: m }));
+        tasks.extend(
+            self.shared
+                .step_locked(&mut st, Input::StartupDone { module: m }),
+        );
         Ok(tasks)
     }
 
@@ -250,11 +259,11 @@ impl AddonHandler {
             return Ok(());
         };
         let hooks = self.shared.hooks_of(Owner::Module(m));
-        let crds: BTreeSet<&str> = hooks
-            .flat_map(|(_, h)| h.config.conversion.iter().map(|b| b.crd_name.as_str()))
+        let crds: BTreeSet<String> = hooks
+            .flat_map(|(_, h)| h.config.conversion.into_iter().map(|b| b.crd_name))
             .collect();
         crds.into_iter()
-            .try_for_each(|crd| converter.configure(crd).map_err(Error::Webhooks))
+            .try_for_each(|crd| converter.configure(&crd).map_err(Error::Webhooks))
     }
 
     /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
@@ -270,10 +279,10 @@ impl AddonHandler {
     }
 
     pub(in crate::addon) fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), Error> {
-        let module = &self.shared.layout.modules[m];
+        let module = &self.shared.layout().modules[m];
         let (values, maintenance) = {
             let st = self.shared.lock();
-            let enabled = st.enabled_names(&self.shared.layout, None);
+            let enabled = st.enabled_names(&self.shared.layout(), None);
             let (_, values) = st.module_files(m, enabled)?;
             let section = values.get(&module.key).cloned().unwrap_or_default();
             st.modules[m]
@@ -423,7 +432,7 @@ impl AddonHandler {
                 kube.disable(i).map_err(Error::Monitor)?;
             }
         }
-        if self.shared.layout.modules[m].has_chart
+        if self.shared.layout().modules[m].has_chart
             && self.shared.helm.last_release(&name)?.is_some()
         {
             // As flant: only when there is a release to uninstall; a failure stops

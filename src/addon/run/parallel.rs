@@ -103,7 +103,7 @@ impl AddonHandler {
         match &task.target {
             Target::Addon(Step::ModuleRun { module, .. }) => *module == m,
             Target::Addon(_) => false,
-            Target::Hook(hook) => self.shared.owners.get(*hook) == Some(&Owner::Module(m)),
+            Target::Hook(hook) => self.shared.owner(*hook) == Some(Owner::Module(m)),
         }
     }
 }

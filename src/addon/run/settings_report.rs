@@ -35,7 +35,8 @@ impl AddonHandler {
             let mut phases = rt.phases.lock().unwrap_or_else(|p| p.into_inner());
             phases.remove(&m).unwrap_or(Phase::Startup)
         };
-        let Some(module) = self.shared.layout.modules.get(m) else {
+        let layout = self.shared.layout();
+        let Some(module) = layout.modules.get(m) else {
             return;
         };
         if !self
@@ -65,7 +66,7 @@ impl AddonHandler {
         if self.shared.settings.is_none() {
             return;
         }
-        if let Some(module) = self.shared.layout.modules.get(m) {
+        if let Some(module) = self.shared.layout().modules.get(m) {
             self.report(&module.name, &module.key, Some(m), Outcome::Disabled);
         }
     }

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 pub use endpoint::WebhookEndpoint;
 pub use etcd::Etcd;
+pub use spawn::{logged_and_tied, wait_for_stop_signal};
 
 /// A running etcd + kube-apiserver pair and the files to reach it.
 pub struct ControlPlane {

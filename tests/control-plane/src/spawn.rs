@@ -34,9 +34,9 @@ fn keeper() -> &'static Mutex<Sender<Request>> {
     })
 }
 
-/// Starts `cmd` with stdout and stderr appended to `log`, killed with SIGKILL when
-/// this process ends.
-pub fn kept(mut cmd: Command, log: &Path) -> Result<Child, String> {
+/// Sets `cmd` up to append stdout and stderr to `log`, with no stdin, and to get
+/// SIGKILL when the thread that forks it ends (`PR_SET_PDEATHSIG`).
+pub fn logged_and_tied(cmd: &mut Command, log: &Path) -> Result<(), String> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -53,6 +53,28 @@ pub fn kept(mut cmd: Command, log: &Path) -> Result<Child, String> {
             Ok(())
         });
     }
+    Ok(())
+}
+
+/// Blocks until SIGINT or SIGTERM arrives (the foreground `make cluster` and
+/// `make node`).
+pub fn wait_for_stop_signal() {
+    // SAFETY: sigset manipulation on a local set, then sigwait on it; no handlers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let mut sig = 0;
+        libc::sigwait(&set, &mut sig);
+    }
+}
+
+/// Starts `cmd` with stdout and stderr appended to `log`, killed with SIGKILL when
+/// this process ends.
+pub fn kept(mut cmd: Command, log: &Path) -> Result<Child, String> {
+    logged_and_tied(&mut cmd, log)?;
     let program = format!("{:?}", cmd.get_program());
     let (tx, rx) = channel();
     keeper()

@@ -31,21 +31,7 @@ fn main() -> ExitCode {
         "logs: {}/*.log; Ctrl-C stops the node and undoes its host changes",
         dir.display()
     );
-    wait_for_stop_signal();
+    control_plane::wait_for_stop_signal();
     drop(node);
     ExitCode::SUCCESS
-}
-
-/// Blocks until SIGINT or SIGTERM arrives.
-fn wait_for_stop_signal() {
-    // SAFETY: sigset manipulation on a local set, then sigwait on it; no handlers.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        let mut sig = 0;
-        libc::sigwait(&set, &mut sig);
-    }
 }

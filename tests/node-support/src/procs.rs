@@ -3,7 +3,6 @@
 //! start the node from a thread that outlives it: a test's main thread), stopped by
 //! their own pid, newest first, SIGTERM then SIGKILL.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,22 +23,7 @@ pub(crate) struct Procs {
 impl Procs {
     /// Starts `cmd` as `name`, stdout and stderr appended to `log`.
     pub(crate) fn start(&mut self, name: &str, mut cmd: Command, log: &Path) -> Result<(), String> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = file.try_clone().map_err(|e| e.to_string())?;
-        cmd.stdin(Stdio::null()).stdout(file).stderr(err);
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        control_plane::logged_and_tied(&mut cmd, log)?;
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {name} ({:?}): {e}", cmd.get_program()))?;

@@ -4,8 +4,8 @@
 //! config schema, the same check the ConfigMap's sections get. Each schema error
 //! is reported with its JSON path under the object (`spec.settings.replicas`).
 //!
-//! The schemas are copied at bind (they never change while the operator runs),
-//! so a review takes no lock of the engine. Runs on the admission server's
+//! The schemas are copied at bind, and again by a reload that adds modules or
+//! changes schemas (`addon/reload/`), so a review takes no lock of the engine. Runs on the admission server's
 //! handler threads, through [`BuiltinAdmission`].
 
 use super::spec::{GLOBAL, SettingsObject};
@@ -16,10 +16,21 @@ use std::collections::BTreeMap;
 
 /// Every module's (and `global`'s) config schema, by object name.
 pub(crate) struct Validator {
-    pub(crate) scopes: BTreeMap<String, Scope>,
+    scopes: std::sync::RwLock<BTreeMap<String, Scope>>,
 }
 
 impl Validator {
+    pub(crate) fn new(scopes: BTreeMap<String, Scope>) -> Validator {
+        Validator {
+            scopes: std::sync::RwLock::new(scopes),
+        }
+    }
+
+    /// Replaces the schemas (a reload's).
+    pub(crate) fn replace(&self, scopes: BTreeMap<String, Scope>) {
+        *self.scopes.write().unwrap_or_else(|p| p.into_inner()) = scopes;
+    }
+
     /// `Ok` when `request` (an AdmissionReview's) may be stored; else the denial.
     pub(crate) fn check(&self, request: &Value) -> Result<(), String> {
         let object = request.get("object").filter(|o| o.is_object());
@@ -27,8 +38,9 @@ impl Validator {
             return Ok(()); // DELETE and CONNECT carry no object to check.
         };
         let obj = SettingsObject::from_object(object).map_err(|e| e.to_string())?;
-        let Some(scope) = self.scopes.get(&obj.name) else {
-            return Err(unknown(&obj.name, self.scopes.keys()));
+        let scopes = self.scopes.read().unwrap_or_else(|p| p.into_inner());
+        let Some(scope) = scopes.get(&obj.name) else {
+            return Err(unknown(&obj.name, scopes.keys()));
         };
         if obj.name == GLOBAL && (obj.enabled.is_some() || obj.maintenance.is_some()) {
             return Err(format!(
@@ -109,7 +121,7 @@ mod tests {
             "global".to_string(),
             Scope::new("global", json!({}), Schemas::none()),
         );
-        Validator { scopes }
+        Validator::new(scopes)
     }
 
     fn request(name: &str, spec: Value) -> Value {

@@ -60,8 +60,8 @@ pub(in crate::addon) fn export(shared: &Shared, to: Direction) -> Result<Value, 
 }
 
 fn to_resources(shared: &Shared, hook: usize) -> Result<Value, SettingsError> {
-    let names = shared.layout.settings_names();
-    let keys = shared.layout.module_keys();
+    let layout = shared.layout();
+    let (names, keys) = (layout.settings_names(), layout.module_keys());
     let cm = configmap::read(&shared.client, &shared.namespace, &shared.config_map)
         .map_err(|e| SettingsError::Other(e.to_string()))?;
     let config = KubeConfig::from_object(cm.as_ref(), &keys)
@@ -103,7 +103,8 @@ fn to_resources(shared: &Shared, hook: usize) -> Result<Value, SettingsError> {
 }
 
 fn to_configmap(shared: &Shared) -> Result<Value, SettingsError> {
-    let names = shared.layout.settings_names();
+    let layout = shared.layout();
+    let names = layout.settings_names();
     let objects = super::list(&shared.client)?;
     let mut remove = Vec::new();
     let mut entries = Vec::new();

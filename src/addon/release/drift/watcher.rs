@@ -155,7 +155,7 @@ impl DriftWatcher {
             let now = Instant::now();
             if now >= next_refresh {
                 next_refresh = now + self.period;
-                for m in 0..self.shared.layout.modules.len() {
+                for m in 0..self.shared.layout().modules.len() {
                     self.refresh(m);
                 }
             }
@@ -176,7 +176,7 @@ impl DriftWatcher {
     fn notice(&mut self, notice: Notice) {
         match notice {
             Notice::Released { module, ok } => {
-                let name = self.shared.layout.modules[module].name.clone();
+                let name = self.shared.layout().modules[module].name.clone();
                 for key in self.tracker.run_done(module, ok, Instant::now()) {
                     (self.shared.metrics.module_drift_correction_failures_total)
                         .with_label_values(&[&name, kind_of(&key), "failed"])
@@ -195,7 +195,11 @@ impl DriftWatcher {
 
     /// Reads module `m`'s release manifest again and judges its watched objects.
     fn refresh(&mut self, m: usize) {
-        let module = &self.shared.layout.modules[m];
+        let layout = self.shared.layout();
+        // A module index the layout has not (yet) is nothing to watch.
+        let Some(module) = layout.modules.get(m) else {
+            return;
+        };
         let (name, key) = (module.name.clone(), module.key.clone());
         let watched = {
             let st = self.shared.lock();
@@ -410,7 +414,7 @@ impl DriftWatcher {
     }
 
     fn act(&mut self, action: Action) {
-        let module = |m: usize| self.shared.layout.modules[m].name.clone();
+        let module = |m: usize| self.shared.layout().modules[m].name.clone();
         let metrics = &self.shared.metrics;
         match action {
             Action::Report { key, module: m } => {
@@ -462,7 +466,7 @@ impl DriftWatcher {
     /// Dry-runs the manifest's object (server-side apply, forced) and, when the
     /// server takes it, asks the lifecycle for a correcting run.
     fn correct(&mut self, key: &str, m: usize) {
-        let name = self.shared.layout.modules[m].name.clone();
+        let name = self.shared.layout().modules[m].name.clone();
         let metrics = &self.shared.metrics;
         if let Err(refusal) = self.dry_run(key).map_err(|e| e.to_string()) {
             log::error(
@@ -546,9 +550,13 @@ impl DriftWatcher {
     }
 
     /// Module `m`'s drift settings: a reload's, or discovery's.
-    fn settings_of(&self, m: usize) -> &crate::addon::modules::drift_settings::Settings {
-        let first = &self.shared.layout.modules[m].drift;
-        self.settings.get(&m).unwrap_or(first)
+    fn settings_of(&self, m: usize) -> crate::addon::modules::drift_settings::Settings {
+        match self.settings.get(&m) {
+            Some(s) => s.clone(),
+            None => (self.shared.layout().modules.get(m))
+                .map(|module| module.drift.clone())
+                .unwrap_or_default(),
+        }
     }
 
     fn mode_of(&self, m: usize) -> Mode {
@@ -560,7 +568,7 @@ impl DriftWatcher {
         let mut report: BTreeMap<String, Vec<Drifted>> = BTreeMap::new();
         let mut counts: BTreeMap<(String, String), i64> = BTreeMap::new();
         for (key, entry) in self.tracker.drifted() {
-            let module = self.shared.layout.modules[entry.module].name.clone();
+            let module = self.shared.layout().modules[entry.module].name.clone();
             *counts
                 .entry((module.clone(), kind_of(key).to_string()))
                 .or_default() += 1;
