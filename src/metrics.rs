@@ -52,8 +52,8 @@ pub struct Metrics {
     /// shell-operator's `hook_run_*` and `task_wait_in_queue_seconds_total`.
     pub(crate) hook_run: HookRunMetrics,
     pub(crate) tasks_queue_compaction_operations_total: CounterVec,
-    /// `{queue,task,cause}`: failed task runs by the kind of failure
-    /// ([`Cause`](crate::queue::Cause)); ours, flant has no such family.
+    /// `{queue,task,cause}`: failed task runs by the kind of failure (the
+    /// label values of `queue::Cause`); ours, flant has no such family.
     task_errors_total: CounterVec,
     /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`:
     /// registered so flant's name exists, never set (flant sets it only in code paths
@@ -274,10 +274,11 @@ impl Metrics {
         })
     }
 
-    /// Counts one failed run of a `task` (its kind's name) on `queue`.
-    pub(crate) fn task_error(&self, queue: &str, task: &str, cause: crate::queue::Cause) {
+    /// Counts one failed run of a `task` (its kind's name) on `queue`, by its
+    /// `cause` (a `queue::Cause` label value: metrics does not depend on queue).
+    pub(crate) fn task_error(&self, queue: &str, task: &str, cause: &str) {
         self.task_errors_total
-            .with_label_values(&[queue, task, cause.as_str()])
+            .with_label_values(&[queue, task, cause])
             .inc();
     }
 

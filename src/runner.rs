@@ -420,7 +420,7 @@ impl Handler for Runner {
         if crate::process::shutdown_requested() {
             return;
         }
-        (self.metrics).task_error(queue, task.kind.as_str(), error.cause());
+        (self.metrics).task_error(queue, task.kind.as_str(), error.cause().as_str());
     }
 
     fn compacted(&self, queue: &str, hook: &str) {

@@ -62,7 +62,7 @@ impl AddonHandler {
                 (self.runner.metrics).task_error(
                     crate::startup::MAIN_QUEUE,
                     TaskKind::ModuleRun.as_str(),
-                    failure.cause(),
+                    failure.cause().as_str(),
                 );
                 log::error(
                     "module run failed, will retry",
