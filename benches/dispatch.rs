@@ -18,7 +18,6 @@ use shell_operator::queue::worker::{SharedView, Worker};
 use shell_operator::runner::Runner;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 400;
@@ -89,18 +88,12 @@ fn operator_runs(hook_path: &Path, tmp: &Path, n: usize) -> Duration {
     executor.prepare_tmp_dir().expect("tmp");
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
-    let runner = Runner {
-        hooks: Arc::new(vec![hook]).into(),
+    let runner = Runner::without_cluster(
+        Arc::new(vec![hook]).into(),
         executor,
-        metrics: Arc::new(Metrics::new("bench_").expect("metrics")),
-        scheduler: sched_tx,
-        startup_left: AtomicUsize::new(0),
-        ready: Arc::new(AtomicBool::new(true)),
-        kube: None,
-        patcher: Err("no cluster in this benchmark".into()),
-        jq_library: None,
-        values: None,
-    };
+        Arc::new(Metrics::new("bench_").expect("metrics")),
+        sched_tx,
+    );
     let (task_tx, task_rx) = crossbeam_channel::unbounded();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
     let view: SharedView = Arc::default();

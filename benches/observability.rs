@@ -26,7 +26,6 @@ use shell_operator::runner::Runner;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::{Duration, Instant};
 
 const WARMUP: usize = 1_000;
@@ -247,23 +246,17 @@ fn rss_growth(dir: &Path, runs: usize) {
     let (sched_tx, _sched_rx) = crossbeam_channel::unbounded();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
     let handler = Arc::new(common::Counting {
-        inner: Runner {
-            hooks: Arc::new(
+        inner: Runner::without_cluster(
+            Arc::new(
                 (0..QUEUES)
                     .map(|i| common::plain_hook(&format!("metrics-{i}.sh"), &hook_path))
                     .collect::<Vec<_>>(),
             )
             .into(),
             executor,
-            metrics: Arc::clone(&metrics),
-            scheduler: sched_tx,
-            startup_left: AtomicUsize::new(0),
-            ready: Arc::new(AtomicBool::new(true)),
-            kube: None,
-            patcher: Err("no cluster in this benchmark".into()),
-            jq_library: None,
-            values: None,
-        },
+            Arc::clone(&metrics),
+            sched_tx,
+        ),
         done: done_tx,
     });
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);

@@ -15,7 +15,6 @@ mod common;
 
 use shell_operator::executor::Executor;
 use shell_operator::hook::Hook;
-use shell_operator::hook::config::{AdmissionBinding, ConfigVersion, HookConfig, Settings};
 use shell_operator::hook::limiter::TokenBucket;
 use shell_operator::metrics::Metrics;
 use shell_operator::webhook::admission::{self, Admission};
@@ -168,29 +167,8 @@ fn percentile(v: &mut [Duration], q: f64) -> Duration {
 
 /// The admission server with one validating binding `bench.example.com`.
 fn start_server(hook_path: &Path, work: &Path) -> u16 {
-    let binding = AdmissionBinding {
-        name: "bench.example.com".into(),
-        group: None,
-        include_snapshots_from: vec![],
-        rules: vec![],
-        failure_policy: None,
-        side_effects: "None".into(),
-        timeout_seconds: 10,
-        match_conditions: vec![],
-        label_selector: None,
-        namespace_label_selector: None,
-    };
-    let config = HookConfig {
-        version: ConfigVersion::V1,
-        on_startup: None,
-        schedule: vec![],
-        kubernetes: vec![],
-        validating: vec![binding],
-        mutating: vec![],
-        conversion: vec![],
-        settings: Settings::default(),
-        lifecycle: Default::default(),
-    };
+    let text = "configVersion: v1\nkubernetesValidating:\n- name: bench.example.com\n  sideEffects: None\n  timeoutSeconds: 10\n";
+    let config = shell_operator::hook::config::parse("allow.sh", text).expect("config");
     let hook = Hook {
         name: "allow.sh".into(),
         path: hook_path.to_path_buf(),
@@ -211,14 +189,12 @@ fn start_server(hook_path: &Path, work: &Path) -> u16 {
     let metrics = Arc::new(Metrics::new("bench_").expect("metrics"));
     let handler = Admission {
         routes: admission::routes(&hooks).expect("routes"),
-        runner: Arc::new(HookRunner {
-            hooks: Arc::clone(&hooks),
+        runner: Arc::new(HookRunner::new(
+            Arc::clone(&hooks),
             executor,
-            metrics: Arc::clone(&metrics),
-            snapshots: Arc::new(|_: &str, _: &[String]| Default::default()),
-            patcher: None,
-            jq_library: None,
-        }),
+            Arc::clone(&metrics),
+            Arc::new(|_: &str, _: &[String]| Default::default()),
+        )),
         metrics: Arc::new(WebhookMetrics::register("bench_", &metrics).expect("metrics")),
         builtins: Default::default(),
     };

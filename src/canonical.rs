@@ -16,6 +16,53 @@
 
 use std::borrow::Cow;
 
+/// Why a text is not the JSON it should be: what was expected, and at which
+/// byte of the text.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ScanError {
+    what: String,
+    at: usize,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.at)
+    }
+}
+
+/// Why an object, a value or a list could not be made canonical.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CanonicalError {
+    /// The object's text is not JSON.
+    Object(ScanError),
+    /// The text is JSON but not an object.
+    NotObject,
+    /// The canonical text of an object is not UTF-8 (a bug: it is written from
+    /// UTF-8 input).
+    Utf8(std::str::Utf8Error),
+    /// A value's text is not JSON.
+    Value(ScanError),
+    /// The canonical text of a value is not UTF-8.
+    Text(std::str::Utf8Error),
+    /// A LIST response is not JSON of a list.
+    List(ScanError),
+}
+
+impl std::fmt::Display for CanonicalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CanonicalError::Object(e) => write!(f, "bad object: {e}"),
+            CanonicalError::NotObject => f.write_str("bad object: not a JSON object"),
+            CanonicalError::Utf8(e) => write!(f, "bad object: {e}"),
+            CanonicalError::Value(e) => e.fmt(f),
+            CanonicalError::Text(e) => e.fmt(f),
+            CanonicalError::List(e) => write!(f, "bad list: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CanonicalError {}
+
 /// The metadata read while writing an object.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Meta {
@@ -33,10 +80,10 @@ pub struct Meta {
 pub(crate) fn canonicalize(
     text: &str,
     type_meta: Option<(&str, &str)>,
-) -> Result<(String, Meta), String> {
+) -> Result<(String, Meta), CanonicalError> {
     let mut buf = Vec::with_capacity(text.len() + 64);
     let meta = canonicalize_into(text, type_meta, &mut buf)?;
-    let text = String::from_utf8(buf).map_err(|e| format!("bad object: {e}"))?;
+    let text = String::from_utf8(buf).map_err(|e| CanonicalError::Utf8(e.utf8_error()))?;
     Ok((text, meta))
 }
 
@@ -47,7 +94,7 @@ pub(crate) fn canonicalize(
 pub(crate) fn canonical_arc(
     text: &str,
     type_meta: Option<(&str, &str)>,
-) -> Result<(std::sync::Arc<str>, Meta), String> {
+) -> Result<(std::sync::Arc<str>, Meta), CanonicalError> {
     thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -58,7 +105,7 @@ pub(crate) fn canonical_arc(
         buf.clear();
         buf.reserve(text.len() + 64);
         let out = canonicalize_into(text, type_meta, &mut buf).and_then(|meta| {
-            let json = std::str::from_utf8(&buf).map_err(|e| format!("bad object: {e}"))?;
+            let json = std::str::from_utf8(&buf).map_err(CanonicalError::Utf8)?;
             Ok((std::sync::Arc::from(json), meta))
         });
         if buf.capacity() <= KEEP {
@@ -74,29 +121,31 @@ fn canonicalize_into(
     text: &str,
     type_meta: Option<(&str, &str)>,
     buf: &mut Vec<u8>,
-) -> Result<Meta, String> {
+) -> Result<Meta, CanonicalError> {
     crate::parse_count::parsed(text);
     let mut s = Scanner::checking(text);
     s.buf = std::mem::take(buf);
     s.skip_ws();
     if s.peek() != Some(b'{') {
         *buf = s.buf;
-        return Err("bad object: not a JSON object".into());
+        return Err(CanonicalError::NotObject);
     }
     let mut meta = Meta::default();
     let result = s
         .object(0, true, Some((&mut meta, type_meta)))
         .and_then(|()| s.end())
-        .map_err(|e| format!("bad object: {e}"));
+        .map_err(CanonicalError::Object);
     *buf = s.buf;
     result.map(|()| meta)
 }
 
 /// The canonical text of any JSON value (a jq filter's result, say).
-pub(crate) fn canonical_value(text: &str) -> Result<String, String> {
+pub(crate) fn canonical_value(text: &str) -> Result<String, CanonicalError> {
     let mut s = Scanner::new(text);
-    s.value(0, true).and_then(|()| s.end())?;
-    String::from_utf8(s.buf).map_err(|e| e.to_string())
+    s.value(0, true)
+        .and_then(|()| s.end())
+        .map_err(CanonicalError::Value)?;
+    String::from_utf8(s.buf).map_err(|e| CanonicalError::Text(e.utf8_error()))
 }
 
 /// A LIST response (`{"metadata":{...},"items":[...],...}`) split, not decoded:
@@ -111,21 +160,20 @@ pub(crate) struct ListParts<'a> {
 }
 
 /// Splits a LIST response; see [`ListParts`]. `"items": null` is no items.
-pub(crate) fn split_list(text: &str) -> Result<ListParts<'_>, String> {
+pub(crate) fn split_list(text: &str) -> Result<ListParts<'_>, CanonicalError> {
     let mut s = Scanner::checking(text);
     let mut parts = ListParts {
         items: Vec::new(),
         metadata: None,
     };
-    s.expect(b'{').map_err(|e| format!("bad list: {e}"))?;
+    s.expect(b'{').map_err(CanonicalError::List)?;
     s.skip_ws();
     if s.peek() == Some(b'}') {
         s.pos += 1;
     } else {
-        s.list_entries(&mut parts)
-            .map_err(|e| format!("bad list: {e}"))?;
+        s.list_entries(&mut parts).map_err(CanonicalError::List)?;
     }
-    s.end().map_err(|e| format!("bad list: {e}"))?;
+    s.end().map_err(CanonicalError::List)?;
     Ok(parts)
 }
 
@@ -214,7 +262,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The entries of a LIST response's top object, up to its `}`.
-    fn list_entries(&mut self, parts: &mut ListParts<'a>) -> Result<(), String> {
+    fn list_entries(&mut self, parts: &mut ListParts<'a>) -> Result<(), ScanError> {
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
@@ -244,7 +292,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The items array: each element's text, skipped over.
-    fn list_items(&mut self, items: &mut Vec<&'a str>) -> Result<(), String> {
+    fn list_items(&mut self, items: &mut Vec<&'a str>) -> Result<(), ScanError> {
         self.pos += 1;
         self.skip_ws();
         if self.peek() == Some(b']') {
@@ -282,11 +330,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn error(&self, what: &str) -> String {
-        format!("{what} at byte {}", self.pos)
+    fn error(&self, what: &str) -> ScanError {
+        ScanError {
+            what: what.to_string(),
+            at: self.pos,
+        }
     }
 
-    fn expect(&mut self, byte: u8) -> Result<(), String> {
+    fn expect(&mut self, byte: u8) -> Result<(), ScanError> {
         self.skip_ws();
         if self.peek() != Some(byte) {
             return Err(self.error(&format!("expected '{}'", byte as char)));
@@ -296,7 +347,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Nothing but whitespace may follow the value.
-    fn end(&mut self) -> Result<(), String> {
+    fn end(&mut self) -> Result<(), ScanError> {
         self.skip_ws();
         match self.peek() {
             None => Ok(()),
@@ -307,7 +358,7 @@ impl<'a> Scanner<'a> {
     /// Reads one value; with `emit`, appends its canonical text to the buffer,
     /// else only checks it (an object's entries are checked first, then written
     /// in key order).
-    fn value(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+    fn value(&mut self, depth: usize, emit: bool) -> Result<(), ScanError> {
         self.skip_ws();
         match self.peek() {
             Some(b'{') => self.object(depth, emit, None),
@@ -333,7 +384,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn literal(&mut self, word: &str, emit: bool) -> Result<(), String> {
+    fn literal(&mut self, word: &str, emit: bool) -> Result<(), ScanError> {
         if !self.text[self.pos..].starts_with(word) {
             return Err(self.error("expected a JSON value"));
         }
@@ -346,7 +397,7 @@ impl<'a> Scanner<'a> {
 
     /// A string's raw text, quotes included, and whether it has escapes (checked
     /// by serde_json when it decodes them).
-    fn string(&mut self) -> Result<(&'a str, bool), String> {
+    fn string(&mut self) -> Result<(&'a str, bool), ScanError> {
         let start = self.pos;
         let bytes = self.text.as_bytes();
         let mut escaped = false;
@@ -380,7 +431,7 @@ impl<'a> Scanner<'a> {
 
     /// A number by JSON's grammar. An integer that fits an `i64` (not `-0`) is
     /// already in serde_json's form; any other goes through serde_json.
-    fn number(&mut self, emit: bool) -> Result<(), String> {
+    fn number(&mut self, emit: bool) -> Result<(), ScanError> {
         let bytes = self.text.as_bytes();
         let start = self.pos;
         let digits = |pos: &mut usize| {
@@ -427,7 +478,7 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    fn array(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+    fn array(&mut self, depth: usize, emit: bool) -> Result<(), ScanError> {
         if depth >= MAX_DEPTH {
             return Err(self.error("nested too deep"));
         }
@@ -464,7 +515,7 @@ impl<'a> Scanner<'a> {
         value: std::ops::Range<usize>,
         depth: usize,
         emit: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), ScanError> {
         self.pos = value.start;
         self.value(depth + 1, emit)?;
         if self.pos != value.end {
@@ -476,7 +527,7 @@ impl<'a> Scanner<'a> {
     /// Moves past the value at `pos` without checking it: strings are jumped over,
     /// brackets counted, a scalar ends at the next delimiter. Whatever is skipped
     /// is checked when it is written, which must end exactly here.
-    fn skip(&mut self) -> Result<(), String> {
+    fn skip(&mut self) -> Result<(), ScanError> {
         let bytes = self.text.as_bytes();
         let mut depth = 0usize;
         let mut pos = self.pos;
@@ -522,7 +573,7 @@ impl<'a> Scanner<'a> {
     /// Reads an object: its entries (keys, and where their values are) are
     /// checked first, then, with `emit`, written in key order, each value read
     /// again from the input and written as it is read.
-    fn object(&mut self, depth: usize, emit: bool, top: Top<'_, '_>) -> Result<(), String> {
+    fn object(&mut self, depth: usize, emit: bool, top: Top<'_, '_>) -> Result<(), ScanError> {
         if depth >= MAX_DEPTH {
             return Err(self.error("nested too deep"));
         }
@@ -551,7 +602,7 @@ impl<'a> Scanner<'a> {
     /// Pushes the entries of the object whose first key is next, up to its `}`.
     /// Values to be written are only skipped here (writing checks them); others
     /// are checked now.
-    fn read_entries(&mut self, depth: usize, emit: bool) -> Result<(), String> {
+    fn read_entries(&mut self, depth: usize, emit: bool) -> Result<(), ScanError> {
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
@@ -616,7 +667,7 @@ impl<'a> Scanner<'a> {
         first: usize,
         depth: usize,
         mut meta: Option<&mut Meta>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ScanError> {
         // Stable, so of equal keys the last stays last.
         self.entries[first..].sort_by(|a, b| a.key.cmp(&b.key));
         self.buf.push(b'{');

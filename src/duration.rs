@@ -9,7 +9,7 @@ const UNITS: &str = "ns, us, µs, ms, s, m, h";
 
 /// Parse a Go duration. "0" alone is allowed, as in Go. Negative durations
 /// (valid in Go) are rejected because nothing here can use them.
-pub(crate) fn go_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn go_duration(s: &str) -> Result<Duration, DurationError> {
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -19,9 +19,9 @@ pub(crate) fn go_duration(s: &str) -> Result<Duration, String> {
         return Ok(Duration::ZERO);
     }
     if body.is_empty() {
-        return Err(format!(
-            "invalid duration {s:?}: expected a number with a unit like 30s"
-        ));
+        return Err(
+            format!("invalid duration {s:?}: expected a number with a unit like 30s").into(),
+        );
     }
     let mut nanos: u128 = 0;
     let mut rest = body;
@@ -31,16 +31,15 @@ pub(crate) fn go_duration(s: &str) -> Result<Duration, String> {
         rest = tail;
     }
     if neg && nanos > 0 {
-        return Err(format!(
-            "invalid duration {s:?}: negative durations are not allowed"
-        ));
+        return Err(format!("invalid duration {s:?}: negative durations are not allowed").into());
     }
-    let nanos = u64::try_from(nanos).map_err(|_| format!("invalid duration {s:?}: too large"))?;
+    let nanos = u64::try_from(nanos)
+        .map_err(|_| DurationError::from(format!("invalid duration {s:?}: too large")))?;
     Ok(Duration::from_nanos(nanos))
 }
 
 /// One `<number><unit>` component at the start of `rest`: its nanoseconds and the tail.
-fn component<'a>(orig: &str, rest: &'a str) -> Result<(u128, &'a str), String> {
+fn component<'a>(orig: &str, rest: &'a str) -> Result<(u128, &'a str), DurationError> {
     let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let int_len = digits(rest);
     let (int_part, mut tail) = rest.split_at(int_len);
@@ -51,9 +50,7 @@ fn component<'a>(orig: &str, rest: &'a str) -> Result<(u128, &'a str), String> {
         tail = &after_dot[n..];
     }
     if int_part.is_empty() && frac_part.is_empty() {
-        return Err(format!(
-            "invalid duration {orig:?}: expected a number at {rest:?}"
-        ));
+        return Err(format!("invalid duration {orig:?}: expected a number at {rest:?}").into());
     }
     let unit_len = tail
         .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -71,17 +68,17 @@ fn component<'a>(orig: &str, rest: &'a str) -> Result<(u128, &'a str), String> {
     Ok((total, tail))
 }
 
-fn parse_digits(orig: &str, d: &str) -> Result<u128, String> {
+fn parse_digits(orig: &str, d: &str) -> Result<u128, DurationError> {
     if d.is_empty() {
         return Ok(0);
     }
     // Overlong fractions only lose precision below a nanosecond; cap them.
     let d = &d[..d.len().min(30)];
     d.parse()
-        .map_err(|_| format!("invalid duration {orig:?}: number too large"))
+        .map_err(|_| DurationError::from(format!("invalid duration {orig:?}: number too large")))
 }
 
-fn unit_nanos(orig: &str, unit: &str) -> Result<u128, String> {
+fn unit_nanos(orig: &str, unit: &str) -> Result<u128, DurationError> {
     Ok(match unit {
         "ns" => 1,
         "us" | "µs" | "μs" => 1_000,
@@ -90,17 +87,44 @@ fn unit_nanos(orig: &str, unit: &str) -> Result<u128, String> {
         "m" => 60_000_000_000,
         "h" => 3_600_000_000_000,
         "" => {
-            return Err(format!(
-                "invalid duration {orig:?}: missing unit (accepted: {UNITS})"
-            ));
+            return Err(
+                format!("invalid duration {orig:?}: missing unit (accepted: {UNITS})").into(),
+            );
         }
         other => {
             return Err(format!(
                 "invalid duration {orig:?}: unknown unit {other:?} (accepted: {UNITS})"
-            ));
+            )
+            .into());
         }
     })
 }
+
+/// Why a Go duration (`30s`, `1h2m`) was refused: the text and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DurationError {
+    problem: String,
+}
+
+impl From<String> for DurationError {
+    fn from(problem: String) -> DurationError {
+        DurationError { problem }
+    }
+}
+
+impl From<&str> for DurationError {
+    fn from(problem: &str) -> DurationError {
+        DurationError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for DurationError {}
 
 #[cfg(test)]
 mod tests {
@@ -157,7 +181,11 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
-            assert_eq!(go_duration(input).unwrap_err(), *want, "input {input:?}");
+            assert_eq!(
+                go_duration(input).unwrap_err().to_string(),
+                *want,
+                "input {input:?}"
+            );
         }
     }
 }

@@ -165,7 +165,7 @@ impl Drop for TempFiles {
 impl Executor {
     /// Creates the tmp dir (mode 0700) if needed and checks it is ours and no
     /// symlink (see `tmp_dir.rs`).
-    pub fn prepare_tmp_dir(&self) -> Result<(), String> {
+    pub fn prepare_tmp_dir(&self) -> Result<(), crate::tmp_dir::TmpDirError> {
         crate::tmp_dir::prepare(&self.tmp_dir)
     }
 

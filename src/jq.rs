@@ -35,13 +35,10 @@ impl JqFilter {
         code: &str,
         library_path: Option<&Path>,
         var_names: &[&str],
-    ) -> Result<JqFilter, String> {
+    ) -> Result<JqFilter, JqError> {
         let depth = nesting(code);
         if depth > MAX_NESTING {
-            return Err(format!(
-                "jq filter nests too deeply ({depth} levels of brackets, operators and \
-                 keywords; at most {MAX_NESTING})"
-            ));
+            return Err(JqError::TooDeep { depth });
         }
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
@@ -80,7 +77,7 @@ impl JqFilter {
                         }
                     }
                 }
-                format!("cannot parse jq filter: {}", text.join("; "))
+                JqError::Parse(text)
             })?;
         let names: Vec<String> = var_names.iter().map(|n| format!("${n}")).collect();
         let filter = Compiler::default()
@@ -95,10 +92,7 @@ impl JqFilter {
                             .map(|(name, kind)| format!("{name} ({kind:?})"))
                     })
                     .collect();
-                format!(
-                    "cannot compile jq filter: undefined {}",
-                    undefined.join(", ")
-                )
+                JqError::Undefined(undefined)
             })?;
         Ok(JqFilter {
             filter,
@@ -107,19 +101,16 @@ impl JqFilter {
     }
 
     /// Runs the filter on `input` with the global variables' values; returns every output.
-    pub(crate) fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, String> {
+    pub(crate) fn run(&self, input: &Value, vars: &[Value]) -> Result<Vec<Value>, JqError> {
         let out = self.run_val(to_val(input)?, vars)?;
         out.iter().map(from_val).collect()
     }
 
     /// Runs the filter on a jq value; returns jq values.
-    fn run_val(&self, input: Val, vars: &[Value]) -> Result<Vec<Val>, String> {
+    fn run_val(&self, input: Val, vars: &[Value]) -> Result<Vec<Val>, JqError> {
         if vars.len() != self.var_count {
-            return Err(format!(
-                "jq filter expects {} variables, got {}",
-                self.var_count,
-                vars.len()
-            ));
+            let (expected, got) = (self.var_count, vars.len());
+            return Err(JqError::Vars { expected, got });
         }
         let vals = vars.iter().map(to_val).collect::<Result<Vec<_>, _>>()?;
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new(vals));
@@ -128,10 +119,10 @@ impl JqFilter {
             match result {
                 Ok(v) => out.push(v),
                 Err(exn) => match exn.get_err() {
-                    Ok(e) => return Err(format!("jq error: {e}")),
+                    Ok(e) => return Err(JqError::Runtime(e.to_string())),
                     Err(exn) => match exn.get_halt() {
                         Ok(0) | Err(_) => break,
-                        Ok(code) => return Err(format!("jq halted with exit code {code}")),
+                        Ok(code) => return Err(JqError::Halted(code.to_string())),
                     },
                 },
             }
@@ -143,13 +134,13 @@ impl JqFilter {
     /// [`apply`](Self::apply) from the input's JSON text to the result's canonical
     /// JSON text (keys sorted, as serde_json writes a value), with no serde_json
     /// value tree on the way: the monitor's per-object path.
-    pub(crate) fn apply_text(&self, input: &str) -> Result<String, String> {
+    pub(crate) fn apply_text(&self, input: &str) -> Result<String, JqError> {
         self.apply_input(read_input(input)?)
     }
 
     /// [`apply_text`](Self::apply_text) on an input already read ([`read_input`]),
     /// so several filters of one object share one reading of it.
-    pub(crate) fn apply_input(&self, input: JqInput) -> Result<String, String> {
+    pub(crate) fn apply_input(&self, input: JqInput) -> Result<String, JqError> {
         let out = self.run_val(input, &[])?;
         let text = match out.as_slice() {
             [] => "null".to_string(),
@@ -159,12 +150,12 @@ impl JqFilter {
                 format!("[{}]", parts.join(","))
             }
         };
-        crate::canonical::canonical_value(&text).map_err(|e| format!("jq output is not JSON: {e}"))
+        crate::canonical::canonical_value(&text).map_err(|e| JqError::Output(e.to_string()))
     }
 
     /// flant's filter result: one output is that value, several are an array of them,
     /// none is `null`.
-    pub(crate) fn apply(&self, input: &Value) -> Result<Value, String> {
+    pub(crate) fn apply(&self, input: &Value) -> Result<Value, JqError> {
         let mut out = self.run(input, &[])?;
         Ok(match out.len() {
             0 => Value::Null,
@@ -231,19 +222,75 @@ fn near(at: &str) -> String {
 pub(crate) type JqInput = Val;
 
 /// Reads a filter's input from JSON text (one parse, counted).
-pub(crate) fn read_input(text: &str) -> Result<JqInput, String> {
+pub(crate) fn read_input(text: &str) -> Result<JqInput, JqError> {
     crate::parse_count::parsed(text);
     let mut de = serde_json::Deserializer::from_str(text);
-    Val::deserialize(&mut de).map_err(|e| format!("cannot read input for jq: {e}"))
+    Val::deserialize(&mut de).map_err(|e| JqError::Input(e.to_string()))
 }
 
-fn to_val(v: &Value) -> Result<Val, String> {
-    Val::deserialize(v).map_err(|e| format!("cannot convert input for jq: {e}"))
+fn to_val(v: &Value) -> Result<Val, JqError> {
+    Val::deserialize(v).map_err(|e| JqError::Convert(e.to_string()))
 }
 
-fn from_val(v: &Val) -> Result<Value, String> {
-    serde_json::from_str(&v.to_string()).map_err(|e| format!("jq output is not JSON: {e}"))
+fn from_val(v: &Val) -> Result<Value, JqError> {
+    serde_json::from_str(&v.to_string()).map_err(|e| JqError::Output(e.to_string()))
 }
+
+/// Why a jq filter could not be compiled or run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JqError {
+    /// The filter nests deeper than jaq can take without overflowing a stack.
+    TooDeep { depth: usize },
+    /// The filter (or a module it loads) does not parse: every problem.
+    Parse(Vec<String>),
+    /// The filter names functions or variables that do not exist.
+    Undefined(Vec<String>),
+    /// The filter was run with another number of variables than compiled for.
+    Vars { expected: usize, got: usize },
+    /// The filter raised an error.
+    Runtime(String),
+    /// The filter halted with a non-zero exit code.
+    Halted(String),
+    /// The input text is not JSON.
+    Input(String),
+    /// The input value cannot be given to jq.
+    Convert(String),
+    /// An output is not JSON.
+    Output(String),
+}
+
+impl std::fmt::Display for JqError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JqError::TooDeep { depth } => write!(
+                f,
+                "jq filter nests too deeply ({depth} levels of brackets, operators and \
+                 keywords; at most {MAX_NESTING})"
+            ),
+            JqError::Parse(problems) => {
+                write!(f, "cannot parse jq filter: {}", problems.join("; "))
+            }
+            JqError::Undefined(names) => {
+                write!(
+                    f,
+                    "cannot compile jq filter: undefined {}",
+                    names.join(", ")
+                )
+            }
+            JqError::Vars { expected, got } => {
+                write!(f, "jq filter expects {expected} variables, got {got}")
+            }
+            JqError::Runtime(e) => write!(f, "jq error: {e}"),
+            JqError::Halted(code) => write!(f, "jq halted with exit code {code}"),
+            JqError::Input(e) => write!(f, "cannot read input for jq: {e}"),
+            JqError::Convert(e) => write!(f, "cannot convert input for jq: {e}"),
+            JqError::Output(e) => write!(f, "jq output is not JSON: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for JqError {}
 
 #[cfg(test)]
 mod tests {
@@ -307,7 +354,7 @@ mod tests {
     #[test]
     fn filters_nested_too_deeply_are_refused_before_parsing() {
         for f in deep_filters(MAX_NESTING + 1) {
-            let err = JqFilter::compile(&f, None, &[]).unwrap_err();
+            let err = JqFilter::compile(&f, None, &[]).unwrap_err().to_string();
             assert!(err.contains("nests too deeply"), "{f}: {err}");
         }
         let wide = format!(
@@ -350,18 +397,20 @@ mod tests {
         assert!(
             JqFilter::compile(".foo |", None, &[])
                 .unwrap_err()
+                .to_string()
                 .starts_with("cannot parse jq filter")
         );
         assert!(
             JqFilter::compile("$undefined", None, &[])
                 .unwrap_err()
+                .to_string()
                 .contains("$undefined")
         );
         assert_eq!(
             JqFilter::compile("error(\"boom\")", None, &[])
                 .expect("c")
                 .apply(&json!(1)),
-            Err("jq error: \"boom\"".into())
+            Err(JqError::Runtime("\"boom\"".into()))
         );
         assert!(
             JqFilter::compile("halt_error", None, &[])

@@ -71,17 +71,17 @@ pub(crate) fn main(args: &[String]) -> i32 {
     run(&opts, &filter, inputs)
 }
 
-fn parse(args: &[String]) -> Result<Opts, String> {
+fn parse(args: &[String]) -> Result<Opts, UsageError> {
     let mut o = Opts::default();
     let mut i = 0;
     let mut positional_only = false;
     while i < args.len() {
         let a = args[i].as_str();
-        let mut take = |what: &str| -> Result<String, String> {
+        let mut take = |what: &str| -> Result<String, UsageError> {
             i += 1;
             args.get(i)
                 .cloned()
-                .ok_or_else(|| format!("{a} needs {what}"))
+                .ok_or_else(|| UsageError::from(format!("{a} needs {what}")))
         };
         match a {
             _ if positional_only || !a.starts_with('-') || a == "-" => {
@@ -98,23 +98,27 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 let value = if a == "--arg" {
                     Value::String(text)
                 } else {
-                    serde_json::from_str(&text)
-                        .map_err(|e| format!("--argjson {name}: invalid JSON text: {e}"))?
+                    serde_json::from_str(&text).map_err(|e| {
+                        UsageError::from(format!("--argjson {name}: invalid JSON text: {e}"))
+                    })?
                 };
                 o.vars.push((name, value));
             }
             "--slurpfile" | "--rawfile" => {
                 let name = take("a name and a file")?;
                 let file = take("a file")?;
-                let text = std::fs::read_to_string(&file)
-                    .map_err(|e| format!("{a} {name}: could not open {file}: {e}"))?;
+                let text = std::fs::read_to_string(&file).map_err(|e| {
+                    UsageError::from(format!("{a} {name}: could not open {file}: {e}"))
+                })?;
                 let value = if a == "--rawfile" {
                     Value::String(text)
                 } else {
                     let values: Result<Vec<Value>, _> = serde_json::Deserializer::from_str(&text)
                         .into_iter::<Value>()
                         .collect();
-                    Value::Array(values.map_err(|e| format!("{a} {name}: {file}: {e}"))?)
+                    Value::Array(
+                        values.map_err(|e| UsageError::from(format!("{a} {name}: {file}: {e}")))?,
+                    )
                 };
                 o.vars.push((name, value));
             }
@@ -137,14 +141,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--null-input" => o.null_input = true,
             "--slurp" => o.slurp = true,
             _ if !a.starts_with("--") => short_flags(&mut o, &a[1..])?,
-            _ => return Err(format!("unknown option {a}")),
+            _ => return Err(format!("unknown option {a}").into()),
         }
         i += 1;
     }
     Ok(o)
 }
 
-fn short_flags(o: &mut Opts, letters: &str) -> Result<(), String> {
+fn short_flags(o: &mut Opts, letters: &str) -> Result<(), UsageError> {
     for c in letters.chars() {
         match c {
             'r' => o.raw = true,
@@ -155,14 +159,14 @@ fn short_flags(o: &mut Opts, letters: &str) -> Result<(), String> {
             'n' => o.null_input = true,
             's' => o.slurp = true,
             'M' => {} // no colour is all we do
-            other => return Err(format!("unknown option -{other}")),
+            other => return Err(format!("unknown option -{other}").into()),
         }
     }
     Ok(())
 }
 
 /// Every JSON value of stdin or of the files, in order.
-fn read_inputs(o: &Opts) -> Result<Vec<Value>, String> {
+fn read_inputs(o: &Opts) -> Result<Vec<Value>, UsageError> {
     let mut values = Vec::new();
     let sources: Vec<Option<&str>> = if o.files.is_empty() {
         vec![None]
@@ -179,10 +183,11 @@ fn read_inputs(o: &Opts) -> Result<Vec<Value>, String> {
             Some(f) => std::fs::File::open(f).and_then(|mut file| file.read_to_end(&mut bytes)),
         };
         let name = src.unwrap_or("<stdin>");
-        read.map_err(|e| format!("could not open {name}: {e}"))?;
+        read.map_err(|e| UsageError::from(format!("could not open {name}: {e}")))?;
         for v in serde_json::Deserializer::from_slice(&bytes).into_iter::<Value>() {
-            values
-                .push(v.map_err(|e| format!("(at {name}:{}): cannot parse input: {e}", e.line()))?);
+            values.push(v.map_err(|e| {
+                UsageError::from(format!("(at {name}:{}): cannot parse input: {e}", e.line()))
+            })?);
         }
     }
     Ok(values)
@@ -216,7 +221,7 @@ fn run(o: &Opts, filter: &JqFilter, inputs: Vec<Value>) -> i32 {
                 let _ = out.flush();
                 eprintln!(
                     "jq: error (at <input>): {}",
-                    e.trim_start_matches("jq error: ")
+                    e.to_string().trim_start_matches("jq error: ")
                 );
                 failed = true;
             }
@@ -256,6 +261,32 @@ fn pretty(v: &Value, indent: &[u8]) -> String {
         Err(_) => v.to_string(),
     }
 }
+
+/// A jq command line this jq does not take: the option or argument and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UsageError {
+    problem: String,
+}
+
+impl From<String> for UsageError {
+    fn from(problem: String) -> UsageError {
+        UsageError { problem }
+    }
+}
+
+impl From<&str> for UsageError {
+    fn from(problem: &str) -> UsageError {
+        UsageError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 #[cfg(test)]
 mod tests {

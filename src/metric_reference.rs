@@ -41,13 +41,14 @@ pub fn every_family(program: Program, prefix: &str) -> Result<Vec<Family>, Strin
     }
     crate::webhook::metrics::WebhookMetrics::register(prefix, &metrics)
         .map_err(|e| e.to_string())?;
-    crate::leader::gauge(prefix, &metrics)?;
+    crate::leader::gauge(prefix, &metrics).map_err(|e| e.to_string())?;
     match program {
         Program::Shell => {
             crate::reload::register_metric(metrics.registry(), prefix)?;
         }
         Program::Addon => {
-            crate::addon::AddonMetrics::register(prefix, metrics.registry())?;
+            crate::addon::AddonMetrics::register(prefix, metrics.registry())
+                .map_err(|e| e.to_string())?;
             crate::addon::reload::register_metric(metrics.registry(), prefix)
                 .map_err(|e| e.to_string())?;
         }

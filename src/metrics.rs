@@ -52,6 +52,9 @@ pub struct Metrics {
     /// shell-operator's `hook_run_*` and `task_wait_in_queue_seconds_total`.
     pub(crate) hook_run: HookRunMetrics,
     pub(crate) tasks_queue_compaction_operations_total: CounterVec,
+    /// `{queue,task,cause}`: failed task runs by the kind of failure (the
+    /// label values of `queue::Cause`); ours, flant has no such family.
+    task_errors_total: CounterVec,
     /// `d8_telemetry_<prefix>tasks_queue_compaction_tasks_by_hook{queue_name,hook}`:
     /// registered so flant's name exists, never set (flant sets it only in code paths
     /// we do not have).
@@ -201,6 +204,13 @@ impl Metrics {
                 ),
                 &["queue_name", "hook"],
             ))?,
+            task_errors_total: r.reg(CounterVec::new(
+                Opts::new(
+                    r.name("task_errors_total"),
+                    "Failed task runs by queue, task kind and cause.",
+                ),
+                &["queue", "task", "cause"],
+            ))?,
             hook_enable_kubernetes_bindings_seconds: r.reg(GaugeVec::new(
                 Opts::new(
                     r.name("hook_enable_kubernetes_bindings_seconds"),
@@ -262,6 +272,14 @@ impl Metrics {
             registry,
             prefix: prefix.to_string(),
         })
+    }
+
+    /// Counts one failed run of a `task` (its kind's name) on `queue`, by its
+    /// `cause` (a `queue::Cause` label value: metrics does not depend on queue).
+    pub(crate) fn task_error(&self, queue: &str, task: &str, cause: &str) {
+        self.task_errors_total
+            .with_label_values(&[queue, task, cause])
+            .inc();
     }
 
     /// The registry, for collectors defined elsewhere (the kube client's).

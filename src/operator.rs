@@ -64,6 +64,7 @@
 mod bind;
 mod flavor;
 mod main_loop;
+mod start_error;
 
 use crate::debug::server::{DebugServer, Stopper as DebugStopper};
 use crate::executor::Executor;
@@ -92,6 +93,7 @@ use bind::{
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 use flavor::Flavor;
 use main_loop::{End, tick_until_end};
+use start_error::StartError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -108,7 +110,7 @@ pub(crate) fn run(config: Config) -> i32 {
             0
         }
         Err(e) if process::shutdown_requested() => {
-            log::info("stopped during startup", &[("reason", &e)]);
+            log::info("stopped during startup", &[("reason", &e.to_string())]);
             0
         }
         Err(e) => {
@@ -181,7 +183,7 @@ struct ReloadParts {
 impl ReloadParts {
     /// shell-operator's: the hooks dir's fingerprint (taken before the hooks load,
     /// so a change while they load is a reload) and the reload counter.
-    fn bind(config: &Config, metrics: &Metrics) -> Result<Option<ReloadParts>, String> {
+    fn bind(config: &Config, metrics: &Metrics) -> Result<Option<ReloadParts>, StartError> {
         if config.program != crate::flags::Program::Shell {
             return Ok(None);
         }
@@ -199,7 +201,7 @@ impl ReloadParts {
 
 impl Bound {
     /// Binds every listener and file, loads the hooks and configures the clients.
-    fn bind(mut config: Config) -> Result<Bound, String> {
+    fn bind(mut config: Config) -> Result<Bound, StartError> {
         let signals = bind_signals(&config)?;
         let executor = prepare_dirs(&mut config)?;
         let metrics = flavor::metrics(&config)?;
@@ -226,7 +228,7 @@ impl Bound {
         let kube = KubeParts::new(&config, &hooks, &metrics)?;
         let extra = flavor.debug_routes();
         let debug = bind_debug_server(&config, &table, kube.as_ref(), &views, extra)?;
-        let patcher = patcher_client(&config, &metrics);
+        let patcher = patcher_client(&config, &metrics).map_err(|e| e.to_string());
         let webhooks = webhook::bind(webhook::Setup {
             config: &config,
             hooks: &hooks,
@@ -237,7 +239,8 @@ impl Bound {
             patcher: patcher.clone().ok(),
             registered_at_start: flavor.webhooks_at_start(),
             builtins: flavor.admission_builtins(),
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         Ok(Bound {
             serving: Serving {
                 signals,
@@ -272,7 +275,7 @@ impl Bound {
     /// servers); with `--ha` starts the election and waits for the Lease; then
     /// registers the webhooks, queues the startup tasks and starts every other
     /// thread, each with a name.
-    fn spawn(self) -> Result<Running, String> {
+    fn spawn(self) -> Result<Running, StartError> {
         let Bound {
             serving,
             engine,
@@ -294,7 +297,7 @@ impl Bound {
                 return Ok(running);
             }
         }
-        for (name, body) in webhooks.register(&mut served)? {
+        for (name, body) in webhooks.register(&mut served).map_err(|e| e.to_string())? {
             running.threads.push(threads::spawn(&name, body)?);
         }
         running.webhooks = Some(served);
@@ -306,7 +309,7 @@ impl Bound {
 impl Serving {
     /// Starts the reaper (PID 1), the signal thread, the metrics server and the
     /// debug servers; the running process that will own and join them.
-    fn spawn(self) -> Result<Running, String> {
+    fn spawn(self) -> Result<Running, StartError> {
         // Not joined: it reaps for good (hooks' exits during shutdown come through it
         // too), and joining it would keep PID 1 alive after SIGTERM.
         if let Some(reap) = process::reaper() {
@@ -366,7 +369,7 @@ impl Serving {
 impl Engine {
     /// Queues the startup tasks and starts the queue threads, the router, the
     /// monitor, addon-operator's resource monitor and the scheduler.
-    fn spawn(self, running: &mut Running) -> Result<(), String> {
+    fn spawn(self, running: &mut Running) -> Result<(), StartError> {
         let (schedule_tx, schedule_rx) = unbounded::<Control>();
         let (fire_tx, fire_rx) = unbounded::<Fire>();
         // Synchronization tasks for a binding's own queue, through the router.
@@ -471,7 +474,7 @@ fn spawn_queues(
     views: &BTreeMap<String, SharedView>,
     stop: &Receiver<()>,
     handler: &Arc<dyn Handler>,
-) -> Result<BTreeMap<String, Sender<Task>>, String> {
+) -> Result<BTreeMap<String, Sender<Task>>, StartError> {
     let mut senders = BTreeMap::new();
     for (name, (tx, rx)) in queues {
         let view = views.get(&name).cloned().unwrap_or_default();
@@ -496,7 +499,7 @@ impl RunParts {
         forward: Sender<(String, Task)>,
         main: Sender<Task>,
         webhooks: webhook::ModuleWebhooks,
-    ) -> Result<(Arc<dyn Handler>, flavor::Started), String> {
+    ) -> Result<(Arc<dyn Handler>, flavor::Started), StartError> {
         let hooks = &table.load();
         let startup = self.flavor.startup_tasks(hooks);
         let started = self.flavor.start(flavor::Setup {
@@ -509,7 +512,7 @@ impl RunParts {
             queues: crate::startup::queue_names(hooks).into_iter().collect(),
             monitor: kube.map(|k| k.control_tx.clone()),
             metrics: Arc::clone(&self.metrics),
-        })?;
+        });
         let runner = Arc::new(Runner {
             hooks: table.clone(),
             executor: self.executor,
@@ -534,11 +537,14 @@ impl RunParts {
 
 /// Blocks until the election reports the Lease acquired (`Ok(None)`) or a signal
 /// arrives first (`Ok(Some(signal))`): a standby serves but acts on nothing.
-fn wait_for_lease(handle: &leader::Handle, signals: &Receiver<i32>) -> Result<Option<i32>, String> {
+fn wait_for_lease(
+    handle: &leader::Handle,
+    signals: &Receiver<i32>,
+) -> Result<Option<i32>, StartError> {
     select! {
         recv(handle.notes) -> note => match note {
             Ok(leader::Note::Acquired) => Ok(None),
-            Ok(leader::Note::Lost(why)) => Err(format!("leader election: {why}")),
+            Ok(leader::Note::Lost(why)) => Err(format!("leader election: {why}").into()),
             Err(_) => Err("leader election thread ended".into()),
         },
         recv(signals) -> sig => Ok(Some(sig.unwrap_or(0))),

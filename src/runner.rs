@@ -15,7 +15,7 @@ use crate::metrics::{HookRunLabels, HookRunMetrics, Metrics, RunOutcome};
 use crate::monitor::runtime::KubeRuntime;
 use crate::patch;
 use crate::queue::worker::Handler;
-use crate::queue::{Outcome, Task, TaskKind};
+use crate::queue::{Cause, Outcome, Task, TaskError, TaskKind};
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
 use std::path::PathBuf;
@@ -25,32 +25,34 @@ use std::time::{Duration, Instant};
 
 /// Runs tasks for the queue threads.
 pub struct Runner {
-    pub hooks: HookTable,
-    pub executor: Executor,
-    pub metrics: Arc<Metrics>,
-    pub scheduler: Sender<Control>,
+    pub(crate) hooks: HookTable,
+    pub(crate) executor: Executor,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) scheduler: Sender<Control>,
     /// Startup tasks (onStartup runs and Enable tasks) not yet done; at zero the
     /// operator reports ready.
-    pub startup_left: AtomicUsize,
-    pub ready: Arc<AtomicBool>,
+    pub(crate) startup_left: AtomicUsize,
+    pub(crate) ready: Arc<AtomicBool>,
     /// Present when some hook has kubernetes bindings.
-    pub kube: Option<KubeRuntime>,
+    pub(crate) kube: Option<KubeRuntime>,
     /// The object patcher's client, or why there is none (no cluster configured).
-    pub patcher: Result<Client, String>,
-    pub jq_library: Option<PathBuf>,
+    pub(crate) patcher: Result<Client, String>,
+    pub(crate) jq_library: Option<PathBuf>,
     /// addon-operator's values around each hook run; `None` for shell-operator.
-    pub values: Option<Arc<dyn HookValues>>,
+    pub(crate) values: Option<Arc<dyn HookValues>>,
 }
 
 /// What addon-operator adds to a hook run: the values files the hook reads and the
 /// values patches it writes. A patch that cannot be applied fails the run, which is
-/// then retried like any failed run; the values stay as they were.
+/// then retried like any failed run; the values stay as they were. Its errors say
+/// their cause (a bad patch is invalid input, a ConfigMap write that timed out is
+/// transient), which the failed run is counted under.
 pub trait HookValues: Send + Sync {
     /// The hook's extra files (`CONFIG_VALUES_PATH`, `VALUES_PATH` and the two patch
     /// files); an `Err` fails the run before the hook starts.
-    fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, String>;
+    fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, TaskError>;
     /// Takes the output files of a successful run (in the order of `files`).
-    fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), String>;
+    fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), TaskError>;
     /// Where the metrics of this run of `hook` go: addon-operator's global or
     /// module family, with the `module` and `activation` labels. `None` keeps
     /// shell-operator's family ([`Metrics::hook_run`]).
@@ -67,6 +69,29 @@ pub struct RunMetrics<'a> {
 }
 
 impl Runner {
+    /// A runner for `hooks` with no cluster (no kubernetes bindings, no object
+    /// patcher) and no values: shell-operator's hooks driven directly, as the
+    /// benchmarks do. Ready from the start.
+    pub fn without_cluster(
+        hooks: HookTable,
+        executor: Executor,
+        metrics: Arc<Metrics>,
+        scheduler: Sender<Control>,
+    ) -> Runner {
+        Runner {
+            hooks,
+            executor,
+            metrics,
+            scheduler,
+            startup_left: AtomicUsize::new(0),
+            ready: Arc::new(AtomicBool::new(true)),
+            kube: None,
+            patcher: Err("no cluster configured".into()),
+            jq_library: None,
+            values: None,
+        }
+    }
+
     /// True when the task's hook was removed by a reload (`hook/table.rs`).
     fn is_retired(&self, task: &Task) -> bool {
         let hooks = self.hooks.load();
@@ -103,10 +128,10 @@ impl Runner {
     /// Runs the hook of a HookRun task once (see [`Runner::hook_outcome`]); an
     /// allowed failure is `Ok`. addon-operator calls it for the hooks a module run
     /// runs itself: a failure that is not allowed fails the module run.
-    pub(crate) fn run_hook(&self, task: &Task, queue: &str) -> Result<(), String> {
+    pub(crate) fn run_hook(&self, task: &Task, queue: &str) -> Result<(), TaskError> {
         match self.hook_outcome(task, queue) {
             Outcome::Done(_) | Outcome::Fail(_) => Ok(()),
-            Outcome::Retry(e) | Outcome::Stop(e) => Err(e.to_string()),
+            Outcome::Retry(e) | Outcome::Stop(e) => Err(e),
         }
     }
 
@@ -117,7 +142,7 @@ impl Runner {
         let found = task.hook().and_then(|i| Some((i, hooks.get(i)?)));
         let Some((index, hook)) = found else {
             let error = format!("{}: no hook for task {:?}", task.hook_name, task.target);
-            return Outcome::Stop(error.into());
+            return Outcome::Stop(TaskError::new(Cause::Internal, error));
         };
         let labels = RunLabels {
             hook: hook.name.clone(),
@@ -161,17 +186,17 @@ impl Runner {
             Some(Ok(files)) => files,
             None => Vec::new(),
             Some(Err(e)) => {
-                let e = format!("{} FAILED: {e}", hook.name);
+                let e = e.prefixed(&format!("{} FAILED: ", hook.name));
                 log::error(
                     "Hook failed, will retry",
                     &[
                         ("hook", &labels.hook),
                         ("binding", &labels.binding),
                         ("queue", queue),
-                        ("error", &e),
+                        ("error", e.as_str()),
                     ],
                 );
-                return Outcome::Retry(e.into());
+                return Outcome::Retry(e);
             }
         };
         let result = self
@@ -182,7 +207,10 @@ impl Runner {
                 &labels,
                 &extra,
             )
-            .map_err(|e| format!("{} FAILED: cannot run: {e}", hook.name));
+            .map_err(|e| {
+                let message = format!("{} FAILED: cannot run: {e}", hook.name);
+                TaskError::new(Cause::of_run(&e), message)
+            });
         let outcome = match &result {
             Ok(run) => {
                 let patched = self
@@ -190,8 +218,11 @@ impl Runner {
                     .and_then(|()| self.apply_patches(run));
                 match (run.success(), patched) {
                     (true, Ok(())) => Ok(()),
-                    (true, Err(e)) => Err(format!("{} FAILED: {e}", hook.name)),
-                    (false, _) => Err(format!("{} FAILED: {}", hook.name, run.error_text())),
+                    (true, Err(e)) => Err(e.prefixed(&format!("{} FAILED: ", hook.name))),
+                    (false, _) => {
+                        let message = format!("{} FAILED: {}", hook.name, run.error_text());
+                        Err(TaskError::new(Cause::Hook, message))
+                    }
                 }
             }
             Err(e) => Err(e.clone()),
@@ -220,7 +251,7 @@ impl Runner {
                     ("status", &run.status.to_string()),
                 ],
             );
-            return Outcome::Retry(e.clone().into());
+            return Outcome::Retry(e.clone());
         }
         let outcome = match outcome {
             Ok(()) => Outcome::done(),
@@ -250,7 +281,7 @@ impl Runner {
     }
 
     /// Hands a successful run's values patches to addon-operator's values store.
-    fn apply_values(&self, task: &Task, run: &RunResult) -> Result<(), String> {
+    fn apply_values(&self, task: &Task, run: &RunResult) -> Result<(), TaskError> {
         match &self.values {
             Some(values) if run.success() => match task.hook() {
                 Some(hook) => values.apply(hook, task, &run.extra),
@@ -262,9 +293,13 @@ impl Runner {
 
     /// Parses and applies the `$METRICS_PATH` file of a successful run.
     /// A module hook's series also get the `module` label (addon-operator).
-    fn hook_metrics(&self, hook: &Hook, module: &str, run: &RunResult) -> Result<(), String> {
-        let bad = |e: String| format!("{} FAILED: bad metrics file: {e}", hook.name);
-        let mut ops = crate::hook_metrics::parse::parse(&run.metrics).map_err(bad)?;
+    fn hook_metrics(&self, hook: &Hook, module: &str, run: &RunResult) -> Result<(), TaskError> {
+        let bad = |e: String| {
+            let message = format!("{} FAILED: bad metrics file: {e}", hook.name);
+            TaskError::new(Cause::InvalidInput, message)
+        };
+        let mut ops =
+            (crate::hook_metrics::parse::parse(&run.metrics)).map_err(|e| bad(e.to_string()))?;
         if !module.is_empty() {
             for op in &mut ops {
                 op.labels.insert("module".into(), module.into());
@@ -277,19 +312,21 @@ impl Runner {
 
     /// Applies `$KUBERNETES_PATCH_PATH`. After a failed run only the operations
     /// marked `ignoreHookError: true` run.
-    fn apply_patches(&self, run: &RunResult) -> Result<(), String> {
-        let ops = patch::parse(&run.kubernetes_patch)
-            .map_err(|e| format!("bad {}: {e}", "KUBERNETES_PATCH_PATH file"))?;
+    fn apply_patches(&self, run: &RunResult) -> Result<(), TaskError> {
+        let ops = patch::parse(&run.kubernetes_patch).map_err(|e| {
+            let message = format!("bad {}: {e}", "KUBERNETES_PATCH_PATH file");
+            TaskError::new(e.cause(), message)
+        })?;
         if ops.is_empty() {
             return Ok(());
         }
-        let client = self
-            .patcher
-            .as_ref()
-            .map_err(|e| format!("cannot apply object patches: {e}"))?;
+        let client = self.patcher.as_ref().map_err(|e| {
+            let message = format!("cannot apply object patches: {e}");
+            TaskError::new(Cause::InvalidInput, message)
+        })?;
         patch::apply(client, &ops, !run.success(), self.jq_library.as_deref())
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| TaskError::new(e.cause(), e.to_string()))
     }
 }
 
@@ -325,28 +362,33 @@ impl Handler for Runner {
             }
             (TaskKind::EnableScheduleBindings, _) => {
                 let Some(hook) = task.hook() else {
-                    return Outcome::Stop(format!("{}: not a hook's task", task.hook_name).into());
+                    let message = format!("{}: not a hook's task", task.hook_name);
+                    return Outcome::Stop(TaskError::new(Cause::Internal, message));
                 };
                 match self.scheduler.send(Control::Enable(hook)) {
                     Ok(()) => Outcome::done(),
-                    Err(_) => Outcome::Stop(
-                        format!("{}: the scheduler thread is not running", task.hook_name).into(),
-                    ),
+                    Err(_) => Outcome::Stop(TaskError::new(
+                        Cause::Internal,
+                        format!("{}: the scheduler thread is not running", task.hook_name),
+                    )),
                 }
             }
             (TaskKind::EnableKubernetesBindings, Some(kube)) => {
-                Outcome::from_result(kube.enable(task))
+                // Enabling fails on its list calls to the API server.
+                let enabled = kube.enable(task);
+                Outcome::from_result(enabled.map_err(|e| TaskError::new(Cause::Transient, e)))
             }
-            (TaskKind::EnableKubernetesBindings, None) => Outcome::Stop(
+            (TaskKind::EnableKubernetesBindings, None) => Outcome::Stop(TaskError::new(
+                Cause::Internal,
                 format!(
                     "{}: kubernetes bindings but no Kubernetes client",
                     task.hook_name
-                )
-                .into(),
-            ),
+                ),
+            )),
             // addon-operator's own tasks are handled by its engine, never here.
             (kind, _) => {
-                Outcome::Stop(format!("{kind:?} task reached the shell-operator runner").into())
+                let message = format!("{kind:?} task reached the shell-operator runner");
+                Outcome::Stop(TaskError::new(Cause::Internal, message))
             }
         };
         match &outcome {
@@ -370,6 +412,15 @@ impl Handler for Runner {
             .tasks_queue_length
             .with_label_values(&[queue])
             .set(len as f64);
+    }
+
+    /// Counts the failure by its cause; a run the operator's own shutdown
+    /// stopped is no failure.
+    fn failed(&self, queue: &str, task: &Task, error: &TaskError) {
+        if crate::process::shutdown_requested() {
+            return;
+        }
+        (self.metrics).task_error(queue, task.kind.as_str(), error.cause().as_str());
     }
 
     fn compacted(&self, queue: &str, hook: &str) {

@@ -25,69 +25,98 @@ use std::path::Path;
 
 /// Creates or checks `dir` as described above. The error says what is wrong
 /// (the caller adds the path).
-pub(crate) fn prepare(dir: &Path) -> Result<(), String> {
+pub(crate) fn prepare(dir: &Path) -> Result<(), TmpDirError> {
     // SAFETY: geteuid has no preconditions.
     prepare_as(dir, unsafe { libc::geteuid() })
 }
 
 /// [`prepare`] for the user `uid` (tests check the ownership rule with it).
-fn prepare_as(dir: &Path, uid: u32) -> Result<(), String> {
+fn prepare_as(dir: &Path, uid: u32) -> Result<(), TmpDirError> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create its parent: {e}"))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| TmpDirError::from(format!("cannot create its parent: {e}")))?;
         check_parent(parent, uid)?;
     }
     match DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create it: {e}")),
+        Err(e) => return Err(format!("cannot create it: {e}").into()),
     }
     let opened = open_no_follow(dir)?;
     let meta = opened
         .metadata()
-        .map_err(|e| format!("cannot stat it: {e}"))?;
+        .map_err(|e| TmpDirError::from(format!("cannot stat it: {e}")))?;
     if meta.uid() != uid {
-        return Err(format!(
-            "owned by uid {}, not by us (uid {uid})",
-            meta.uid()
-        ));
+        return Err(format!("owned by uid {}, not by us (uid {uid})", meta.uid()).into());
     }
     opened
         .set_permissions(std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("cannot set mode 0700: {e}"))
+        .map_err(|e| TmpDirError::from(format!("cannot set mode 0700: {e}")))
 }
 
 /// Opens the directory itself, refusing a symlink or a non-directory.
-fn open_no_follow(dir: &Path) -> Result<File, String> {
+fn open_no_follow(dir: &Path) -> Result<File, TmpDirError> {
     let opened = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(dir);
     // With O_DIRECTORY, Linux reports a symlink as ENOTDIR; lstat tells them apart.
     let is_link = || std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
-    opened.map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP | libc::ENOTDIR) if is_link() => {
-            "is a symbolic link; give the real directory".to_string()
-        }
-        Some(libc::ENOTDIR) => "is not a directory".to_string(),
-        _ => format!("cannot open it: {e}"),
-    })
+    opened
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::ENOTDIR) if is_link() => {
+                "is a symbolic link; give the real directory".to_string()
+            }
+            Some(libc::ENOTDIR) => "is not a directory".to_string(),
+            _ => format!("cannot open it: {e}"),
+        })
+        .map_err(TmpDirError::from)
 }
 
 /// The owner of the parent can rename our directory and put theirs in its place:
 /// it must be us or root.
-fn check_parent(parent: &Path, uid: u32) -> Result<(), String> {
-    let meta = std::fs::metadata(parent).map_err(|e| format!("cannot stat its parent: {e}"))?;
-    parent_owner_ok(meta.uid(), uid).map_err(|e| format!("its parent {}: {e}", parent.display()))
+fn check_parent(parent: &Path, uid: u32) -> Result<(), TmpDirError> {
+    let meta = std::fs::metadata(parent)
+        .map_err(|e| TmpDirError::from(format!("cannot stat its parent: {e}")))?;
+    parent_owner_ok(meta.uid(), uid)
+        .map_err(|e| TmpDirError::from(format!("its parent {}: {e}", parent.display())))
 }
 
-fn parent_owner_ok(owner: u32, uid: u32) -> Result<(), String> {
+fn parent_owner_ok(owner: u32, uid: u32) -> Result<(), TmpDirError> {
     match owner == uid || owner == 0 {
         true => Ok(()),
         false => Err(format!(
             "owned by uid {owner}, who could replace the tmp dir (want uid {uid} or root)"
-        )),
+        )
+        .into()),
     }
 }
+
+/// Why the tmp dir cannot be used (the caller names the directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmpDirError {
+    problem: String,
+}
+
+impl From<String> for TmpDirError {
+    fn from(problem: String) -> TmpDirError {
+        TmpDirError { problem }
+    }
+}
+
+impl From<&str> for TmpDirError {
+    fn from(problem: &str) -> TmpDirError {
+        TmpDirError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for TmpDirError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for TmpDirError {}
 
 #[cfg(test)]
 mod tests {
@@ -124,7 +153,7 @@ mod tests {
         let mine = std::fs::metadata(&dir).expect("stat").uid();
         let err = prepare_as(&dir, mine + 1).expect_err("not ours");
         assert_eq!(
-            err,
+            err.to_string(),
             format!("owned by uid {mine}, not by us (uid {})", mine + 1)
         );
         assert_eq!(mode(&dir), 0o777);
@@ -139,11 +168,14 @@ mod tests {
         let link = base.join("link");
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
         let err = prepare(&link).expect_err("a link");
-        assert_eq!(err, "is a symbolic link; give the real directory");
+        assert_eq!(
+            err.to_string(),
+            "is a symbolic link; give the real directory"
+        );
         assert_eq!(mode(&target), 0o755);
         std::fs::write(base.join("file"), "").expect("write");
         assert_eq!(
-            prepare(&base.join("file")).expect_err("a file"),
+            prepare(&base.join("file")).expect_err("a file").to_string(),
             "is not a directory"
         );
     }

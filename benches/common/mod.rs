@@ -7,7 +7,6 @@ pub mod addon;
 pub mod pods;
 
 use shell_operator::hook::Hook;
-use shell_operator::hook::config::{ConfigVersion, HookConfig, Settings};
 use shell_operator::hook::limiter::TokenBucket;
 use shell_operator::queue::Task;
 use shell_operator::queue::worker::Handler;
@@ -76,19 +75,11 @@ pub fn bare_run(hook: &Path, tmp: &Path, i: usize, context: &[u8]) {
     }
 }
 
-/// A v1 hook with no bindings, for driving a runner directly.
+/// A v1 hook with only an onStartup binding, for driving a runner directly (the
+/// runner runs the tasks it is given, whatever the binding).
 pub fn plain_hook(name: &str, path: &Path) -> Hook {
-    let config = HookConfig {
-        version: ConfigVersion::V1,
-        on_startup: None,
-        schedule: vec![],
-        kubernetes: vec![],
-        validating: vec![],
-        mutating: vec![],
-        conversion: vec![],
-        settings: Settings::default(),
-        lifecycle: Default::default(),
-    };
+    let config = shell_operator::hook::config::parse(name, "configVersion: v1\nonStartup: 1\n")
+        .expect("config");
     Hook {
         name: name.into(),
         path: path.to_path_buf(),

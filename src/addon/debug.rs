@@ -9,9 +9,11 @@
 //! so the routes read it through a slot filled at spawn.
 
 use super::state::Shared;
+use crate::addon::config::values::ValuesError;
 use crate::addon::config::values::to_json;
 use crate::addon::modules::Owner;
 use crate::addon::release::drift::watcher::DriftReport;
+use crate::addon::release::helm_error::HelmError;
 use crate::addon::release::resources::WatchedModules;
 use crate::debug::ExtraRoutes;
 use serde_json::{Value, json};
@@ -24,67 +26,79 @@ pub(crate) type Slot = Arc<OnceLock<Arc<Shared>>>;
 /// `drift`, the drift watcher's).
 pub(crate) fn routes(slot: Slot, watched: WatchedModules, drift: DriftReport) -> ExtraRoutes {
     Arc::new(move |stem: &str, query: &str, format: &str| {
-        let shared = slot.get();
-        let global = query.split('&').any(|kv| kv == "global=true");
-        match stem {
-            "POST /module/settings/export" => Some(
-                shared
-                    .ok_or("starting up".to_string())
-                    .and_then(|s| settings_export(s, query)),
-            ),
-            "/module/resource-monitor" => Some(
-                shared
-                    .ok_or("starting up".to_string())
-                    .and_then(|s| resource_monitor(s, &watched, query_module(query))),
-            ),
-            "/module/drift" => Some(
-                shared
-                    .ok_or("starting up".to_string())
-                    .and_then(|s| drift_route(s, &drift, query_module(query))),
-            ),
-            "/module/list" if format == "text" => Some(
-                shared
-                    .ok_or("starting up".to_string())
-                    .and_then(|s| global_route(s, stem))
-                    .map(|list| Value::String(module_list_text(&list))),
-            ),
-            "/global/list" | "/global/values" | "/global/config" | "/global/patches"
-            | "/global/snapshots" | "/module/list" => Some(
-                shared
-                    .ok_or("starting up".to_string())
-                    .and_then(|s| global_route(s, stem)),
-            ),
-            _ => {
-                let rest = stem.strip_prefix("/module/")?;
-                let (module, what) = rest.rsplit_once('/')?;
-                if !matches!(
-                    what,
-                    "values" | "config" | "patches" | "snapshots" | "render"
-                ) {
-                    return None;
-                }
-                let shared = match shared {
-                    Some(s) => s,
-                    None => return Some(Err("starting up".into())),
-                };
-                Some(module_route(shared, module, what, global))
-            }
-        }
+        let answer = route(&slot, &watched, &drift, (stem, query, format))?;
+        Some(answer.map_err(|e| e.to_string()))
     })
 }
 
+/// The answer of the route `stem` with `query` in `format`; `None` for a stem
+/// that is no route of addon-operator's.
+fn route(
+    slot: &Slot,
+    watched: &WatchedModules,
+    drift: &DriftReport,
+    (stem, query, format): (&str, &str, &str),
+) -> Option<Result<Value, DebugError>> {
+    let shared = slot.get();
+    let global = query.split('&').any(|kv| kv == "global=true");
+    match stem {
+        "POST /module/settings/export" => Some(
+            shared
+                .ok_or(DebugError::StartingUp)
+                .and_then(|s| settings_export(s, query)),
+        ),
+        "/module/resource-monitor" => Some(
+            shared
+                .ok_or(DebugError::StartingUp)
+                .and_then(|s| resource_monitor(s, watched, query_module(query))),
+        ),
+        "/module/drift" => Some(
+            shared
+                .ok_or(DebugError::StartingUp)
+                .and_then(|s| drift_route(s, drift, query_module(query))),
+        ),
+        "/module/list" if format == "text" => Some(
+            shared
+                .ok_or(DebugError::StartingUp)
+                .and_then(|s| global_route(s, stem))
+                .map(|list| Value::String(module_list_text(&list))),
+        ),
+        "/global/list" | "/global/values" | "/global/config" | "/global/patches"
+        | "/global/snapshots" | "/module/list" => Some(
+            shared
+                .ok_or(DebugError::StartingUp)
+                .and_then(|s| global_route(s, stem)),
+        ),
+        _ => {
+            let rest = stem.strip_prefix("/module/")?;
+            let (module, what) = rest.rsplit_once('/')?;
+            if !matches!(
+                what,
+                "values" | "config" | "patches" | "snapshots" | "render"
+            ) {
+                return None;
+            }
+            let shared = match shared {
+                Some(s) => s,
+                None => return Some(Err(DebugError::StartingUp)),
+            };
+            Some(module_route(shared, module, what, global))
+        }
+    }
+}
+
 /// `module settings export resources|configmap` (`?to=`).
-fn settings_export(shared: &Shared, query: &str) -> Result<Value, String> {
+fn settings_export(shared: &Shared, query: &str) -> Result<Value, DebugError> {
     use crate::addon::config::settings::export::{Direction, export};
     let to = query
         .split('&')
         .find_map(|kv| kv.strip_prefix("to="))
         .and_then(Direction::parse)
-        .ok_or("export to what? 'resources' or 'configmap'")?;
-    Ok(export(shared, to)?)
+        .ok_or(DebugError::ExportTo)?;
+    export(shared, to).map_err(DebugError::Export)
 }
 
-fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
+fn global_route(shared: &Shared, stem: &str) -> Result<Value, DebugError> {
     if stem == "/global/snapshots" {
         return Ok(snapshots_of(shared, Owner::Global));
     }
@@ -127,13 +141,18 @@ fn global_route(shared: &Shared, stem: &str) -> Result<Value, String> {
     })
 }
 
-fn module_route(shared: &Shared, module: &str, what: &str, global: bool) -> Result<Value, String> {
+fn module_route(
+    shared: &Shared,
+    module: &str,
+    what: &str,
+    global: bool,
+) -> Result<Value, DebugError> {
     let m = shared
         .layout()
         .modules
         .iter()
         .position(|m| m.name == module)
-        .ok_or_else(|| format!("module not found: {module}"))?;
+        .ok_or_else(|| DebugError::UnknownModule(module.to_string()))?;
     match what {
         "snapshots" => return Ok(snapshots_of(shared, Owner::Module(m))),
         "render" => return render(shared, m).map(Value::String),
@@ -182,7 +201,7 @@ fn snapshots_of(shared: &Shared, owner: Owner) -> Value {
 
 /// The manifests `helm template` renders with the module's current values; `null`
 /// for a module without a chart.
-fn render(shared: &Shared, m: usize) -> Result<String, String> {
+fn render(shared: &Shared, m: usize) -> Result<String, DebugError> {
     let module = &shared.layout().modules[m];
     if !module.has_chart {
         return Ok("null\n".into());
@@ -190,15 +209,14 @@ fn render(shared: &Shared, m: usize) -> Result<String, String> {
     let values = {
         let st = shared.lock();
         let enabled = st.enabled_names(&shared.layout(), None);
-        st.module_files(m, enabled)?.1
+        st.module_files(m, enabled).map_err(DebugError::Values)?.1
     };
-    let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+    let text = serde_json::to_vec(&values).map_err(DebugError::Encode)?;
     let stem = format!("{}.module-render-values.yaml", module.name);
     let file = crate::executor::ChildFile::create(&shared.tmp_dir, &stem, &text)
-        .map_err(|e| e.to_string())?;
-    Ok(shared
-        .helm
-        .render(&module.name, &module.chart, file.path())?)
+        .map_err(DebugError::TempFile)?;
+    let rendered = shared.helm.render(&module.name, &module.chart, file.path());
+    rendered.map_err(DebugError::Helm)
 }
 
 /// `module=<name>` of a query (percent-decoded), if any.
@@ -286,7 +304,7 @@ fn resource_monitor(
     shared: &Shared,
     watched: &WatchedModules,
     only: Option<String>,
-) -> Result<Value, String> {
+) -> Result<Value, DebugError> {
     known_module(shared, only.as_deref())?;
     let watched = watched.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
@@ -319,7 +337,7 @@ fn drift_route(
     shared: &Shared,
     report: &DriftReport,
     only: Option<String>,
-) -> Result<Value, String> {
+) -> Result<Value, DebugError> {
     known_module(shared, only.as_deref())?;
     let report = report.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = serde_json::Map::new();
@@ -345,11 +363,50 @@ fn drift_route(
 }
 
 /// An error for a module name that no module has.
-fn known_module(shared: &Shared, only: Option<&str>) -> Result<(), String> {
+fn known_module(shared: &Shared, only: Option<&str>) -> Result<(), DebugError> {
     match only {
         Some(name) if !shared.layout().modules.iter().any(|m| m.name == name) => {
-            Err(format!("module not found: {name}"))
+            Err(DebugError::UnknownModule(name.to_string()))
         }
         _ => Ok(()),
+    }
+}
+
+/// Why a debug route could not answer.
+#[derive(Debug)]
+enum DebugError {
+    /// The engine's state does not exist yet.
+    StartingUp,
+    /// `settings export` without `to=resources` or `to=configmap`.
+    ExportTo,
+    /// The settings could not be exported.
+    Export(crate::addon::config::settings::SettingsError),
+    UnknownModule(String),
+    /// Values could not be computed (a stored patch no longer applies).
+    Values(crate::addon::Error),
+    Encode(serde_json::Error),
+    /// The values file for `helm template` could not be written.
+    TempFile(std::io::Error),
+    Helm(HelmError),
+}
+
+impl std::fmt::Display for DebugError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DebugError::StartingUp => f.write_str("starting up"),
+            DebugError::ExportTo => f.write_str("export to what? 'resources' or 'configmap'"),
+            DebugError::Export(e) => e.fmt(f),
+            DebugError::UnknownModule(name) => write!(f, "module not found: {name}"),
+            DebugError::Values(e) => e.fmt(f),
+            DebugError::Encode(e) => e.fmt(f),
+            DebugError::TempFile(e) => e.fmt(f),
+            DebugError::Helm(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<ValuesError> for DebugError {
+    fn from(e: ValuesError) -> DebugError {
+        DebugError::Values(e.into())
     }
 }

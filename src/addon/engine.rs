@@ -78,6 +78,10 @@ impl Handler for AddonHandler {
         self.runner.compacted(queue, hook);
     }
 
+    fn failed(&self, queue: &str, task: &Task, error: &crate::queue::TaskError) {
+        self.runner.failed(queue, task, error);
+    }
+
     fn queue_action(&self, queue: &str, action: &str, took: Duration) {
         self.runner.queue_action(queue, action, took);
     }
@@ -165,7 +169,11 @@ impl AddonHandler {
     }
 
     /// Runs a module's lifecycle hooks in this task; the first failure fails it.
-    pub(super) fn run_lifecycle(&self, owner: Owner, binding: BindingType) -> Result<(), String> {
+    pub(super) fn run_lifecycle(
+        &self,
+        owner: Owner,
+        binding: BindingType,
+    ) -> Result<(), crate::addon::Error> {
         for i in self.lifecycle_hooks(owner, binding) {
             self.runner
                 .run_hook(&self.lifecycle_task(i, binding), "main")?;

@@ -21,9 +21,11 @@
 //! file, `engine.rs` and `state.rs` are the wiring, `status.rs` and `debug.rs`
 //! what it shows.
 
+mod bind_error;
 pub(crate) mod config;
 mod debug;
 mod engine;
+mod error;
 pub(crate) mod modules;
 pub mod release;
 pub(crate) mod reload;
@@ -31,6 +33,9 @@ pub(crate) mod run;
 mod state;
 mod status;
 mod swap;
+
+pub(crate) use bind_error::BindError;
+pub(crate) use error::Error;
 
 use crate::addon::config::configmap::KubeConfig;
 use crate::addon::config::values::{Schemas, Scope};
@@ -101,20 +106,21 @@ pub(crate) struct Bound {
 
 /// Step 1: discovery, hooks, the ConfigMap's first read, helm. Returns the hook list
 /// the engine runs: global hooks, the ConfigMap watch, then every module's hooks.
-pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), String> {
-    let mut flags = config
-        .addon
-        .clone()
-        .ok_or("not started as addon-operator")?;
+pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hook>), BindError> {
+    let mut flags =
+        (config.addon.clone()).ok_or(BindError::Setting("not started as addon-operator"))?;
     // Absolute paths: hooks run (and answer --config) in their own directory.
     flags.global_hooks_dir = config.hooks_dir.clone();
     for dir in &mut flags.modules_dirs {
-        *dir = std::fs::canonicalize(&*dir)
-            .map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+        *dir = std::fs::canonicalize(&*dir).map_err(|error| BindError::ModulesDir {
+            dir: dir.clone(),
+            error,
+        })?;
     }
     let namespace = config.namespace.clone();
     if namespace.is_empty() {
-        return Err("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
+        let text = "ADDON_OPERATOR_NAMESPACE (--namespace) is required";
+        return Err(BindError::Setting(text));
     }
     for setting in &flags.ignored {
         log::warn(
@@ -123,10 +129,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         );
     }
     if flags.resources_check_period.is_zero() {
-        return Err(
-            "--resources-check-period (ADDON_OPERATOR_RESOURCES_CHECK_PERIOD) must be above 0"
-                .into(),
-        );
+        let text =
+            "--resources-check-period (ADDON_OPERATOR_RESOURCES_CHECK_PERIOD) must be above 0";
+        return Err(BindError::Setting(text));
     }
     let mut layout = crate::addon::modules::discover(&flags)?;
     let skip = crate::reload::tree::skipped(&config.tmp_dir);
@@ -184,13 +189,25 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
     let monitor_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "helm_monitor");
     monitor_metrics
         .register(metrics.registry())
-        .map_err(|e| format!("resource monitor client metrics: {e}"))?;
+        .map_err(|e| BindError::metrics("resource monitor client metrics", e))?;
     let monitor_client = Client::from_config_with_metrics(&monitor_settings, monitor_metrics)
-        .map_err(|e| format!("kubernetes client of the resource monitor: {e}"))?;
+        .map_err(|error| BindError::Client {
+            what: "kubernetes client of the resource monitor",
+            error: Box::new(error),
+        })?;
     let bookkeeping_client = bookkeeping_client(config, metrics)?;
     let cm = crate::addon::config::configmap::read(&client, &namespace, &flags.config_map)?;
+    let configmap = format!("{namespace}/{}", flags.config_map);
+    let refused = |objects: &'static str| {
+        let configmap = configmap.clone();
+        move |e: BindError| BindError::Refused {
+            configmap,
+            objects,
+            error: Box::new(e),
+        }
+    };
     let kube_config = KubeConfig::from_object(cm.as_ref(), &layout.module_keys())
-        .map_err(|e| format!("ConfigMap {namespace}/{}: {e}", flags.config_map))?;
+        .map_err(|e| refused("")(e.into()))?;
     let kube_config = match settings_hook {
         Some(_) => settings_overlay(&client, &layout, kube_config)?,
         None => kube_config,
@@ -209,8 +226,9 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         ),
     }
     let reloads = reload::register_metric(metrics.registry(), &config.metrics_prefix)
-        .map_err(|e| format!("--prometheus-metrics-prefix: {e}"))?;
-    let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())?;
+        .map_err(|e| BindError::metrics("--prometheus-metrics-prefix", e))?;
+    let metrics = AddonMetrics::register(&config.metrics_prefix, metrics.registry())
+        .map_err(|e| BindError::metrics("", e))?;
     let configmap_name = format!("{namespace}/{}", flags.config_map);
     crate::addon::run::config_changes::report_unknown_keys(
         &metrics,
@@ -224,7 +242,7 @@ pub(crate) fn bind(config: &Config, metrics: &Metrics) -> Result<(Bound, Vec<Hoo
         None => "",
     };
     let state = initial_state(&mut layout, kube_config, flags.module_run_parallelism)
-        .map_err(|e| format!("ConfigMap {namespace}/{}{objects}: {e}", flags.config_map))?;
+        .map_err(|e| refused(objects)(e.into()))?;
     let validator = settings_hook.map(|_| Arc::new(validator(&layout, &state)));
     let bound = Bound {
         layout,
@@ -295,7 +313,7 @@ impl Inputs {
 
 /// The helm client: the flags' settings, helm's dirs under the tmp dir, and our own
 /// binary as its post-renderer.
-fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<Helm, String> {
+fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<Helm, BindError> {
     let mut helm = Helm::new(flags.helm_bin.clone(), namespace);
     helm.history_max = flags.helm_history_max;
     helm.flant_checksum = flags.flant_checksum;
@@ -313,7 +331,8 @@ fn helm_client(config: &Config, flags: &AddonFlags, namespace: &str) -> Result<H
             let plugins = crate::addon::release::post_render::write_plugin(
                 &config.tmp_dir.join("helm-plugins"),
                 &binary,
-            )?;
+            )
+            .map_err(BindError::Plugin)?;
             helm.post_renderer = Some((binary, plugins));
         }
         None => log::warn(
@@ -385,7 +404,7 @@ impl Bound {
         store: Option<Arc<crate::monitor::store::SnapshotStore>>,
         webhooks: crate::webhook::ModuleWebhooks,
         wiring: reload::Wiring,
-    ) -> Result<Started, String> {
+    ) -> Started {
         let state = self.state;
         let debug = Arc::clone(&self.debug);
         let (inputs, inputs_rx) = crossbeam_channel::unbounded();
@@ -449,14 +468,14 @@ impl Bound {
             wiring,
             validator: self.validator.clone(),
         };
-        Ok(Started {
+        Started {
             values,
             shared,
             monitor: Some(monitor),
             drift: Some(drift),
             inputs: Some(inputs_rx),
             reload: Some(reload),
-        })
+        }
     }
 }
 
@@ -508,7 +527,7 @@ fn initial_state(
     layout: &mut Layout,
     config: KubeConfig,
     parallelism: usize,
-) -> Result<State, String> {
+) -> Result<State, config::values::ValuesError> {
     let schemas = std::mem::replace(&mut layout.global_schemas, Schemas::none());
     let mut global = Scope::new("global", layout.global_static.clone(), schemas);
     global.check_config(&config.global)?;
@@ -543,9 +562,9 @@ fn initial_state(
 /// serves it: the watch and the first read come right after.
 fn install_settings_crd(client: &Client) -> Result<(), config::settings::SettingsError> {
     use config::settings::{CRD_NAME, ESTABLISH_TIMEOUT, SettingsError, crd};
-    release::crds::apply(client, &crd()).map_err(SettingsError::Crd)?;
+    release::crds::apply(client, &crd()).map_err(|e| SettingsError::Crd(e.to_string()))?;
     release::crds::wait_established(client, &[CRD_NAME.to_string()], ESTABLISH_TIMEOUT)
-        .map_err(SettingsError::Crd)
+        .map_err(|e| SettingsError::Crd(e.to_string()))
 }
 
 /// With `--module-settings-resources`: the CRD installed (the watch starts right
@@ -554,7 +573,7 @@ fn settings_overlay(
     client: &Client,
     layout: &Layout,
     config: KubeConfig,
-) -> Result<KubeConfig, String> {
+) -> Result<KubeConfig, config::settings::SettingsError> {
     install_settings_crd(client)?;
     log::info(
         "CRD installed",
@@ -589,7 +608,9 @@ fn settings_scopes(layout: &Layout, state: &State) -> std::collections::BTreeMap
 }
 
 /// `--crd-extra-labels` and `--crd-filters`, parsed.
-fn crd_settings(flags: &AddonFlags) -> Result<crate::addon::release::crds::CrdSettings, String> {
+fn crd_settings(
+    flags: &AddonFlags,
+) -> Result<crate::addon::release::crds::CrdSettings, crate::addon::release::crd_error::CrdError> {
     Ok(crate::addon::release::crds::CrdSettings {
         extra_labels: crate::addon::release::crds::parse_extra_labels(&flags.crd_extra_labels)?,
         filters: crate::addon::release::crds::parse_filters(&flags.crd_filters),
@@ -597,9 +618,12 @@ fn crd_settings(flags: &AddonFlags) -> Result<crate::addon::release::crds::CrdSe
 }
 
 /// addon-operator's own client (ConfigMap reads and writes, resource checks).
-fn kube_client(config: &Config) -> Result<Client, String> {
+fn kube_client(config: &Config) -> Result<Client, BindError> {
     let settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon");
-    Client::from_config(&settings).map_err(|e| format!("kubernetes client: {e}"))
+    Client::from_config(&settings).map_err(|error| BindError::Client {
+        what: "kubernetes client",
+        error: Box::new(error),
+    })
 }
 
 /// Requests per second and burst of the operator's bookkeeping client.
@@ -612,7 +636,7 @@ const BOOKKEEPING_BURST: u32 = 100;
 /// module count, so they get a loose limit of their own: behind the resource
 /// monitor's (flant's `HELM_MONITOR_KUBE_CLIENT_QPS`, 5/s) they made a `global` change
 /// of 100 modules wait 18 s for its label patches (BENCHMARKS.md, issue 28).
-fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, String> {
+fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, BindError> {
     let mut settings = crate::kube::KubeSettings::from_flags(&config.kube, "addon_bookkeeping");
     settings.qps = BOOKKEEPING_QPS;
     settings.burst = BOOKKEEPING_BURST;
@@ -620,9 +644,11 @@ fn bookkeeping_client(config: &Config, metrics: &Metrics) -> Result<Client, Stri
         crate::kube::ClientMetrics::new(&config.metrics_prefix, "addon_bookkeeping");
     client_metrics
         .register(metrics.registry())
-        .map_err(|e| format!("bookkeeping client metrics: {e}"))?;
-    Client::from_config_with_metrics(&settings, client_metrics)
-        .map_err(|e| format!("kubernetes client of the operator's bookkeeping: {e}"))
+        .map_err(|e| BindError::metrics("bookkeeping client metrics", e))?;
+    Client::from_config_with_metrics(&settings, client_metrics).map_err(|error| BindError::Client {
+        what: "kubernetes client of the operator's bookkeeping",
+        error: Box::new(error),
+    })
 }
 
 /// The internal hook whose one kubernetes binding watches the ConfigMap.

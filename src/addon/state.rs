@@ -20,7 +20,9 @@ use crate::addon::run::lifecycle::{Input, Lifecycle};
 use crate::hook::Hook;
 use crate::hook::config::HookConfig;
 use crate::kube::Client;
-use crate::metrics::{Families, HookRunKind, HookRunMetrics, KUBE_BUCKETS, task_wait_counter};
+use crate::metrics::{
+    Families, HookRunKind, HookRunMetrics, KUBE_BUCKETS, MetricsError, task_wait_counter,
+};
 use crate::queue::Task;
 use crate::schedule::Control;
 use crossbeam_channel::Sender;
@@ -202,7 +204,7 @@ impl State {
     }
 
     /// `(CONFIG_VALUES, VALUES)` of a global hook.
-    pub(crate) fn global_files(&self) -> Result<(Value, Value), String> {
+    pub(crate) fn global_files(&self) -> Result<(Value, Value), crate::addon::Error> {
         Ok((
             json!({"global": self.global.config_values()}),
             json!({"global": self.global.values()?}),
@@ -215,8 +217,8 @@ impl State {
         &self,
         m: usize,
         enabled_modules: Vec<String>,
-    ) -> Result<(Value, Value), String> {
-        let module = self.modules.get(m).ok_or("no such module")?;
+    ) -> Result<(Value, Value), crate::addon::Error> {
+        let module = (self.modules.get(m)).ok_or(crate::addon::Error::NoSuchModule)?;
         let key = module.scope.key.clone();
         let mut global = self.global.values()?;
         if let Some(g) = global.as_object_mut() {
@@ -303,42 +305,44 @@ impl Reg<'_> {
         &self,
         name: &str,
         c: Result<C, prometheus::Error>,
-    ) -> Result<C, String> {
-        let c = c.map_err(|e| format!("metric {}{name}: {e}", self.prefix))?;
+    ) -> Result<C, MetricsError> {
+        let c = c.map_err(|e| MetricsError(format!("metric {}{name}: {e}", self.prefix)))?;
         self.registry
             .register(Box::new(c.clone()))
-            .map_err(|e| format!("metric {}{name}: {e}", self.prefix))?;
+            .map_err(|e| MetricsError(format!("metric {}{name}: {e}", self.prefix)))?;
         Ok(c)
     }
 
-    fn counter(&self, name: &str, help: &str) -> Result<IntCounter, String> {
+    fn counter(&self, name: &str, help: &str) -> Result<IntCounter, MetricsError> {
         let full = format!("{}{name}", self.prefix);
         self.add(name, IntCounter::new(full, help))
     }
 
-    fn int_vec(&self, name: &str, help: &str, label: &str) -> Result<IntCounterVec, String> {
+    fn int_vec(&self, name: &str, help: &str, label: &str) -> Result<IntCounterVec, MetricsError> {
         let opts = Opts::new(format!("{}{name}", self.prefix), help);
         self.add(name, IntCounterVec::new(opts, &[label]))
     }
 
-    fn histogram(&self, name: &str, help: &str, labels: &[&str]) -> Result<HistogramVec, String> {
+    fn histogram(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+    ) -> Result<HistogramVec, MetricsError> {
         let opts = HistogramOpts::new(format!("{}{name}", self.prefix), help)
             .buckets(KUBE_BUCKETS.to_vec());
         self.add(name, HistogramVec::new(opts, labels))
     }
 
     /// The global and module hook run families, sharing one queue wait counter.
-    fn hook_runs(&self) -> Result<(HookRunMetrics, HookRunMetrics), String> {
+    fn hook_runs(&self) -> Result<(HookRunMetrics, HookRunMetrics), MetricsError> {
         let wait = task_wait_counter(
             self.registry,
             self.prefix,
             &["module", "hook", "binding", "queue"],
-        )
-        .map_err(|e| e.to_string())?;
-        let family = |kind| {
-            HookRunMetrics::register(self.registry, self.prefix, kind, wait.clone())
-                .map_err(|e| e.to_string())
-        };
+        )?;
+        let family =
+            |kind| HookRunMetrics::register(self.registry, self.prefix, kind, wait.clone());
         Ok((family(HookRunKind::Global)?, family(HookRunKind::Module)?))
     }
 }
@@ -347,7 +351,10 @@ impl AddonMetrics {
     /// Registers them under `prefix` in `registry` (one from
     /// `Metrics::for_addon`, without shell-operator's hook run family: the queue
     /// wait counter's name is shared).
-    pub(crate) fn register(prefix: &str, registry: &Families) -> Result<AddonMetrics, String> {
+    pub(crate) fn register(
+        prefix: &str,
+        registry: &Families,
+    ) -> Result<AddonMetrics, MetricsError> {
         let r = Reg { prefix, registry };
         let (global_hooks, module_hooks) = r.hook_runs()?;
         let module_activation = ["module", "activation"];
@@ -563,7 +570,8 @@ mod tests {
     fn helm_operations_are_timed_by_module_and_operation() {
         let registry = Families::default();
         let m = AddonMetrics::register("ao_", &registry).expect("metrics");
-        let out: Result<u8, String> = m.helm_op("echo", "OperatorStartup", "upgrade", || Ok(7));
+        let out: Result<u8, std::convert::Infallible> =
+            m.helm_op("echo", "OperatorStartup", "upgrade", || Ok(7));
         assert_eq!(out, Ok(7));
         let count = m
             .helm_operation_seconds

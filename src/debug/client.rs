@@ -131,7 +131,7 @@ addon-operator module drift [<module>]\n",
     out
 }
 
-fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, String> {
+fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, ClientError> {
     let mut a = Args {
         words: vec![],
         output: "text".into(),
@@ -147,14 +147,14 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
             Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
             _ => (args[i].as_str(), None),
         };
-        let mut value = || -> Result<String, String> {
+        let mut value = || -> Result<String, ClientError> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
             }
             i += 1;
             args.get(i)
                 .cloned()
-                .ok_or_else(|| format!("flag needs an argument: {flag}"))
+                .ok_or_else(|| ClientError::from(format!("flag needs an argument: {flag}")))
         };
         match flag {
             "-o" | "--output" => {
@@ -175,22 +175,21 @@ fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<Args, 
                     a.watch = Some(d);
                 }
             }
-            f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag: {f}")),
+            f if f.starts_with('-') && f.len() > 1 => {
+                return Err(format!("unknown flag: {f}").into());
+            }
             word => a.words.push(word.to_string()),
         }
         i += 1;
     }
     if !matches!(a.output.as_str(), "text" | "json" | "yaml") {
-        return Err(format!(
-            "invalid output format {:?}: text, json or yaml",
-            a.output
-        ));
+        return Err(format!("invalid output format {:?}: text, json or yaml", a.output).into());
     }
     Ok(a)
 }
 
 /// The request a command makes: (method, path, form body).
-fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
+fn plan(a: &Args) -> Result<(&'static str, String, String), ClientError> {
     let fmt = &a.output;
     let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
     let get = |p: String| Ok(("GET", p, String::new()));
@@ -203,7 +202,8 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         ["config", "set", name, value, rest @ ..] if rest.len() <= 1 => {
             let mut form = format!("name={}&value={}", encode(name), encode(value));
             if let Some(d) = rest.first() {
-                go_duration(d).map_err(|e| format!("invalid duration {d:?}: {e}"))?;
+                go_duration(d)
+                    .map_err(|e| ClientError::from(format!("invalid duration {d:?}: {e}")))?;
                 form.push_str(&format!("&duration={}", encode(d)));
             }
             Ok(("POST", "/config/set".into(), form))
@@ -254,7 +254,8 @@ fn plan(a: &Args) -> Result<(&'static str, String, String), String> {
         _ => Err(format!(
             "unknown or incomplete command {:?}; see 'shell-operator queue --help'",
             a.words.join(" ")
-        )),
+        )
+        .into()),
     }
 }
 
@@ -268,14 +269,15 @@ fn addon_format(a: &Args, what: &str) -> &'static str {
 }
 
 /// Sends the command's request over the socket; returns (status, body).
-fn request(a: &Args) -> Result<(u16, String), String> {
+fn request(a: &Args) -> Result<(u16, String), ClientError> {
     let (method, path, form) = plan(a)?;
     let socket = a.socket.display();
     if !a.socket.exists() {
-        return Err(format!("debug socket '{socket}' does not exist"));
+        return Err(format!("debug socket '{socket}' does not exist").into());
     }
-    let mut stream = UnixStream::connect(&a.socket)
-        .map_err(|e| format!("cannot connect to debug socket '{socket}': {e}"))?;
+    let mut stream = UnixStream::connect(&a.socket).map_err(|e| {
+        ClientError::from(format!("cannot connect to debug socket '{socket}': {e}"))
+    })?;
     // The settings export waits for the operator's own watches (up to 60 s).
     let wait = match path.starts_with("/module/settings/export") {
         true => 90,
@@ -290,7 +292,7 @@ fn request(a: &Args) -> Result<(u16, String), String> {
     stream
         .write_all(head.as_bytes())
         .and_then(|()| stream.read_to_end(&mut text))
-        .map_err(|e| format!("debug socket '{socket}': {e}"))?;
+        .map_err(|e| ClientError::from(format!("debug socket '{socket}': {e}")))?;
     let text = String::from_utf8_lossy(&text);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok());
@@ -310,11 +312,37 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
+/// Why the debug CLI could not ask the operator: a bad command line, a missing socket or a failed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClientError {
+    problem: String,
+}
+
+impl From<String> for ClientError {
+    fn from(problem: String) -> ClientError {
+        ClientError { problem }
+    }
+}
+
+impl From<&str> for ClientError {
+    fn from(problem: &str) -> ClientError {
+        ClientError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for ClientError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(list: &[&str], env: Option<&str>) -> Result<Args, String> {
+    fn args(list: &[&str], env: Option<&str>) -> Result<Args, ClientError> {
         let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
         parse(&list, &|_| env.map(String::from))
     }
@@ -365,6 +393,7 @@ mod tests {
         assert!(
             plan(&a)
                 .expect_err("bad duration")
+                .to_string()
                 .starts_with("invalid duration \"5x\"")
         );
         assert!(args(&["queue", "list", "-o", "xml"], None).is_err());

@@ -35,7 +35,7 @@ pub struct Op {
 }
 
 /// Parses and validates the whole file; the first problem is the error.
-pub fn parse(bytes: &[u8]) -> Result<Vec<Op>, String> {
+pub fn parse(bytes: &[u8]) -> Result<Vec<Op>, FileError> {
     let mut stream = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
     let mut ops = Vec::new();
     loop {
@@ -43,18 +43,17 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Op>, String> {
         match stream.next() {
             None => return Ok(ops),
             Some(Err(e)) => {
-                return Err(format!("line {}: not valid JSON: {e}", e.line().max(line)));
+                let problem = format!("not valid JSON: {e}");
+                return Err(FileError::from(problem).at(e.line().max(line)));
             }
             Some(Ok(Value::Object(obj))) => {
-                let mut o = op(&obj).map_err(|e| format!("line {line}: {e}"))?;
+                let mut o = op(&obj).map_err(|e| e.at(line))?;
                 o.line = line;
                 ops.push(o);
             }
             Some(Ok(other)) => {
-                return Err(format!(
-                    "line {line}: expected a JSON object, got {}",
-                    json_kind(&other)
-                ));
+                let problem = format!("expected a JSON object, got {}", json_kind(&other));
+                return Err(FileError::from(problem).at(line));
             }
         }
     }
@@ -70,16 +69,13 @@ fn line_of_next(bytes: &[u8], offset: usize) -> usize {
 }
 
 /// Builds one op from its object, checking every field.
-fn op(obj: &Map<String, Value>) -> Result<Op, String> {
+fn op(obj: &Map<String, Value>) -> Result<Op, FileError> {
     let group = match obj.get("group") {
         None | Some(Value::Null) => None,
         Some(Value::String(g)) if !g.is_empty() => Some(g.clone()),
         Some(Value::String(_)) => return Err("field 'group': must not be empty".into()),
         Some(v) => {
-            return Err(format!(
-                "field 'group': must be a string, got {}",
-                json_kind(v)
-            ));
+            return Err(format!("field 'group': must be a string, got {}", json_kind(v)).into());
         }
     };
     let action = action(obj)?;
@@ -88,10 +84,7 @@ fn op(obj: &Map<String, Value>) -> Result<Op, String> {
         (None | Some(Value::Null), _) => return Err("field 'name': required".into()),
         (Some(Value::String(n)), _) => check_name(n)?,
         (Some(v), _) => {
-            return Err(format!(
-                "field 'name': must be a string, got {}",
-                json_kind(v)
-            ));
+            return Err(format!("field 'name': must be a string, got {}", json_kind(v)).into());
         }
     };
     if action == Action::Expire && group.is_none() {
@@ -107,17 +100,14 @@ fn op(obj: &Map<String, Value>) -> Result<Op, String> {
 }
 
 /// The action, from `action` + `value` (+ `buckets`) or the `add`/`set` shorthands.
-fn action(obj: &Map<String, Value>) -> Result<Action, String> {
+fn action(obj: &Map<String, Value>) -> Result<Action, FileError> {
     let short_add = obj.get("add");
     let short_set = obj.get("set");
     let explicit = match obj.get("action") {
         None | Some(Value::Null) => None,
         Some(Value::String(a)) => Some(a.as_str()),
         Some(v) => {
-            return Err(format!(
-                "field 'action': must be a string, got {}",
-                json_kind(v)
-            ));
+            return Err(format!("field 'action': must be a string, got {}", json_kind(v)).into());
         }
     };
     let (name, value) = match (explicit, short_add, short_set) {
@@ -131,23 +121,22 @@ fn action(obj: &Map<String, Value>) -> Result<Action, String> {
         }
         (Some(a), ..) => (a, obj.get("value").map(|v| ("value", v))),
     };
-    let number = || -> Result<f64, String> {
+    let number = || -> Result<f64, FileError> {
         match value {
             Some((_, Value::Number(n))) => n
                 .as_f64()
-                .ok_or_else(|| "field 'value': not a finite number".to_string()),
-            Some((field, v)) if !v.is_null() => Err(format!(
-                "field '{field}': must be a number, got {}",
-                json_kind(v)
-            )),
-            _ => Err(format!("field 'value': required for action {name:?}")),
+                .ok_or_else(|| "field 'value': not a finite number".into()),
+            Some((field, v)) if !v.is_null() => {
+                Err(format!("field '{field}': must be a number, got {}", json_kind(v)).into())
+            }
+            _ => Err(format!("field 'value': required for action {name:?}").into()),
         }
     };
     match name {
         "add" => {
             let v = number()?;
             if v < 0.0 {
-                return Err(format!("field 'value': {v} would decrease a counter"));
+                return Err(format!("field 'value': {v} would decrease a counter").into());
             }
             Ok(Action::Add(v))
         }
@@ -159,11 +148,12 @@ fn action(obj: &Map<String, Value>) -> Result<Action, String> {
         "expire" => Ok(Action::Expire),
         other => Err(format!(
             "field 'action': unknown action {other:?} (add, set, observe or expire)"
-        )),
+        )
+        .into()),
     }
 }
 
-fn buckets(v: Option<&Value>) -> Result<Vec<f64>, String> {
+fn buckets(v: Option<&Value>) -> Result<Vec<f64>, FileError> {
     let Some(Value::Array(items)) = v else {
         return Err(
             "field 'buckets': required for action \"observe\" (an array of numbers)".into(),
@@ -173,7 +163,7 @@ fn buckets(v: Option<&Value>) -> Result<Vec<f64>, String> {
     for item in items {
         match item.as_f64() {
             Some(b) => out.push(b),
-            None => return Err(format!("field 'buckets': {item} is not a number")),
+            None => return Err(format!("field 'buckets': {item} is not a number").into()),
         }
     }
     out.sort_by(f64::total_cmp);
@@ -181,34 +171,32 @@ fn buckets(v: Option<&Value>) -> Result<Vec<f64>, String> {
     Ok(out)
 }
 
-fn labels(v: Option<&Value>) -> Result<BTreeMap<String, String>, String> {
+fn labels(v: Option<&Value>) -> Result<BTreeMap<String, String>, FileError> {
     let obj = match v {
         None | Some(Value::Null) => return Ok(BTreeMap::new()),
         Some(Value::Object(o)) => o,
         Some(v) => {
-            return Err(format!(
-                "field 'labels': must be an object, got {}",
-                json_kind(v)
-            ));
+            return Err(format!("field 'labels': must be an object, got {}", json_kind(v)).into());
         }
     };
     let mut out = BTreeMap::new();
     for (k, v) in obj {
         if !valid_label_name(k) {
-            return Err(format!("field 'labels': {k:?} is not a valid label name"));
+            return Err(format!("field 'labels': {k:?} is not a valid label name").into());
         }
         let Value::String(s) = v else {
             return Err(format!(
                 "field 'labels': label {k:?} must be a string, got {}",
                 json_kind(v)
-            ));
+            )
+            .into());
         };
         out.insert(k.clone(), s.clone());
     }
     Ok(out)
 }
 
-fn check_name(n: &str) -> Result<String, String> {
+fn check_name(n: &str) -> Result<String, FileError> {
     let mut chars = n.chars();
     let first_ok = chars
         .next()
@@ -216,7 +204,7 @@ fn check_name(n: &str) -> Result<String, String> {
     if first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
         Ok(n.to_string())
     } else {
-        Err(format!("field 'name': {n:?} is not a valid metric name"))
+        Err(format!("field 'name': {n:?} is not a valid metric name").into())
     }
 }
 
@@ -228,12 +216,56 @@ fn valid_label_name(k: &str) -> bool {
     first_ok && !k.starts_with("__") && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Why a `$METRICS_PATH` file was refused: the problem, on which line (1-based)
+/// when it is one line's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileError {
+    line: Option<usize>,
+    problem: String,
+}
+
+impl FileError {
+    /// The same problem, found on `line`.
+    fn at(self, line: usize) -> FileError {
+        FileError {
+            line: Some(line),
+            problem: self.problem,
+        }
+    }
+}
+
+impl From<String> for FileError {
+    fn from(problem: String) -> FileError {
+        FileError {
+            line: None,
+            problem,
+        }
+    }
+}
+
+impl From<&str> for FileError {
+    fn from(problem: &str) -> FileError {
+        FileError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: {}", self.problem),
+            None => f.write_str(&self.problem),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse(text.as_bytes()).expect_err("should fail")
+        parse(text.as_bytes()).expect_err("should fail").to_string()
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::*;
 
 fn run(store: &HookMetrics, hook: &str, lines: &[&str]) -> Result<(), String> {
-    let ops = parse::parse(lines.join("\n").as_bytes())?;
+    let ops = parse::parse(lines.join("\n").as_bytes()).map_err(|e| e.to_string())?;
     store.apply(hook, &ops)
 }
 

@@ -88,7 +88,7 @@ pub(crate) fn list_page(
     type_meta: TypeMeta<'_>,
 ) -> Result<(Vec<Item>, ListMeta), String> {
     let text = std::str::from_utf8(body).map_err(|e| format!("bad list: {e}"))?;
-    let parts = crate::canonical::split_list(text)?;
+    let parts = crate::canonical::split_list(text).map_err(|e| e.to_string())?;
     let meta = match parts.metadata {
         Some(m) => serde_json::from_str(m).map_err(|e| format!("bad list metadata: {e}"))?,
         None => ListMeta::default(),
@@ -323,7 +323,11 @@ mod tests {
         let tricky = format!("{{\"type\":\"ADDED\",\"object\":{obj},\"x\":{{\"y\":1}}}}");
         let sliced = fast_split(tricky.as_bytes()).expect("fast slice");
         assert_ne!(sliced.1, obj);
-        let canonical = |text: &str| Object::decode(text, None).map(|o| o.json.to_string());
+        let canonical = |text: &str| {
+            Object::decode(text, None)
+                .map(|o| o.json.to_string())
+                .map_err(|e| e.to_string())
+        };
         assert!(canonical(sliced.1).is_err());
         match decode_line(tricky.as_bytes(), canonical) {
             Ok(Line::Object(EventType::Added, json)) => {

@@ -69,7 +69,10 @@ pub struct Object {
 impl Object {
     /// Decodes an object's JSON text; `type_meta` (apiVersion, kind) fills in
     /// what list items come without.
-    pub(crate) fn decode(text: &str, type_meta: Option<(&str, &str)>) -> Result<Object, String> {
+    pub(crate) fn decode(
+        text: &str,
+        type_meta: Option<(&str, &str)>,
+    ) -> Result<Object, crate::canonical::CanonicalError> {
         let (json, meta) = canonical_arc(text, type_meta)?;
         Ok(Object { json, meta })
     }

@@ -42,7 +42,7 @@ pub(crate) struct Settings {
 pub(crate) fn settings(
     config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Settings>, String> {
+) -> Result<Option<Settings>, LeaderError> {
     let ha = &config.ha;
     if !ha.enabled {
         return Ok(None);
@@ -64,7 +64,10 @@ pub(crate) fn settings(
     }))
 }
 
-fn addon_identity(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn addon_identity(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, LeaderError> {
     let pod = env("ADDON_OPERATOR_POD")
         .filter(|p| !p.is_empty())
         .ok_or("addon-operator HA: ADDON_OPERATOR_POD env not set or empty")?;
@@ -72,7 +75,8 @@ fn addon_identity(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Resu
     if ip.is_empty() || ip == "0.0.0.0" {
         return Err(format!(
             "addon-operator HA: ADDON_OPERATOR_LISTEN_ADDRESS must be the pod IP, not {ip:?}"
-        ));
+        )
+        .into());
     }
     if config.namespace.is_empty() {
         return Err("addon-operator HA: ADDON_OPERATOR_NAMESPACE env not set or empty".into());
@@ -97,15 +101,15 @@ fn hostname() -> Option<String> {
 pub(crate) fn gauge(
     prefix: &str,
     metrics: &crate::metrics::Metrics,
-) -> Result<prometheus::IntGauge, String> {
+) -> Result<prometheus::IntGauge, LeaderError> {
     let gauge = prometheus::IntGauge::new(
         format!("{prefix}ha_is_leader"),
         "1 while this replica holds the leader-election Lease, 0 while it waits.",
     )
-    .map_err(|e| format!("metric {prefix}ha_is_leader: {e}"))?;
+    .map_err(|e| LeaderError::from(format!("metric {prefix}ha_is_leader: {e}")))?;
     metrics
         .register(Box::new(gauge.clone()))
-        .map_err(|e| format!("metric {prefix}ha_is_leader: {e}"))?;
+        .map_err(|e| LeaderError::from(format!("metric {prefix}ha_is_leader: {e}")))?;
     Ok(gauge)
 }
 
@@ -115,7 +119,7 @@ pub(crate) fn elector(
     config: &Config,
     settings: &Settings,
     metrics: &crate::metrics::Metrics,
-) -> Result<Elector, String> {
+) -> Result<Elector, LeaderError> {
     let t = settings.timings;
     let kube = KubeSettings {
         component: "leader_election".into(),
@@ -123,7 +127,7 @@ pub(crate) fn elector(
         ..crate::kube::KubeSettings::from_flags(&config.kube, "leader_election")
     };
     let client = Client::from_config(&kube)
-        .map_err(|e| format!("kubernetes client for leader election: {e}"))?
+        .map_err(|e| LeaderError::from(format!("kubernetes client for leader election: {e}")))?
         .with_retry(RetryPolicy {
             max_retries: 0,
             base_delay: Duration::from_millis(100),
@@ -147,6 +151,32 @@ pub(crate) fn elector(
         gauge: gauge(&config.metrics_prefix, metrics)?,
     })
 }
+
+/// Why leader election could not be set up: a missing setting, a metric, the Lease client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeaderError {
+    problem: String,
+}
+
+impl From<String> for LeaderError {
+    fn from(problem: String) -> LeaderError {
+        LeaderError { problem }
+    }
+}
+
+impl From<&str> for LeaderError {
+    fn from(problem: &str) -> LeaderError {
+        LeaderError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for LeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for LeaderError {}
 
 #[cfg(test)]
 mod tests {
@@ -189,7 +219,9 @@ mod tests {
         assert_eq!(s.timings.renew_deadline, Duration::from_secs(30));
         assert_eq!(s.timings.retry_period, Duration::from_secs(10));
         let no_pod = &env[..1];
-        let err = settings(&config(Program::Addon, &env), &env_of(no_pod)).unwrap_err();
+        let err = settings(&config(Program::Addon, &env), &env_of(no_pod))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("ADDON_OPERATOR_POD"), "{err}");
     }
 

@@ -25,7 +25,7 @@ pub struct Family {
     /// declared order.
     pub labels: Vec<String>,
     /// The `# HELP` text.
-    pub help: String,
+    pub(crate) help: String,
 }
 
 /// A Prometheus registry that remembers the families registered in it.

@@ -37,7 +37,7 @@ impl ItemFilter {
         let (filter_result, checksum) = match &self.jq {
             Some(jq) => {
                 let input = input.get(&object.json).map_err(FilterError)?;
-                let text = jq.apply_input(input).map_err(FilterError)?;
+                let text = (jq.apply_input(input)).map_err(|e| FilterError(e.to_string()))?;
                 let sum = checksum_str(&text);
                 (Some(text), sum)
             }
@@ -65,7 +65,7 @@ pub(crate) struct JqInput(Option<Result<crate::jq::JqInput, String>>);
 impl JqInput {
     fn get(&mut self, text: &str) -> Result<crate::jq::JqInput, String> {
         self.0
-            .get_or_insert_with(|| crate::jq::read_input(text))
+            .get_or_insert_with(|| crate::jq::read_input(text).map_err(|e| e.to_string()))
             .clone()
     }
 }

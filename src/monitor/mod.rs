@@ -574,7 +574,7 @@ fn initial_item(sub: &Sub, obj: &Object) -> Option<Item> {
 fn with_type_meta(obj: &Object, resource: &Resource) -> Option<Object> {
     let api_version = resource.api_version();
     Object::decode(&obj.json, Some((&api_version, &resource.kind)))
-        .map_err(|e| log::error("skipping a watched object", &[("error", &e)]))
+        .map_err(|e| log::error("skipping a watched object", &[("error", &e.to_string())]))
         .ok()
 }
 

@@ -16,7 +16,7 @@ use crossbeam_channel::{Sender, bounded};
 use std::sync::Arc;
 
 /// Shared handles for kubernetes bindings.
-pub struct KubeRuntime {
+pub(crate) struct KubeRuntime {
     pub(crate) hooks: HookTable,
     pub(crate) store: Arc<SnapshotStore>,
     pub(crate) monitor: Sender<Control>,

@@ -5,6 +5,7 @@
 //! through them). Nothing here starts a thread that outlives the bind step (the
 //! hooks' `--config` run a few at a time on scoped threads, `threads::map_parallel`).
 
+use super::start_error::StartError;
 use super::{IGNORED_SIGNALS, RELOAD_SIGNAL, STOP_SIGNALS};
 use crate::debug::DebugState;
 use crate::debug::runtime::RuntimeConfig;
@@ -36,36 +37,49 @@ use std::sync::{Arc, Mutex};
 /// reads; first, so a SIGTERM during a slow startup is not lost: the flag stops a
 /// hook's `--config` still running (process/run.rs), the iterator reaches the
 /// main loop once it runs.
-pub(super) fn bind_signals(config: &Config) -> Result<signal_hook::iterator::Signals, String> {
+pub(super) fn bind_signals(config: &Config) -> Result<signal_hook::iterator::Signals, StartError> {
     // SIGHUP is not one of them: it reloads (`reload/`).
     for sig in STOP_SIGNALS {
-        signal_hook::flag::register(sig, process::shutdown_flag())
-            .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
+        signal_hook::flag::register(sig, process::shutdown_flag()).map_err(|error| {
+            StartError::Signals {
+                signal: Some(sig),
+                error,
+            }
+        })?;
     }
     process::set_shutdown_grace(config.shutdown_grace);
     let handled = (STOP_SIGNALS.iter())
         .chain(IGNORED_SIGNALS.iter())
         .chain(std::iter::once(&RELOAD_SIGNAL));
-    signal_hook::iterator::Signals::new(handled).map_err(|e| format!("cannot handle signals: {e}"))
+    signal_hook::iterator::Signals::new(handled).map_err(|error| StartError::Signals {
+        signal: None,
+        error,
+    })
 }
 
 /// With `--ha`: the election's handle and its thread body (not started yet).
 pub(super) fn bind_election(
     config: &Config,
     metrics: &Metrics,
-) -> Result<Option<(crate::leader::Handle, super::ThreadBody)>, String> {
-    let Some(settings) = crate::leader::settings(config, &|k| std::env::var(k).ok())? else {
+) -> Result<Option<(crate::leader::Handle, super::ThreadBody)>, StartError> {
+    let found = crate::leader::settings(config, &|k| std::env::var(k).ok());
+    let Some(settings) = found.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    let (handle, body) = crate::leader::elector(config, &settings, metrics)?.start();
+    let elector = crate::leader::elector(config, &settings, metrics).map_err(|e| e.to_string())?;
+    let (handle, body) = elector.start();
     Ok(Some((handle, Box::new(body))))
 }
 
 /// Makes the hooks dir absolute, creates the tmp dir (and the built-in jq when
 /// there is none on PATH); returns the executor that uses them.
-pub(super) fn prepare_dirs(config: &mut Config) -> Result<Executor, String> {
-    config.hooks_dir = std::fs::canonicalize(&config.hooks_dir)
-        .map_err(|e| format!("hooks dir '{}': {e}", config.hooks_dir.display()))?;
+pub(super) fn prepare_dirs(config: &mut Config) -> Result<Executor, StartError> {
+    config.hooks_dir =
+        std::fs::canonicalize(&config.hooks_dir).map_err(|error| StartError::Dir {
+            what: "hooks dir",
+            path: config.hooks_dir.clone(),
+            error,
+        })?;
     if config.tmp_dir.as_os_str().is_empty() {
         let name = config.program.name();
         config.tmp_dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
@@ -109,7 +123,7 @@ pub(super) fn bind_http(
     metrics: &Arc<Metrics>,
     ready: &Arc<AtomicBool>,
     routes: Option<crate::http::ExtraRoutes>,
-) -> Result<Server, String> {
+) -> Result<Server, StartError> {
     let http = http::bind(
         &config.listen_address,
         config.listen_port,
@@ -123,7 +137,7 @@ pub(super) fn bind_http(
     Ok(http)
 }
 
-pub(super) fn load_hooks(config: &Config) -> Result<Vec<Hook>, String> {
+pub(super) fn load_hooks(config: &Config) -> Result<Vec<Hook>, StartError> {
     let dir = config.hooks_dir.display().to_string();
     log::info("loading hooks", &[("dir", &dir)]);
     let hooks = hook::load_all(
@@ -146,7 +160,7 @@ pub(super) fn bind_debug_server(
     kube: Option<&KubeParts>,
     views: &BTreeMap<String, SharedView>,
     extra: Option<crate::debug::ExtraRoutes>,
-) -> Result<DebugServer, String> {
+) -> Result<DebugServer, StartError> {
     // The addon-operator's internal ConfigMap watch is no hook of the user's, and
     // a hook a reload removed is no hook any more.
     let table = hooks.clone();
@@ -187,7 +201,7 @@ pub(super) fn bind_debug_server(
 /// The object patcher's own client (its QPS, burst and timeout), its requests
 /// counted on `/metrics` with `component="object_patcher"` as flant's are. Not
 /// having a cluster is not an error until a hook writes a patch.
-pub(super) fn patcher_client(config: &Config, metrics: &Metrics) -> Result<Client, String> {
+pub(super) fn patcher_client(config: &Config, metrics: &Metrics) -> Result<Client, StartError> {
     let settings = KubeSettings {
         server: config.kube.server.clone(),
         kubeconfig: config.kube.config.clone(),
@@ -200,9 +214,14 @@ pub(super) fn patcher_client(config: &Config, metrics: &Metrics) -> Result<Clien
     let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "object_patcher");
     client_metrics
         .register(metrics.registry())
-        .map_err(|e| format!("object patcher client metrics: {e}"))?;
-    Client::from_config_with_metrics(&settings, client_metrics)
-        .map_err(|e| format!("no Kubernetes client for the object patcher: {e}"))
+        .map_err(|e| StartError::Metrics {
+            what: "object patcher client metrics",
+            error: e.to_string(),
+        })?;
+    Client::from_config_with_metrics(&settings, client_metrics).map_err(|e| StartError::Client {
+        what: "no Kubernetes client for the object patcher",
+        error: Box::new(e),
+    })
 }
 
 /// Snapshots for webhook runs, read from the monitors' store when the hook starts.
@@ -242,7 +261,7 @@ impl KubeParts {
         config: &Config,
         hooks: &[Hook],
         metrics: &Metrics,
-    ) -> Result<Option<KubeParts>, String> {
+    ) -> Result<Option<KubeParts>, StartError> {
         if !hooks.iter().any(Hook::has_kube_bindings) {
             return Ok(None);
         }
@@ -250,9 +269,16 @@ impl KubeParts {
         let client_metrics = crate::kube::ClientMetrics::new(&config.metrics_prefix, "main");
         client_metrics
             .register(metrics.registry())
-            .map_err(|e| format!("kubernetes client metrics: {e}"))?;
-        let client = Client::from_config_with_metrics(&settings, client_metrics)
-            .map_err(|e| format!("kubernetes client: {e}"))?;
+            .map_err(|e| StartError::Metrics {
+                what: "kubernetes client metrics",
+                error: e.to_string(),
+            })?;
+        let client = Client::from_config_with_metrics(&settings, client_metrics).map_err(|e| {
+            StartError::Client {
+                what: "kubernetes client",
+                error: Box::new(e),
+            }
+        })?;
         log::info(
             "kubernetes client configured",
             &[("source", client.origin())],

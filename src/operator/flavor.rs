@@ -10,6 +10,7 @@
 //! inputs, readiness after the first converge, and the resource monitor's thread
 //! body (spawned, like every thread, by `operator.rs`).
 
+use super::start_error::StartError;
 use crate::addon;
 use crate::flags::{Config, Program};
 use crate::hook::Hook;
@@ -32,22 +33,27 @@ pub(super) enum Flavor {
 
 /// The metrics registry of the program (addon-operator adds its own series).
 /// `QUEUE_ACTIONS_METRICS=no` switches the queue action histogram off (as in flant).
-pub(super) fn metrics(config: &Config) -> Result<Arc<Metrics>, String> {
+pub(super) fn metrics(config: &Config) -> Result<Arc<Metrics>, StartError> {
     let queue_actions = std::env::var("QUEUE_ACTIONS_METRICS").map_or(true, |v| v != "no");
     let metrics = match config.program {
         Program::Addon => Metrics::for_addon(&config.metrics_prefix, queue_actions),
         Program::Shell => Metrics::with_options(&config.metrics_prefix, queue_actions),
     };
-    metrics.map(Arc::new).map_err(|e| e.to_string())
+    metrics
+        .map(Arc::new)
+        .map_err(|e| StartError::Part(e.to_string()))
 }
 
 impl Flavor {
     /// Loads the hooks the engine runs: shell-operator's hooks dir, or
     /// addon-operator's modules, global hooks and ConfigMap (`addon::bind`).
-    pub(super) fn bind(config: &Config, metrics: &Metrics) -> Result<(Flavor, Vec<Hook>), String> {
+    pub(super) fn bind(
+        config: &Config,
+        metrics: &Metrics,
+    ) -> Result<(Flavor, Vec<Hook>), StartError> {
         match config.program {
             Program::Addon => {
-                let (bound, hooks) = addon::bind(config, metrics)?;
+                let (bound, hooks) = addon::bind(config, metrics).map_err(|e| e.to_string())?;
                 Ok((Flavor::Addon(Box::new(bound)), hooks))
             }
             Program::Shell => Ok((Flavor::Shell, super::bind::load_hooks(config)?)),
@@ -100,12 +106,12 @@ impl Flavor {
     /// The program's part of the spawn step. `ready` is the operator's readiness:
     /// shell-operator is ready when its startup tasks are done, addon-operator after
     /// its first converge.
-    pub(super) fn start(self, setup: Setup) -> Result<Started, String> {
+    pub(super) fn start(self, setup: Setup) -> Started {
         match self {
-            Flavor::Shell => Ok(Started {
+            Flavor::Shell => Started {
                 startup_ready: setup.ready,
                 addon: None,
-            }),
+            },
             Flavor::Addon(a) => {
                 let started = a.start(
                     setup.hooks,
@@ -119,11 +125,11 @@ impl Flavor {
                         monitor: setup.monitor,
                         metrics: setup.metrics,
                     },
-                )?;
-                Ok(Started {
+                );
+                Started {
                     startup_ready: Arc::new(AtomicBool::new(false)),
                     addon: Some(started),
-                })
+                }
             }
         }
     }

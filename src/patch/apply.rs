@@ -222,7 +222,8 @@ fn jq_patch(
     let filter = match compiled {
         Some(f) => f,
         None => {
-            late = JqFilter::compile(code, jq_library, &[]).map_err(ApplyError::Jq)?;
+            late = JqFilter::compile(code, jq_library, &[])
+                .map_err(|e| ApplyError::Jq(e.to_string()))?;
             &late
         }
     };

@@ -8,6 +8,7 @@
 //! never on the text. Built on the queue thread that ran the hook.
 
 use crate::kube::KubeError;
+use crate::queue::Cause;
 use std::fmt;
 use std::time::Duration;
 
@@ -54,6 +55,20 @@ pub enum ApplyError {
 }
 
 impl PatchError {
+    /// The kind of failure: a rejected file is the hook's invalid output; a
+    /// failed operation is as its API call says (a lost race or an object still
+    /// being deleted is transient, a jq filter that fails is invalid input).
+    pub(crate) fn cause(&self) -> Cause {
+        let PatchError::Apply { cause, .. } = self else {
+            return Cause::InvalidInput;
+        };
+        match &**cause {
+            ApplyError::Kube { error, .. } => Cause::of_kube(error),
+            ApplyError::Conflict { .. } | ApplyError::StillPresent { .. } => Cause::Transient,
+            ApplyError::Jq(_) | ApplyError::NotAnObject { .. } => Cause::InvalidInput,
+        }
+    }
+
     pub(crate) fn syntax(message: impl Into<String>) -> PatchError {
         PatchError::Syntax(message.into())
     }

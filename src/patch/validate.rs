@@ -246,8 +246,10 @@ fn jq_payload(cx: &Cx, map: &Map<String, Value>) -> Result<Payload, PatchError> 
             code,
             filter: Some(f),
         }),
-        Err(e) if e.contains("cannot load module") => Ok(Payload::Jq { code, filter: None }),
-        Err(e) => Err(cx.err("jqFilter", e)),
+        Err(e) if e.to_string().contains("cannot load module") => {
+            Ok(Payload::Jq { code, filter: None })
+        }
+        Err(e) => Err(cx.err("jqFilter", e.to_string())),
     }
 }
 

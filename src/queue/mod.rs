@@ -8,10 +8,12 @@
 //! builds on the queue and the queue imports nothing above it; what a step does is
 //! the addon engine's (`addon/engine.rs`).
 
+pub mod cause;
 pub(crate) mod outcome;
 pub(crate) mod pace;
 pub mod worker;
 
+pub use cause::Cause;
 pub use outcome::{Outcome, TaskError};
 
 use crate::hook::context::{BindingContext, BindingType, Payload};
@@ -34,7 +36,8 @@ pub(crate) enum TaskKind {
 }
 
 impl TaskKind {
-    fn as_str(self) -> &'static str {
+    /// flant's name of the kind (`HookRun`, `ModuleRun`, ...).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TaskKind::HookRun => "HookRun",
             TaskKind::EnableScheduleBindings => "EnableScheduleBindings",

@@ -12,8 +12,13 @@
 //! - a task the operator can never run because its own state is broken (a thread it
 //!   needs is gone, a task reached a handler that has no code for it):
 //!   [`Outcome::Stop`]. Retrying those would block the queue forever.
+//!
+//! Every failure carries its [`Cause`] (transient, invalid input, the hook,
+//! internal); the worker counts it under that label (`task_errors_total`). The
+//! cause never changes which of the above happens: flant's retry rules stay.
 
 use super::Task;
+use super::cause::Cause;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -58,32 +63,54 @@ impl Outcome {
 }
 
 /// Why a task failed: the message the log, the debug queue view and the task's
-/// `last_error` show. It names the hook (or module) and says what went wrong.
+/// `last_error` show (it names the hook or module and says what went wrong), and
+/// the kind of failure it is, which the worker counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskError(String);
+pub struct TaskError {
+    cause: Cause,
+    message: String,
+}
 
 impl TaskError {
+    /// A failure of kind `cause`, told by `message`.
+    pub(crate) fn new(cause: Cause, message: impl Into<String>) -> TaskError {
+        TaskError {
+            cause,
+            message: message.into(),
+        }
+    }
+
     /// The message.
     pub(crate) fn as_str(&self) -> &str {
-        &self.0
+        &self.message
+    }
+
+    /// The kind of failure.
+    pub(crate) fn cause(&self) -> Cause {
+        self.cause
+    }
+
+    /// The same failure told with `context` before its message (`"<hook>
+    /// FAILED: "`), keeping its cause.
+    pub(crate) fn prefixed(self, context: &str) -> TaskError {
+        TaskError {
+            cause: self.cause,
+            message: format!("{context}{}", self.message),
+        }
     }
 }
 
-impl From<String> for TaskError {
-    fn from(message: String) -> TaskError {
-        TaskError(message)
-    }
-}
-
+/// Tests script outcomes with bare texts; the operator always says the cause.
+#[cfg(test)]
 impl From<&str> for TaskError {
     fn from(message: &str) -> TaskError {
-        TaskError(message.to_string())
+        TaskError::new(Cause::Internal, message)
     }
 }
 
 impl fmt::Display for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -117,10 +144,13 @@ mod tests {
     fn allow_failure_decides_fail_or_retry() {
         assert!(matches!(Outcome::hook_failed(true, "x"), Outcome::Fail(e) if e.as_str() == "x"));
         assert!(matches!(Outcome::hook_failed(false, "x"), Outcome::Retry(e) if e.as_str() == "x"));
-        let failed: Result<Vec<Task>, String> = Err("step".into());
-        assert!(matches!(Outcome::from_result(failed), Outcome::Retry(e) if e.as_str() == "step"));
+        let failed: Result<Vec<Task>, TaskError> = Err(TaskError::new(Cause::Transient, "step"));
+        assert!(matches!(
+            Outcome::from_result(failed),
+            Outcome::Retry(e) if e.as_str() == "step" && e.cause() == Cause::Transient
+        ));
         assert!(
-            matches!(Outcome::from_result::<String>(Ok(Vec::new())), Outcome::Done(t) if t.is_empty())
+            matches!(Outcome::from_result::<TaskError>(Ok(Vec::new())), Outcome::Done(t) if t.is_empty())
         );
     }
 }

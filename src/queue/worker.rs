@@ -24,6 +24,10 @@ pub trait Handler: Send + Sync {
     fn handle(&self, task: &Task, queue: &str) -> Outcome;
     /// Called when queue-level compaction merged a hook's tasks.
     fn compacted(&self, _queue: &str, _hook: &str) {}
+    /// Called with every failure of a task run (retried, allowed to fail or
+    /// stopping the operator), before the worker acts on it: the handler counts
+    /// it by its cause.
+    fn failed(&self, _queue: &str, _task: &Task, _error: &TaskError) {}
     /// Called with the real duration of each low-level queue operation
     /// (`AddLast`, `GetFirst`, `RemoveFirst`, `IterateSnapshot`).
     fn queue_action(&self, _queue: &str, _action: &str, _took: Duration) {}
@@ -178,6 +182,9 @@ impl Worker {
         let run_started = Instant::now();
         let outcome = self.handler.handle(head, &self.name);
         self.pace.ran(head, run_started, Instant::now());
+        if let Outcome::Retry(e) | Outcome::Fail(e) | Outcome::Stop(e) = &outcome {
+            self.handler.failed(&self.name, head, e);
+        }
         match outcome {
             Outcome::Done(next) => {
                 self.pop_head();
@@ -313,6 +320,8 @@ impl Worker {
 mod tests {
     use super::*;
 
+    use crate::queue::Cause;
+
     #[test]
     fn backoff_follows_flant() {
         assert_eq!(backoff(0), Duration::from_secs(5));
@@ -332,6 +341,8 @@ mod tests {
     struct Scripted {
         script: fn(&str, u32) -> Outcome,
         runs: crossbeam_channel::Sender<String>,
+        /// Every failure the worker reports: `task:cause:message`.
+        failures: crossbeam_channel::Sender<String>,
         /// Dropped while a task runs, when the test simulates a shutdown.
         stop_during_run: Mutex<Option<crossbeam_channel::Sender<()>>>,
     }
@@ -347,6 +358,10 @@ mod tests {
             }
             (self.script)(&task.hook_name, task.failures)
         }
+        fn failed(&self, _: &str, task: &Task, error: &TaskError) {
+            let reported = format!("{}:{}:{error}", task.hook_name, error.cause());
+            let _ = self.failures.send(reported);
+        }
     }
 
     fn task(name: &str) -> Task {
@@ -355,6 +370,7 @@ mod tests {
 
     struct Run {
         runs: crossbeam_channel::Receiver<String>,
+        failures: crossbeam_channel::Receiver<String>,
         stops: crossbeam_channel::Receiver<String>,
         stop_tx: Option<crossbeam_channel::Sender<()>>,
         view: SharedView,
@@ -364,12 +380,14 @@ mod tests {
     /// Starts a worker over `tasks` (queued before it starts) with a 10 ms backoff.
     fn start(script: fn(&str, u32) -> Outcome, tasks: &[&str], shutdown_in_run: bool) -> Run {
         let (runs_tx, runs) = crossbeam_channel::unbounded();
+        let (failures_tx, failures) = crossbeam_channel::unbounded();
         let (stops_tx, stops) = crossbeam_channel::unbounded();
         let (task_tx, task_rx) = crossbeam_channel::unbounded();
         let (stop_tx, stop_rx) = crossbeam_channel::bounded(0);
         let handler = Arc::new(Scripted {
             script,
             runs: runs_tx,
+            failures: failures_tx,
             stop_during_run: Mutex::new(shutdown_in_run.then(|| stop_tx.clone())),
         });
         for t in tasks {
@@ -388,6 +406,7 @@ mod tests {
         });
         Run {
             runs,
+            failures,
             stops,
             stop_tx,
             view,
@@ -445,13 +464,14 @@ mod tests {
             "each ran once"
         );
         assert!(run.stops.is_empty());
+        assert!(run.failures.is_empty(), "no failure reported");
     }
 
     #[test]
     fn retry_keeps_the_head_and_blocks_the_queue_until_it_succeeds() {
         let run = start(
             |name, attempt| match (name, attempt) {
-                ("a", 0 | 1) => Outcome::Retry(format!("a failed ({attempt})").into()),
+                ("a", 0 | 1) => Outcome::Retry(format!("a failed ({attempt})").as_str().into()),
                 _ => Outcome::done(),
             },
             &["a", "b"],
@@ -459,6 +479,34 @@ mod tests {
         );
         assert_eq!(run.next_runs(4), ["a", "a", "a", "b"]);
         assert!(run.stops.is_empty());
+        let failures: Vec<String> = run.failures.try_iter().collect();
+        assert_eq!(
+            failures,
+            ["a:internal:a failed (0)", "a:internal:a failed (1)"],
+            "each failed attempt reported once, with its cause"
+        );
+    }
+
+    #[test]
+    fn each_failure_is_reported_with_the_cause_it_carries() {
+        let run = start(
+            |name, _| match name {
+                "a" => Outcome::Fail(TaskError::new(Cause::Hook, "exit status 1")),
+                "b" => Outcome::Retry(TaskError::new(Cause::Transient, "timeout")),
+                _ => Outcome::done(),
+            },
+            &["a", "b"],
+            false,
+        );
+        assert_eq!(run.next_runs(3), ["a", "b", "b"]);
+        let first_two: Vec<String> = (0..2)
+            .map(|_| {
+                run.failures
+                    .recv_timeout(Duration::from_secs(5))
+                    .expect("reported")
+            })
+            .collect();
+        assert_eq!(first_two, ["a:hook:exit status 1", "b:transient:timeout"]);
     }
 
     #[test]
@@ -507,6 +555,10 @@ mod tests {
         assert_eq!(run.next_runs(1), ["a"]);
         assert!(run.ends(), "the queue thread ended");
         assert_eq!(run.stops.try_recv().ok().as_deref(), Some("broken"));
+        assert_eq!(
+            run.failures.try_recv().ok().as_deref(),
+            Some("a:internal:broken")
+        );
         assert!(run.runs.try_recv().is_err(), "b never ran");
         assert_eq!(run.view.lock().expect("view").status, "stopped");
     }

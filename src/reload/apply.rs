@@ -157,7 +157,10 @@ impl Reloader {
         if let (Some(r), false) = (&self.registrar, admission.is_empty())
             && let Err(e) = r.set_active(&admission, false)
         {
-            log::error("reload: cannot remove webhook entries", &[("error", &e)]);
+            log::error(
+                "reload: cannot remove webhook entries",
+                &[("error", &e.to_string())],
+            );
         }
         let stopped = |_| ReloadError::Stopped("scheduler");
         if !p.entries.is_empty() {

@@ -87,7 +87,7 @@ impl CronSchedule {
     /// `@every <go duration>` or a descriptor (`@hourly`, `@daily`, `@midnight`,
     /// `@weekly`, `@monthly`, `@yearly`, `@annually`), optionally prefixed by
     /// `TZ=UTC` or `CRON_TZ=UTC`. Errors say what is wrong, not the spec itself.
-    pub(crate) fn parse(spec: &str) -> Result<CronSchedule, String> {
+    pub(crate) fn parse(spec: &str) -> Result<CronSchedule, CronError> {
         let (zone, body) = split_zone(spec.trim())?;
         let every = body.strip_prefix("@every");
         if let Some(arg) = every.filter(|a| a.is_empty() || a.starts_with(char::is_whitespace)) {
@@ -134,7 +134,7 @@ impl CronSchedule {
 
 /// Strip a `TZ=<zone>` / `CRON_TZ=<zone>` prefix. Without a time zone database
 /// only UTC and Local can be honoured; anything else is rejected.
-fn split_zone(spec: &str) -> Result<(Zone, &str), String> {
+fn split_zone(spec: &str) -> Result<(Zone, &str), CronError> {
     let rest = match spec
         .strip_prefix("TZ=")
         .or_else(|| spec.strip_prefix("CRON_TZ="))
@@ -150,22 +150,23 @@ fn split_zone(spec: &str) -> Result<(Zone, &str), String> {
             return Err(format!(
                 "time zone {other:?} is not supported: only TZ=UTC and TZ=Local are \
                  (there is no time zone database)"
-            ));
+            )
+            .into());
         }
     };
     Ok((zone, body.trim_start()))
 }
 
 /// `@every <go duration>`: rounded like robfig (sub-second part dropped, at least 1s).
-fn parse_every(arg: &str) -> Result<Duration, String> {
+fn parse_every(arg: &str) -> Result<Duration, CronError> {
     if arg.trim().is_empty() {
-        return Err("@every needs a duration, like \"@every 30s\"".to_owned());
+        return Err("@every needs a duration, like \"@every 30s\"".into());
     }
-    let d = go_duration(arg.trim())?;
+    let d = go_duration(arg.trim()).map_err(|e| CronError::from(e.to_string()))?;
     Ok(Duration::from_secs(d.as_secs().max(1)))
 }
 
-fn descriptor(body: &str) -> Result<&'static str, String> {
+fn descriptor(body: &str) -> Result<&'static str, CronError> {
     match DESCRIPTORS.iter().find(|(name, _)| *name == body) {
         Some((_, fields)) => Ok(fields),
         None => {
@@ -173,18 +174,19 @@ fn descriptor(body: &str) -> Result<&'static str, String> {
             Err(format!(
                 "unknown descriptor {body:?}; accepted: @every <duration>, {}",
                 names.join(", ")
-            ))
+            )
+            .into())
         }
     }
 }
 
 /// Split into 5 or 6 fields and parse each into a value set.
-fn parse_fields(body: &str) -> Result<[FieldSet; 6], String> {
+fn parse_fields(body: &str) -> Result<[FieldSet; 6], CronError> {
     let mut fields: Vec<&str> = body.split_whitespace().collect();
     match fields.len() {
         5 => fields.insert(0, "0"),
         6 => {}
-        n => return Err(format!("expected 5 or 6 fields, got {n}")),
+        n => return Err(format!("expected 5 or 6 fields, got {n}").into()),
     }
     let mut sets = [FieldSet {
         bits: 0,
@@ -197,7 +199,7 @@ fn parse_fields(body: &str) -> Result<[FieldSet; 6], String> {
 }
 
 /// A comma-separated list of items; the union of their values.
-fn parse_field(spec: &FieldSpec, text: &str) -> Result<FieldSet, String> {
+fn parse_field(spec: &FieldSpec, text: &str) -> Result<FieldSet, CronError> {
     let mut set = FieldSet {
         bits: 0,
         star: false,
@@ -214,9 +216,10 @@ fn parse_field(spec: &FieldSpec, text: &str) -> Result<FieldSet, String> {
 }
 
 /// One item: `*`, `?`, `N`, `N-M`, each optionally followed by `/step`.
-fn parse_item(spec: &FieldSpec, item: &str) -> Result<FieldSet, String> {
+fn parse_item(spec: &FieldSpec, item: &str) -> Result<FieldSet, CronError> {
     let name = spec.name;
-    let malformed = |what: &str| format!("{name}: malformed item {item:?}: {what}");
+    let malformed =
+        |what: &str| CronError::from(format!("{name}: malformed item {item:?}: {what}"));
     if item.is_empty() {
         return Err(malformed("empty list item"));
     }
@@ -249,14 +252,12 @@ fn parse_item(spec: &FieldSpec, item: &str) -> Result<FieldSet, String> {
         }
     }
     if step_n == 0 {
-        return Err(format!(
-            "{name}: step in {item:?} must be a positive number"
-        ));
+        return Err(format!("{name}: step in {item:?} must be a positive number").into());
     }
     if start > end {
-        return Err(format!(
-            "{name}: range start {start} is after its end {end} in {item:?}"
-        ));
+        return Err(
+            format!("{name}: range start {start} is after its end {end} in {item:?}").into(),
+        );
     }
     let bits = (start..=end)
         .step_by(step_n as usize)
@@ -265,7 +266,7 @@ fn parse_item(spec: &FieldSpec, item: &str) -> Result<FieldSet, String> {
 }
 
 /// A number or (for month and day of week) a three-letter name, within bounds.
-fn value(spec: &FieldSpec, item: &str, text: &str) -> Result<u32, String> {
+fn value(spec: &FieldSpec, item: &str, text: &str) -> Result<u32, CronError> {
     let name = spec.name;
     let lower = text.to_ascii_lowercase();
     if let Some(pos) = spec.names.iter().position(|n| *n == lower) {
@@ -276,20 +277,18 @@ fn value(spec: &FieldSpec, item: &str, text: &str) -> Result<u32, String> {
             Some(example) => format!(" or a name like {example}"),
             None => String::new(),
         };
-        return Err(format!(
-            "{name}: {text:?} in {item:?} is not a number{hint}"
-        ));
+        return Err(format!("{name}: {text:?} in {item:?} is not a number{hint}").into());
     };
     if v < spec.min || v > spec.max {
         let (lo, hi) = (spec.min, spec.max);
-        return Err(format!("{name}: {v} in {item:?} is out of range {lo}-{hi}"));
+        return Err(format!("{name}: {v} in {item:?} is out of range {lo}-{hi}").into());
     }
     Ok(v)
 }
 
 /// Render value sets as `cron` crate expressions. Day-of-week shifts from
 /// POSIX 0-6 (Sunday first) to the crate's 1-7 (Sunday = 1).
-fn to_cron_crate(sets: &[FieldSet; 6]) -> Result<Vec<::cron::Schedule>, String> {
+fn to_cron_crate(sets: &[FieldSet; 6]) -> Result<Vec<::cron::Schedule>, CronError> {
     let list = |i: usize, shift: u32| -> String {
         let spec = &FIELDS[i];
         let values: Vec<String> = (spec.min..=spec.star_max)
@@ -312,10 +311,37 @@ fn to_cron_crate(sets: &[FieldSet; 6]) -> Result<Vec<::cron::Schedule>, String> 
     };
     let build = |e: &String| {
         ::cron::Schedule::from_str(e)
-            .map_err(|err| format!("internal cron expression {e:?}: {err}"))
+            .map_err(|err| CronError::from(format!("internal cron expression {e:?}: {err}")))
     };
     exprs.iter().map(build).collect()
 }
+
+/// Why a crontab was refused: what is wrong, naming the field and the item
+/// (not the spec itself, which the caller names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CronError {
+    problem: String,
+}
+
+impl From<String> for CronError {
+    fn from(problem: String) -> CronError {
+        CronError { problem }
+    }
+}
+
+impl From<&str> for CronError {
+    fn from(problem: &str) -> CronError {
+        CronError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for CronError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for CronError {}
 
 #[cfg(test)]
 mod tests {
@@ -427,7 +453,7 @@ mod tests {
     fn invalid_specs_say_why() {
         for (spec, want) in INVALID {
             assert_eq!(
-                CronSchedule::parse(spec).unwrap_err(),
+                CronSchedule::parse(spec).unwrap_err().to_string(),
                 *want,
                 "spec {spec:?}"
             );

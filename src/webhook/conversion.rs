@@ -84,7 +84,10 @@ impl Conversion {
         };
         let outcome = self.convert(crd, rules, &review, request);
         if let Err(e) = &outcome {
-            log::error("conversion failed", &[("crd", crd), ("error", e)]);
+            log::error(
+                "conversion failed",
+                &[("crd", crd), ("error", &e.to_string())],
+            );
         }
         let result = if outcome.is_ok() {
             "success"
@@ -102,7 +105,7 @@ impl Conversion {
         rules: &[Rule],
         review: &Value,
         request: &Value,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, ConversionError> {
         let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
         let mut objects = request["objects"].as_array().cloned().unwrap_or_default();
         for (version, positions) in by_version(&objects, desired) {
@@ -120,7 +123,7 @@ impl Conversion {
                 return Err(format!(
                     "conversion of {crd} from {version} to {desired} was not successful: an object came back as {}",
                     bad["apiVersion"]
-                ));
+                ).into());
             }
             for (i, obj) in positions.into_iter().zip(batch) {
                 objects[i] = obj;
@@ -136,7 +139,7 @@ impl Conversion {
         review: &Value,
         desired: &str,
         objects: Vec<Value>,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, ConversionError> {
         let hook = self.runner.hooks.get(rule.hook).ok_or("hook vanished")?;
         let b = hook
             .config
@@ -169,7 +172,7 @@ impl Conversion {
         let run = self
             .runner
             .run(rule.hook, ctx, STEP_BUDGET)
-            .map_err(|e| format!("{who}: {e}"))?;
+            .map_err(|e| ConversionError::from(format!("{who}: {e}")))?;
         if !run.success() {
             if !run.stderr.trim().is_empty() {
                 log::error(
@@ -177,17 +180,15 @@ impl Conversion {
                     &[("hook", &hook.name), ("stderr", run.stderr.trim())],
                 );
             }
-            return Err(format!(
-                "{who} failed to convert to {desired}: {}",
-                run.status
-            ));
+            return Err(format!("{who} failed to convert to {desired}: {}", run.status).into());
         }
-        match response::conversion(&run.conversion_response).map_err(|e| format!("{who}: {e}"))? {
-            ConversionAnswer::Failed(message) => Err(message),
-            ConversionAnswer::Converted(out) if out.len() != count => Err(format!(
-                "{who} returned {} objects instead of {count}",
-                out.len()
-            )),
+        match response::conversion(&run.conversion_response)
+            .map_err(|e| ConversionError::from(format!("{who}: {e}")))?
+        {
+            ConversionAnswer::Failed(message) => Err(message.into()),
+            ConversionAnswer::Converted(out) if out.len() != count => {
+                Err(format!("{who} returned {} objects instead of {count}", out.len()).into())
+            }
             ConversionAnswer::Converted(out) => Ok(out),
         }
     }
@@ -211,7 +212,10 @@ pub(crate) fn by_version(objects: &[Value], desired: &str) -> Vec<(String, Vec<u
 }
 
 /// The ConversionReview answer.
-pub(crate) fn conversion_review(review: &Value, outcome: Result<Vec<Value>, String>) -> Value {
+pub(crate) fn conversion_review(
+    review: &Value,
+    outcome: Result<Vec<Value>, ConversionError>,
+) -> Value {
     let uid = review["request"]
         .get("uid")
         .cloned()
@@ -220,7 +224,10 @@ pub(crate) fn conversion_review(review: &Value, outcome: Result<Vec<Value>, Stri
         Ok(objects) => {
             json!({"uid": uid, "convertedObjects": objects, "result": {"status": "Success"}})
         }
-        Err(message) => json!({"uid": uid, "result": {"status": "Failure", "message": message}}),
+        Err(e) => {
+            let message = e.to_string();
+            json!({"uid": uid, "result": {"status": "Failure", "message": message}})
+        }
     };
     json!({
         "apiVersion": review.get("apiVersion").cloned().unwrap_or_else(|| "apiextensions.k8s.io/v1".into()),
@@ -228,6 +235,32 @@ pub(crate) fn conversion_review(review: &Value, outcome: Result<Vec<Value>, Stri
         "response": response,
     })
 }
+
+/// Why a conversion could not be done: the hook, the object and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConversionError {
+    problem: String,
+}
+
+impl From<String> for ConversionError {
+    fn from(problem: String) -> ConversionError {
+        ConversionError { problem }
+    }
+}
+
+impl From<&str> for ConversionError {
+    fn from(problem: &str) -> ConversionError {
+        ConversionError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for ConversionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for ConversionError {}
 
 #[cfg(test)]
 mod tests {

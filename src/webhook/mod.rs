@@ -124,9 +124,10 @@ impl Bound {
     /// Registers the admission webhooks (before any queue starts, as in flant; with
     /// HA only on the leader) and returns the CRD configuration thread, whose stop
     /// goes into `webhooks`.
-    pub(crate) fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, String> {
+    pub(crate) fn register(self, webhooks: &mut Webhooks) -> Result<Vec<ThreadBody>, SetupError> {
         if let Some(registrar) = self.admission {
-            registrar.register(&register::RETRY_DELAYS)?;
+            (registrar.register(&register::RETRY_DELAYS))
+                .map_err(|e| SetupError::from(e.to_string()))?;
             webhooks.modules.admission = Some(Arc::new(registrar));
         }
         let mut threads: Vec<ThreadBody> = Vec::new();
@@ -157,7 +158,7 @@ fn kinds(hooks: &[Hook]) -> (bool, bool) {
 
 /// Binds the servers the hooks need (none: nothing happens) and reads every file
 /// they need; nothing is registered or served yet.
-pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
+pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, SetupError> {
     let (admission, conversion) = kinds(s.hooks);
     let mut out = Bound::default();
     if !admission && !conversion {
@@ -235,15 +236,16 @@ pub(crate) fn bind(s: Setup<'_>) -> Result<Bound, String> {
 }
 
 /// The main client, from the `--kube-*` flags.
-fn kube_client(c: &Config) -> Result<Client, String> {
+fn kube_client(c: &Config) -> Result<Client, SetupError> {
     let settings = crate::kube::KubeSettings::from_flags(&c.kube, "main");
-    Client::from_config(&settings).map_err(|e| format!("kubernetes client for webhooks: {e}"))
+    Client::from_config(&settings)
+        .map_err(|e| SetupError::from(format!("kubernetes client for webhooks: {e}")))
 }
 
 /// The CA file's bytes, base64-encoded for `caBundle`.
-fn ca_bundle(f: &WebhookFlags, kind: &str) -> Result<String, String> {
+fn ca_bundle(f: &WebhookFlags, kind: &str) -> Result<String, SetupError> {
     let pem = std::fs::read(&f.ca)
-        .map_err(|e| format!("--{kind}-webhook-ca '{}': {e}", f.ca.display()))?;
+        .map_err(|e| SetupError::from(format!("--{kind}-webhook-ca '{}': {e}", f.ca.display())))?;
     Ok(base64::engine::general_purpose::STANDARD.encode(pem))
 }
 
@@ -252,14 +254,15 @@ fn bind_server(
     name: &'static str,
     f: &WebhookFlags,
     handler: Arc<dyn Handler>,
-) -> Result<TlsServer, String> {
+) -> Result<TlsServer, SetupError> {
     let kind = if name == "admission" {
         "validating"
     } else {
         "conversion"
     };
-    let tls = tls::server_config(&f.server_cert, &f.server_key, &f.client_ca)
-        .map_err(|e| format!("--{kind}-webhook-server-cert/-key/-client-ca: {e}"))?;
+    let tls = tls::server_config(&f.server_cert, &f.server_key, &f.client_ca).map_err(|e| {
+        SetupError::from(format!("--{kind}-webhook-server-cert/-key/-client-ca: {e}"))
+    })?;
     let server = TlsServer::bind(
         name,
         &f.listen_address,
@@ -278,3 +281,29 @@ fn bind_server(
     );
     Ok(server)
 }
+
+/// Why the webhook servers could not be set up: a client, a certificate bundle, a listener, a registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SetupError {
+    problem: String,
+}
+
+impl From<String> for SetupError {
+    fn from(problem: String) -> SetupError {
+        SetupError { problem }
+    }
+}
+
+impl From<&str> for SetupError {
+    fn from(problem: &str) -> SetupError {
+        SetupError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for SetupError {}

@@ -130,14 +130,14 @@ impl Registrar {
 
     /// Registers both configurations with the active hooks' entries, retrying
     /// each after `delays`.
-    pub(crate) fn register(&self, delays: &[Duration]) -> Result<(), String> {
+    pub(crate) fn register(&self, delays: &[Duration]) -> Result<(), RegisterError> {
         let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
         self.write(&active, delays)
     }
 
     /// Adds (`on`) or removes the entries of `hooks` and registers again if that
     /// changes them; no retries (the caller's task is retried).
-    pub(crate) fn set_active(&self, hooks: &[usize], on: bool) -> Result<(), String> {
+    pub(crate) fn set_active(&self, hooks: &[usize], on: bool) -> Result<(), RegisterError> {
         let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
         let with_admission = |&&i: &&usize| {
             self.hooks
@@ -160,7 +160,7 @@ impl Registrar {
         Ok(())
     }
 
-    fn write(&self, active: &[bool], delays: &[Duration]) -> Result<(), String> {
+    fn write(&self, active: &[bool], delays: &[Duration]) -> Result<(), RegisterError> {
         for (kind, mutating) in [
             ("ValidatingWebhookConfiguration", false),
             ("MutatingWebhookConfiguration", true),
@@ -180,7 +180,7 @@ fn with_retries(
     kind: &str,
     delays: &[Duration],
     mut f: impl FnMut() -> Result<(), KubeError>,
-) -> Result<(), String> {
+) -> Result<(), RegisterError> {
     let mut attempt = 0;
     loop {
         match f() {
@@ -196,7 +196,7 @@ fn with_retries(
                 std::thread::sleep(delays[attempt]);
                 attempt += 1;
             }
-            Err(e) => return Err(format!("cannot register the {kind}: {e}")),
+            Err(e) => return Err(format!("cannot register the {kind}: {e}").into()),
         }
     }
 }
@@ -283,6 +283,32 @@ pub(crate) fn with_server_defaults(entry: &Value, mutating: bool) -> Value {
     }
     e
 }
+
+/// Why the webhook configurations could not be registered (the API call and its error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RegisterError {
+    problem: String,
+}
+
+impl From<String> for RegisterError {
+    fn from(problem: String) -> RegisterError {
+        RegisterError { problem }
+    }
+}
+
+impl From<&str> for RegisterError {
+    fn from(problem: &str) -> RegisterError {
+        RegisterError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for RegisterError {}
 
 #[cfg(test)]
 mod tests {

@@ -33,12 +33,15 @@ struct RawAdmission {
 }
 
 /// Parses the admission response file. `Err` is a message for the API client.
-pub(crate) fn admission(bytes: &[u8]) -> Result<AdmissionAnswer, String> {
+pub(crate) fn admission(bytes: &[u8]) -> Result<AdmissionAnswer, ResponseError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the response file $VALIDATING_RESPONSE_PATH is empty".into());
     }
-    let raw: RawAdmission = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the response file $VALIDATING_RESPONSE_PATH is not valid: {e}"))?;
+    let raw: RawAdmission = serde_json::from_slice(bytes).map_err(|e| {
+        ResponseError::from(format!(
+            "the response file $VALIDATING_RESPONSE_PATH is not valid: {e}"
+        ))
+    })?;
     let patch = match raw.patch {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
@@ -56,14 +59,14 @@ pub(crate) fn admission(bytes: &[u8]) -> Result<AdmissionAnswer, String> {
 }
 
 /// Checks that `b64` decodes to a JSON array; returns it unchanged.
-fn check_patch(b64: &str) -> Result<String, String> {
+fn check_patch(b64: &str) -> Result<String, ResponseError> {
     let bytes = STANDARD
         .decode(b64.trim())
-        .map_err(|e| format!("'patch' is not base64: {e}"))?;
+        .map_err(|e| ResponseError::from(format!("'patch' is not base64: {e}")))?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Array(_)) => Ok(b64.trim().to_string()),
         Ok(_) => Err("'patch' does not decode to a JSON-patch array".into()),
-        Err(e) => Err(format!("'patch' does not decode to JSON: {e}")),
+        Err(e) => Err(format!("'patch' does not decode to JSON: {e}").into()),
     }
 }
 
@@ -84,12 +87,15 @@ struct RawConversion {
 }
 
 /// Parses the conversion response file. `Err` is a message for the API client.
-pub(crate) fn conversion(bytes: &[u8]) -> Result<ConversionAnswer, String> {
+pub(crate) fn conversion(bytes: &[u8]) -> Result<ConversionAnswer, ResponseError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the response file $CONVERSION_RESPONSE_PATH is empty".into());
     }
-    let raw: RawConversion = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the response file $CONVERSION_RESPONSE_PATH is not valid: {e}"))?;
+    let raw: RawConversion = serde_json::from_slice(bytes).map_err(|e| {
+        ResponseError::from(format!(
+            "the response file $CONVERSION_RESPONSE_PATH is not valid: {e}"
+        ))
+    })?;
     match (raw.failed_message, raw.converted_objects) {
         (Some(m), _) if !m.is_empty() => Ok(ConversionAnswer::Failed(m)),
         (_, Some(objects)) => Ok(ConversionAnswer::Converted(objects)),
@@ -99,6 +105,32 @@ pub(crate) fn conversion(bytes: &[u8]) -> Result<ConversionAnswer, String> {
         ),
     }
 }
+
+/// Why a hook's admission or conversion response file was refused: the field and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResponseError {
+    problem: String,
+}
+
+impl From<String> for ResponseError {
+    fn from(problem: String) -> ResponseError {
+        ResponseError { problem }
+    }
+}
+
+impl From<&str> for ResponseError {
+    fn from(problem: &str) -> ResponseError {
+        ResponseError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for ResponseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for ResponseError {}
 
 #[cfg(test)]
 mod tests {
@@ -131,7 +163,7 @@ mod tests {
 
     #[test]
     fn admission_mistakes_are_explained() {
-        let err = |b: &[u8]| admission(b).expect_err("invalid");
+        let err = |b: &[u8]| admission(b).expect_err("invalid").to_string();
         assert!(err(b" \n").contains("is empty"));
         assert!(err(b"{allowed").contains("is not valid"));
         assert!(err(br#"{"allowed":true,"patch":"%%%"}"#).contains("not base64"));

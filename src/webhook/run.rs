@@ -44,16 +44,34 @@ impl std::fmt::Display for RunError {
 
 /// Shared by the admission and conversion handlers.
 pub struct HookRunner {
-    pub hooks: Arc<Vec<Hook>>,
-    pub executor: Executor,
-    pub metrics: Arc<Metrics>,
-    pub snapshots: SnapshotSource,
+    pub(crate) hooks: Arc<Vec<Hook>>,
+    pub(crate) executor: Executor,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) snapshots: SnapshotSource,
     /// The object patcher's client; `None` when no cluster is configured.
-    pub patcher: Option<crate::kube::Client>,
-    pub jq_library: Option<std::path::PathBuf>,
+    pub(crate) patcher: Option<crate::kube::Client>,
+    pub(crate) jq_library: Option<std::path::PathBuf>,
 }
 
 impl HookRunner {
+    /// A runner of `hooks`' webhook runs with no cluster (no object patcher)
+    /// and no jq library; `snapshots` answers their snapshot reads.
+    pub fn new(
+        hooks: Arc<Vec<Hook>>,
+        executor: Executor,
+        metrics: Arc<Metrics>,
+        snapshots: SnapshotSource,
+    ) -> HookRunner {
+        HookRunner {
+            hooks,
+            executor,
+            metrics,
+            snapshots,
+            patcher: None,
+            jq_library: None,
+        }
+    }
+
     /// Runs hook `index` with one context; `budget` caps the rate-limit wait and
     /// the run itself (the operator's `--hook-run-timeout` also applies).
     pub(crate) fn run(

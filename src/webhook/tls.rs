@@ -25,19 +25,19 @@ pub fn server_config(
     cert: &Path,
     key: &Path,
     client_cas: &[PathBuf],
-) -> Result<Arc<ServerConfig>, String> {
+) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let resolver = Arc::new(ReloadingCert::load(cert, key)?);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(|e| TlsError::from(format!("TLS setup: {e}")))?;
     let builder = if client_cas.is_empty() {
         builder.with_no_client_auth()
     } else {
         let roots = Arc::new(client_roots(client_cas)?);
         let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider)
             .build()
-            .map_err(|e| format!("client CA: {e}"))?;
+            .map_err(|e| TlsError::from(format!("client CA: {e}")))?;
         builder.with_client_cert_verifier(verifier)
     };
     let mut cfg = builder.with_cert_resolver(resolver);
@@ -46,39 +46,40 @@ pub fn server_config(
 }
 
 /// Every certificate of every client CA file; a file without one is an error.
-fn client_roots(files: &[PathBuf]) -> Result<RootCertStore, String> {
+fn client_roots(files: &[PathBuf]) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
     for f in files {
         for c in read_certs(f)? {
             roots
                 .add(c)
-                .map_err(|e| format!("client CA '{}': {e}", f.display()))?;
+                .map_err(|e| TlsError::from(format!("client CA '{}': {e}", f.display())))?;
         }
     }
     Ok(roots)
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = crate::bounded_read::read(path, crate::bounded_read::MAX_CONFIG_FILE)
-        .map_err(|e| format!("'{}': {e}", path.display()))?;
+        .map_err(|e| TlsError::from(format!("'{}': {e}", path.display())))?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("'{}': {e}", path.display()))?;
+        .map_err(|e| TlsError::from(format!("'{}': {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(format!("'{}': no PEM certificate found", path.display()));
+        return Err(format!("'{}': no PEM certificate found", path.display()).into());
     }
     Ok(certs)
 }
 
 /// Reads a certificate chain and its key and checks that they belong together.
-fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
+fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, TlsError> {
     let chain = read_certs(cert)?;
     let key_pem = crate::bounded_read::read(key, crate::bounded_read::MAX_CONFIG_FILE)
-        .map_err(|e| format!("'{}': {e}", key.display()))?;
+        .map_err(|e| TlsError::from(format!("'{}': {e}", key.display())))?;
     let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| format!("'{}': unreadable private key: {e}", key.display()))?;
-    let signer = rustls::crypto::ring::sign::any_supported_type(&key_der)
-        .map_err(|e| format!("'{}': unsupported private key: {e}", key.display()))?;
+        .map_err(|e| TlsError::from(format!("'{}': unreadable private key: {e}", key.display())))?;
+    let signer = rustls::crypto::ring::sign::any_supported_type(&key_der).map_err(|e| {
+        TlsError::from(format!("'{}': unsupported private key: {e}", key.display()))
+    })?;
     let ck = CertifiedKey::new(chain, signer);
     ck.keys_match().map_err(|e| {
         format!(
@@ -116,7 +117,7 @@ struct State {
 
 impl ReloadingCert {
     /// Loads the pair now; an error names the file.
-    pub(crate) fn load(cert: &Path, key: &Path) -> Result<ReloadingCert, String> {
+    pub(crate) fn load(cert: &Path, key: &Path) -> Result<ReloadingCert, TlsError> {
         let stamps = (stamp(cert), stamp(key));
         let current = load_pair(cert, key)?;
         Ok(ReloadingCert {
@@ -150,7 +151,7 @@ impl ReloadingCert {
                     }
                     Err(e) => crate::log::warn(
                         "webhook certificate changed but cannot be loaded; keeping the old one",
-                        &[("error", &e)],
+                        &[("error", &e.to_string())],
                     ),
                 }
             }
@@ -164,3 +165,29 @@ impl ResolvesServerCert for ReloadingCert {
         Some(self.current())
     }
 }
+
+/// Why a webhook certificate or key could not be loaded: the file and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError {
+    problem: String,
+}
+
+impl From<String> for TlsError {
+    fn from(problem: String) -> TlsError {
+        TlsError { problem }
+    }
+}
+
+impl From<&str> for TlsError {
+    fn from(problem: &str) -> TlsError {
+        TlsError::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for TlsError {}

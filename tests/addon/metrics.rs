@@ -138,6 +138,16 @@ fn hooks_modules_helm_and_converges_are_measured_under_flants_names() {
         1.0,
     );
     expect(format!("module_helm_seconds_count{run}"), 1.0);
+    // The failed run is counted by its cause: its hook's exit, on the main queue.
+    let by_cause = |cause: &str, task: &str| {
+        let l = labels(&[("cause", cause), ("queue", "main"), ("task", task)]);
+        format!("task_errors_total{l}")
+    };
+    expect(by_cause("hook", "ModuleRun"), 1.0);
+    for (cause, task) in [("transient", "ModuleRun"), ("hook", "HookRun")] {
+        let series = format!("{P}{} ", by_cause(cause, task));
+        assert_eq!(metric(&body, &series), None, "{series} in\n{body}");
+    }
     // A first install: the release check and the upgrade; no template (see engine.rs).
     let op = |op: &str| {
         let l = labels(&[
@@ -272,4 +282,66 @@ fn every_served_family_is_in_the_reference_list() {
             "{name} ({kind}) is served but every_family does not list it as such"
         );
     }
+}
+
+/// A hook's failures are counted by cause (`task_errors_total{cause}`): global
+/// hook `a` writes a config values patch whose ConfigMap write keeps conflicting
+/// (five 409s: transient), global hook `b` writes a values patch that is no
+/// patch on its first run (invalid input). Both are retried as before and then
+/// succeed.
+#[test]
+fn hook_failures_are_counted_by_cause() {
+    let a = rec(
+        "a",
+        r#"{"configVersion":"v1","onStartup":1}"#,
+        r#"echo '[{"op":"add","path":"/global/a","value":1}]' > "$CONFIG_VALUES_JSON_PATCH_PATH""#,
+    );
+    let b = rec(
+        "b",
+        r#"{"configVersion":"v1","onStartup":2}"#,
+        r#"[ -f "$OUT_DIR/b-ran" ] || { touch "$OUT_DIR/b-ran"; echo '{"op":"explode"}' > "$VALUES_JSON_PATCH_PATH"; }"#,
+    );
+    let files = [("global-hooks/hooks/a", a), ("global-hooks/hooks/b", b)];
+    let sim = std::sync::Arc::new(kube_sim::Sim::start());
+    sim.create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": crate::harness::NS}}))
+        .expect("namespace");
+    sim.create(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "addon-operator", "namespace": crate::harness::NS}, "data": {}}))
+        .expect("configmap");
+    let path = format!(
+        "PUT /api/v1/namespaces/{}/configmaps/addon-operator",
+        crate::harness::NS
+    );
+    sim.fail_matching(&path, 5, 409);
+    let addon = Addon::replica(sim, &files, &[], &[]);
+    let series = |cause: &str| {
+        let l = labels(&[("cause", cause), ("queue", "main"), ("task", "HookRun")]);
+        format!("{P}task_errors_total{l} ")
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let body = loop {
+        let body = addon.metrics();
+        let both = ["transient", "invalid_input"].map(|c| metric(&body, &series(c)));
+        if both.iter().all(Option::is_some) || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let logs = addon.logs();
+    assert_eq!(
+        metric(&body, &series("transient")),
+        Some(1.0),
+        "{body}\n{logs}"
+    );
+    assert_eq!(
+        metric(&body, &series("invalid_input")),
+        Some(1.0),
+        "{body}\n{logs}"
+    );
+    assert_eq!(metric(&body, &series("hook")), None, "{body}");
+    addon.wait_log(&["still conflicting after 5 tries"], Duration::from_secs(5));
+    addon.wait_log(
+        &["bad $VALUES_JSON_PATCH_PATH file"],
+        Duration::from_secs(5),
+    );
 }

@@ -147,11 +147,47 @@ fn failed_hook_is_retried_after_backoff_and_blocks_its_queue() {
         Some(1.0),
         "{body}"
     );
+    let by_cause =
+        "shell_operator_task_errors_total{cause=\"hook\",queue=\"main\",task=\"HookRun\"}";
+    assert_eq!(metric(&body, by_cause), Some(1.0), "{body}");
     let log = op.wait_log("Hook failed, will retry", SECOND);
     assert!(
         log.contains("first run fails") && log.contains("\"hook\":\"1-flaky.sh\""),
         "{log}"
     );
+}
+
+/// A hook that exits 0 but writes a `$KUBERNETES_PATCH_PATH` that is no patch
+/// fails its run as flant does (retried, here once), and the failure is counted
+/// as invalid input, not as the hook's exit: `task_errors_total{cause}`.
+#[test]
+fn a_bad_patch_file_is_counted_as_invalid_input() {
+    let body = r#"[ -f "$OUT_DIR/first" ] || { touch "$OUT_DIR/first"; echo '{"operation": "Explode"}' > "$KUBERNETES_PATCH_PATH"; }"#;
+    let op = Operator::start(
+        &[("p.sh", hook("p", "configVersion: v1\nonStartup: 1", body))],
+        &[],
+        &[],
+    );
+    op.wait_runs(15 * SECOND, |r| r.len() >= 2);
+    let series = |cause: &str| {
+        format!(
+            "shell_operator_task_errors_total{{cause=\"{cause}\",queue=\"main\",task=\"HookRun\"}}"
+        )
+    };
+    let deadline = Instant::now() + 5 * SECOND;
+    let body = loop {
+        let (_, body) = op.http_get("/metrics");
+        if metric(&body, &series("invalid_input")).is_some() || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(metric(&body, &series("invalid_input")), Some(1.0), "{body}");
+    for other in ["hook", "transient", "internal"] {
+        assert_eq!(metric(&body, &series(other)), None, "{other}\n{body}");
+    }
+    let log = op.wait_log("Hook failed, will retry", SECOND);
+    assert!(log.contains("KUBERNETES_PATCH_PATH"), "{log}");
 }
 
 /// An output file the operator cannot read (here the hook made

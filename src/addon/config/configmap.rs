@@ -25,7 +25,7 @@ use std::fmt;
 /// Why a ConfigMap was refused, or could not be read or written.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// `data` is over the cap.
     TooLarge { size: usize },
     /// Keys that cannot be read (bad YAML, a bad flag), every one.
@@ -124,11 +124,17 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The boundary to callers whose own errors are still text (startup, the engine's
-/// steps): `?` turns the error into its message.
-impl From<ConfigError> for String {
-    fn from(e: ConfigError) -> String {
-        e.to_string()
+impl ConfigError {
+    /// The kind of failure: a refused ConfigMap is invalid input; a read or
+    /// write is as its API call says; a write that kept losing races is
+    /// transient.
+    pub(crate) fn cause(&self) -> crate::queue::Cause {
+        use crate::queue::Cause;
+        match self {
+            ConfigError::Kube { error, .. } => Cause::of_kube(error),
+            ConfigError::Conflict { .. } => Cause::Transient,
+            _ => Cause::InvalidInput,
+        }
     }
 }
 
@@ -211,9 +217,9 @@ impl KubeConfig {
             }
             let read = match value.as_str() {
                 Some(text) => config.read_key(key, text),
-                None => Err(format!("key '{key}': value is not a string")),
+                None => Err(KeyError::new(key, "value is not a string")),
             };
-            errors.extend(read.err());
+            errors.extend(read.err().map(|e| e.to_string()));
         }
         // A map under `<known>Maintenance` is the section of a module of that key.
         let (modules, unknown): (BTreeMap<_, _>, BTreeMap<_, _>) =
@@ -250,7 +256,7 @@ impl KubeConfig {
         }
     }
 
-    fn read_key(&mut self, key: &str, text: &str) -> Result<(), String> {
+    fn read_key(&mut self, key: &str, text: &str) -> Result<(), KeyError> {
         if self.read_maintenance(key, text)? {
             return Ok(());
         }
@@ -263,9 +269,8 @@ impl KubeConfig {
                 "true" => true,
                 "false" => false,
                 other => {
-                    return Err(format!(
-                        "key '{key}': must be \"true\" or \"false\", got {other:?}"
-                    ));
+                    let problem = format!("must be \"true\" or \"false\", got {other:?}");
+                    return Err(KeyError::new(key, problem));
                 }
             };
             self.enabled.insert(module_key.to_string(), flag);
@@ -286,7 +291,7 @@ impl KubeConfig {
     /// `noresourcereconciliation`) or empty. Returns whether `key` was one; a value
     /// that is a map is left to be read as the section of a module named
     /// `<name>-maintenance`.
-    fn read_maintenance(&mut self, key: &str, text: &str) -> Result<bool, String> {
+    fn read_maintenance(&mut self, key: &str, text: &str) -> Result<bool, KeyError> {
         let Some(module_key) = key.strip_suffix("Maintenance") else {
             return Ok(false);
         };
@@ -294,9 +299,9 @@ impl KubeConfig {
             "NoResourceReconciliation" | "noresourcereconciliation" => true,
             "" => false,
             other if !other.contains(':') && !other.starts_with('{') => {
-                return Err(format!(
-                    "key '{key}': must be \"NoResourceReconciliation\" or \"\", got {other:?}"
-                ));
+                let problem =
+                    format!("must be \"NoResourceReconciliation\" or \"\", got {other:?}");
+                return Err(KeyError::new(key, problem));
             }
             _ => return Ok(false),
         };
@@ -388,16 +393,38 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// A section's YAML: a map (empty text is an empty map).
-fn section(key: &str, text: &str) -> Result<Value, String> {
-    crate::yaml_depth::check(text).map_err(|e| format!("key '{key}': {e}"))?;
+fn section(key: &str, text: &str) -> Result<Value, KeyError> {
+    crate::yaml_depth::check(text).map_err(|e| KeyError::new(key, e))?;
     match serde_yaml::from_str::<Value>(text) {
         Ok(Value::Null) => Ok(json!({})),
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!(
-            "key '{key}': the section must be a map, got {}",
-            json_kind(&other)
-        )),
-        Err(e) => Err(format!("key '{key}': bad YAML: {e}")),
+        Ok(other) => {
+            let problem = format!("the section must be a map, got {}", json_kind(&other));
+            Err(KeyError::new(key, problem))
+        }
+        Err(e) => Err(KeyError::new(key, format!("bad YAML: {e}"))),
+    }
+}
+
+/// A ConfigMap key that cannot be read: which, and why.
+#[derive(Debug)]
+struct KeyError {
+    key: String,
+    problem: String,
+}
+
+impl KeyError {
+    fn new(key: &str, problem: impl fmt::Display) -> KeyError {
+        KeyError {
+            key: key.to_string(),
+            problem: problem.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key '{}': {}", self.key, self.problem)
     }
 }
 

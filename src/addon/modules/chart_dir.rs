@@ -28,18 +28,21 @@ const LEFT_OUT: &[&str] = &["crds", "docs", "hooks", "images", "lib", "Chart.yam
 /// For each module with `templates/` and no `Chart.yaml`, makes its chart under
 /// `<tmp_dir>/charts/` and points `module.chart` at it. An error names the module
 /// and the path.
-pub(crate) fn generate_charts(modules: &mut [Module], tmp_dir: &Path) -> Result<(), String> {
+pub(crate) fn generate_charts(
+    modules: &mut [Module],
+    tmp_dir: &Path,
+) -> Result<(), super::ModulesError> {
     for module in modules.iter_mut() {
         if !module.has_chart || module.path.join("Chart.yaml").is_file() {
             continue;
         }
         let dir = tmp_dir.join("charts").join(&module.name);
-        make_chart(&module.path, &dir, &module.name).map_err(|e| {
-            format!(
-                "module '{}': generating a Chart.yaml in {}: {e}",
-                module.name,
-                dir.display()
-            )
+        make_chart(&module.path, &dir, &module.name).map_err(|error| {
+            super::ModulesError::Chart {
+                module: module.name.clone(),
+                dir: dir.clone(),
+                error,
+            }
         })?;
         module.chart = dir;
     }
@@ -78,12 +81,12 @@ const MAX_RELEASE_NAME: usize = 53;
 /// Refuses a module whose name cannot be a Helm release name: at most 53
 /// characters, and a DNS-1123 label (lower-case letters, digits and `-`, starting and
 /// ending with a letter or digit). The error names the module directory and the rule.
-pub(crate) fn check_release_name(module_dir: &Path, name: &str) -> Result<(), String> {
+pub(crate) fn check_release_name(module_dir: &Path, name: &str) -> Result<(), super::ModulesError> {
     let fail = |rule: String| {
-        Err(format!(
-            "module dir '{}': module name '{name}' cannot be a Helm release name: {rule}",
-            module_dir.display()
-        ))
+        Err(super::ModulesError::DirName {
+            path: module_dir.to_path_buf(),
+            problem: format!("module name '{name}' cannot be a Helm release name: {rule}"),
+        })
     };
     let chars = name.chars().count();
     if chars > MAX_RELEASE_NAME {
@@ -110,10 +113,11 @@ mod tests {
     #[test]
     fn release_names_follow_helm_rules() {
         let dir = Path::new("/m/001-x");
-        assert_eq!(check_release_name(dir, "cert-manager-2"), Ok(()));
-        assert_eq!(check_release_name(dir, &"a".repeat(53)), Ok(()));
+        let check = |name: &str| check_release_name(dir, name).map_err(|e| e.to_string());
+        assert_eq!(check("cert-manager-2"), Ok(()));
+        assert_eq!(check(&"a".repeat(53)), Ok(()));
         assert_eq!(
-            check_release_name(dir, &"a".repeat(54)),
+            check(&"a".repeat(54)),
             Err(format!(
                 "module dir '/m/001-x': module name '{}' cannot be a Helm release name: \
                  it must be at most 53 characters long, it has 54",
@@ -121,7 +125,7 @@ mod tests {
             ))
         );
         for bad in ["foo.bar", "caf\u{e9}", "-a", "a-", "a b"] {
-            let err = check_release_name(dir, bad).expect_err(bad);
+            let err = check(bad).expect_err(bad);
             assert!(
                 err.ends_with("starting and ending with a letter or digit"),
                 "{err}"

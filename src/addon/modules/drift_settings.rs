@@ -67,7 +67,8 @@ pub(crate) struct IgnoreRule {
 
 impl Settings {
     /// `<module>/drift.yaml`, default when absent; an error names the file and field.
-    pub(crate) fn load(module_dir: &Path) -> Result<Settings, String> {
+    pub(crate) fn load(module_dir: &Path) -> Result<Settings, super::ModulesError> {
+        use super::ModulesError;
         let path = module_dir.join("drift.yaml");
         let text = match crate::bounded_read::read_to_string(
             &path,
@@ -75,18 +76,17 @@ impl Settings {
         ) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(ModulesError::file(path, e)),
         };
         let settings: Settings = match serde_yaml::from_str::<Option<Settings>>(&text) {
             Ok(s) => s.unwrap_or_default(),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(e) => return Err(ModulesError::file(path, e)),
         };
         for (i, rule) in settings.ignore.iter().enumerate() {
             if let Some(bad) = rule.paths.iter().find(|p| !p.starts_with('/')) {
-                return Err(format!(
-                    "{}: ignore[{i}].paths: '{bad}' must start with '/' (e.g. /spec/replicas)",
-                    path.display()
-                ));
+                let problem =
+                    format!("ignore[{i}].paths: '{bad}' must start with '/' (e.g. /spec/replicas)");
+                return Err(ModulesError::file(path, problem));
             }
         }
         Ok(settings)
@@ -117,7 +117,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ao-drift-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let dir = dir.as_path();
-        assert_eq!(Settings::load(dir), Ok(Settings::default()));
+        assert_eq!(Settings::load(dir).ok(), Some(Settings::default()));
         let file = dir.join("drift.yaml");
         std::fs::write(
             &file,
@@ -130,13 +130,18 @@ mod tests {
         assert!(s.ignored("Service", "web").is_empty());
         assert!(s.owned_by_other("fighter") && s.owned_by_other("kube-controller-manager"));
         std::fs::write(&file, "mode: fix\n").unwrap();
-        let e = Settings::load(dir).unwrap_err();
+        let e = Settings::load(dir).unwrap_err().to_string();
         assert!(e.contains("drift.yaml") && e.contains("mode"), "{e}");
         std::fs::write(&file, "ignore:\n- paths: [spec.replicas]\n").unwrap();
-        let e = Settings::load(dir).unwrap_err();
+        let e = Settings::load(dir).unwrap_err().to_string();
         assert!(e.contains("ignore[0].paths"), "{e}");
         std::fs::write(&file, "ignor: []\n").unwrap();
-        assert!(Settings::load(dir).unwrap_err().contains("ignor"));
+        assert!(
+            Settings::load(dir)
+                .unwrap_err()
+                .to_string()
+                .contains("ignor")
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The enabled modules, in module order.
-pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, String> {
+pub(crate) fn compute(shared: &Shared, st: &State) -> Result<Vec<usize>, EnabledError> {
     let mut enabled: Vec<usize> = Vec::new();
     let layout = shared.layout();
     // Module order: by (order, name); a module a reload added has the last index.
@@ -74,12 +74,16 @@ fn run_script(
     module: &Module,
     script: &Path,
     enabled_before: Vec<String>,
-) -> Result<bool, String> {
-    let fail = |e: String| format!("module '{}': enabled script: {e}", module.name);
-    let (config, values) = st.module_files(mi, enabled_before).map_err(fail)?;
+) -> Result<bool, EnabledError> {
+    let fail = |problem: Problem| EnabledError {
+        module: module.name.clone(),
+        problem,
+    };
+    let (config, values) =
+        (st.module_files(mi, enabled_before)).map_err(|e| fail(Problem::Values(Box::new(e))))?;
     let file = |kind: &str, content: &[u8]| {
         let stem = format!("{}.module-{kind}", module.name);
-        ChildFile::create(&shared.tmp_dir, &stem, content).map_err(|e| fail(e.to_string()))
+        ChildFile::create(&shared.tmp_dir, &stem, content).map_err(|e| fail(Problem::File(e)))
     };
     let config = file(
         "config-values.json",
@@ -98,8 +102,12 @@ fn run_script(
         .env("VALUES_PATH", values.path())
         .env("MODULE_ENABLED_RESULT", result.path())
         .env("MODULE_ENABLED_REASON", reason.path());
-    let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT)
-        .map_err(|e| fail(format!("cannot run {}: {e}", script.display())))?;
+    let run = process::run_captured(&mut cmd, shared.script_timeout, MAX_SCRIPT_STDOUT).map_err(
+        |error| {
+            let script = script.to_path_buf();
+            fail(Problem::Start { script, error })
+        },
+    )?;
     // As flant: the script's CPU and memory as a module hook `enabled`.
     let labels = crate::metrics::HookRunLabels {
         module: &module.name,
@@ -114,12 +122,15 @@ fn run_script(
     }
     if run.status != ExitStatus::Code(0) {
         let stderr = String::from_utf8_lossy(&run.stderr);
-        return Err(fail(format!("{}: {}", run.status, stderr.trim())));
+        let (status, stderr) = (run.status.to_string(), stderr.trim().to_string());
+        return Err(fail(Problem::Failed { status, stderr }));
     }
     log_stderr(&module.name, "enabled", &run.stderr);
-    let answer = |f: &ChildFile, var: &str| {
-        let bytes = f.read(var, MAX_ANSWER).map_err(|e| fail(e.to_string()))?;
-        String::from_utf8(bytes).map_err(|_| fail(format!("${var}: not UTF-8 text")))
+    let answer = |f: &ChildFile, var: &'static str| {
+        let bytes = f
+            .read(var, MAX_ANSWER)
+            .map_err(|e| fail(Problem::File(e)))?;
+        String::from_utf8(bytes).map_err(|_| fail(Problem::NotText(var)))
     };
     match answer(&result, "MODULE_ENABLED_RESULT")?.trim() {
         "true" => Ok(true),
@@ -131,9 +142,7 @@ fn run_script(
             );
             Ok(false)
         }
-        other => Err(fail(format!(
-            "wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"
-        ))),
+        other => Err(fail(Problem::Answer(other.to_string()))),
     }
 }
 
@@ -150,3 +159,51 @@ pub(in crate::addon) fn log_stderr(module: &str, output: &str, stderr: &[u8]) {
         }
     }
 }
+
+/// Why a module's `enabled` script gave no answer.
+#[derive(Debug)]
+pub(crate) struct EnabledError {
+    module: String,
+    problem: Problem,
+}
+
+/// What went wrong with the script.
+#[derive(Debug)]
+enum Problem {
+    /// Its values could not be computed.
+    Values(Box<crate::addon::Error>),
+    /// One of its files could not be written or read.
+    File(std::io::Error),
+    /// It could not be started.
+    Start {
+        script: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// It exited with an error.
+    Failed { status: String, stderr: String },
+    /// An answer file (`$var`) is not UTF-8.
+    NotText(&'static str),
+    /// `$MODULE_ENABLED_RESULT` holds neither true nor false.
+    Answer(String),
+}
+
+impl std::fmt::Display for EnabledError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "module '{}': enabled script: ", self.module)?;
+        match &self.problem {
+            Problem::Values(e) => e.fmt(f),
+            Problem::File(e) => e.fmt(f),
+            Problem::Start { script, error } => {
+                write!(f, "cannot run {}: {error}", script.display())
+            }
+            Problem::Failed { status, stderr } => write!(f, "{status}: {stderr}"),
+            Problem::NotText(var) => write!(f, "${var}: not UTF-8 text"),
+            Problem::Answer(other) => write!(
+                f,
+                "wrote {other:?} to $MODULE_ENABLED_RESULT, expected true or false"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EnabledError {}

@@ -16,12 +16,14 @@
 pub(crate) mod chart_dir;
 pub(crate) mod drift_settings;
 pub(crate) mod enabled;
+mod error;
 
 use crate::addon::config::values::{Schemas, merge, parse_dir_name, values_key};
 use crate::flags::addon::AddonFlags;
 use crate::hook::config::HookKind;
 use crate::hook::{self, Hook};
 use crate::log;
+pub(crate) use error::ModulesError;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -84,13 +86,10 @@ impl Layout {
 }
 
 /// Reads the modules directories and the global hooks directory.
-pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, String> {
+pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, ModulesError> {
     let global_dir = &flags.global_hooks_dir;
     if !global_dir.is_dir() {
-        return Err(format!(
-            "global hooks dir '{}' does not exist",
-            global_dir.display()
-        ));
+        return Err(ModulesError::NoGlobalDir(global_dir.clone()));
     }
     let hooks_sub = global_dir.join("hooks");
     let global_hooks_root = if hooks_sub.is_dir() {
@@ -111,12 +110,11 @@ pub(crate) fn discover(flags: &AddonFlags) -> Result<Layout, String> {
         }
         for module in modules_in(dir, &common, flags)? {
             if let Some(other) = modules.iter().find(|m| m.name == module.name) {
-                return Err(format!(
-                    "module '{}' is defined twice: '{}' and '{}'",
-                    module.name,
-                    other.path.display(),
-                    module.path.display()
-                ));
+                return Err(ModulesError::Twice {
+                    module: module.name,
+                    first: other.path.clone(),
+                    second: module.path,
+                });
             }
             modules.push(module);
         }
@@ -135,12 +133,15 @@ fn modules_in(
     dir: &Path,
     common: &Map<String, Value>,
     flags: &AddonFlags,
-) -> Result<Vec<Module>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+) -> Result<Vec<Module>, ModulesError> {
+    let unlisted = |error| ModulesError::Dir {
+        dir: dir.to_path_buf(),
+        error,
+    };
+    let entries = std::fs::read_dir(dir).map_err(unlisted)?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("modules dir '{}': {e}", dir.display()))?;
+        let entry = entry.map_err(unlisted)?;
         let path = entry.path();
         let file_name = entry.file_name().to_string_lossy().into_owned();
         if file_name.starts_with('.') || file_name == "values.yaml" {
@@ -173,13 +174,16 @@ fn load_module(
     path: &Path,
     common: &Map<String, Value>,
     flags: &AddonFlags,
-) -> Result<Module, String> {
+) -> Result<Module, ModulesError> {
     let dir_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (order, name) =
-        parse_dir_name(&dir_name).map_err(|e| format!("module dir '{}': {e}", path.display()))?;
+    let bad_name = |problem| ModulesError::DirName {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let (order, name) = parse_dir_name(&dir_name).map_err(bad_name)?;
     crate::addon::modules::chart_dir::check_release_name(path, &name)?;
     let key = values_key(&name);
     let own = read_values_file(&path.join("values.yaml"), flags.strict_values)?;
@@ -191,7 +195,7 @@ fn load_module(
     ] {
         if let Some(section) = values.get(&key) {
             if !section.is_object() && !section.is_null() {
-                return Err(format!("{}: '{key}' must be a map", file.display()));
+                return Err(ModulesError::file(file, format!("'{key}' must be a map")));
             }
             merge(&mut static_values, section);
         }
@@ -200,10 +204,8 @@ fn load_module(
             None | Some(Value::Null) => {}
             Some(Value::Bool(b)) => static_enabled = Some(*b),
             Some(other) => {
-                return Err(format!(
-                    "{}: '{flag}' must be true or false, got {other}",
-                    file.display()
-                ));
+                let problem = format!("'{flag}' must be true or false, got {other}");
+                return Err(ModulesError::file(file, problem));
             }
         }
     }
@@ -231,17 +233,17 @@ fn enabled_script(module: &Path) -> Option<PathBuf> {
 }
 
 /// A `values.yaml` as a map; absent is empty unless `strict` (then an error).
-fn read_values_file(path: &Path, strict: bool) -> Result<Map<String, Value>, String> {
+fn read_values_file(path: &Path, strict: bool) -> Result<Map<String, Value>, ModulesError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !strict => return Ok(Map::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(ModulesError::file(path, e)),
     };
     match serde_yaml::from_str::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(Value::Null) => Ok(Map::new()),
-        Ok(_) => Err(format!("{}: must be a map", path.display())),
-        Err(e) => Err(format!("{}: bad YAML: {e}", path.display())),
+        Ok(_) => Err(ModulesError::file(path, "must be a map")),
+        Err(e) => Err(ModulesError::file(path, format!("bad YAML: {e}"))),
     }
 }
 
@@ -265,11 +267,15 @@ pub(crate) fn load_hooks(
     layout: &Layout,
     timeout: Option<Duration>,
     jq_library: Option<&Path>,
-) -> Result<(Vec<Hook>, Vec<Owner>), String> {
+) -> Result<(Vec<Hook>, Vec<Owner>), ModulesError> {
     // (root the name is relative to, path, kind, owner), in the order hooks are kept.
     let mut found: Vec<(PathBuf, PathBuf, HookKind, Owner)> = Vec::new();
     let root = &layout.global_hooks_root;
-    for path in hook::discover(root).map_err(|e| e.to_string())? {
+    let global = |error| ModulesError::Hook {
+        module: None,
+        error,
+    };
+    for path in hook::discover(root).map_err(global)? {
         found.push((root.clone(), path, HookKind::Global, Owner::Global));
     }
     for (mi, module) in layout.modules.iter().enumerate() {
@@ -278,9 +284,7 @@ pub(crate) fn load_hooks(
             continue;
         }
         let root = module.path.parent().unwrap_or(&module.path);
-        for path in
-            hook::discover_skipping(&dir, MODULE_HOOKS_SKIPPED).map_err(|e| e.to_string())?
-        {
+        for path in hook::discover_skipping(&dir, MODULE_HOOKS_SKIPPED).map_err(global)? {
             found.push((
                 root.to_path_buf(),
                 path,
@@ -298,9 +302,12 @@ pub(crate) fn load_hooks(
     let mut hooks = Vec::with_capacity(found.len());
     let mut owners = Vec::with_capacity(found.len());
     for (result, (_, _, _, owner)) in loaded.into_iter().zip(found) {
-        hooks.push(result.map_err(|e| match owner {
-            Owner::Module(mi) => format!("module '{}': {e}", layout.modules[mi].name),
-            _ => e.to_string(),
+        hooks.push(result.map_err(|error| ModulesError::Hook {
+            module: match owner {
+                Owner::Module(mi) => Some(layout.modules[mi].name.clone()),
+                _ => None,
+            },
+            error,
         })?);
         owners.push(owner);
     }
@@ -404,12 +411,15 @@ mod tests {
         write(&d.join("a/001-foo/values.yaml"), "");
         write(&d.join("b/002-foo/values.yaml"), "");
         write(&d.join("global/x"), "");
-        let err =
-            discover(&flags(vec![d.join("a"), d.join("b")], d.join("global"))).expect_err("dup");
+        let err = discover(&flags(vec![d.join("a"), d.join("b")], d.join("global")))
+            .expect_err("dup")
+            .to_string();
         assert!(err.contains("001-foo") && err.contains("002-foo"), "{err}");
         write(&d.join("c/values.yaml"), "fooEnabled: \"yes\"\n");
         write(&d.join("c/001-foo/hooks/.keep"), "");
-        let err = discover(&flags(vec![d.join("c")], d.join("global"))).expect_err("string flag");
+        let err = discover(&flags(vec![d.join("c")], d.join("global")))
+            .expect_err("string flag")
+            .to_string();
         assert!(
             err.contains("fooEnabled") && err.contains("c/values.yaml"),
             "{err}"
@@ -417,7 +427,7 @@ mod tests {
         let mut strict = flags(vec![d.join("c")], d.join("global"));
         strict.strict_values = true;
         std::fs::write(d.join("c/values.yaml"), "").expect("fix");
-        let err = discover(&strict).expect_err("strict");
+        let err = discover(&strict).expect_err("strict").to_string();
         assert!(err.contains("001-foo/values.yaml"), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }

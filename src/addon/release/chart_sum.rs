@@ -21,7 +21,7 @@ const MAX_CHART_BYTES: u64 = 256 * 1024 * 1024;
 pub(crate) fn decision_checksum(
     values: &serde_json::Value,
     chart: &Path,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let files = read_chart(chart)?;
     let refs: Vec<(&Path, &[u8])> = files
         .iter()
@@ -32,12 +32,15 @@ pub(crate) fn decision_checksum(
         Err(why) => {
             log::debug(
                 "the chart may read global values",
-                &[("chart", &chart.display().to_string()), ("why", &why)],
+                &[
+                    ("chart", &chart.display().to_string()),
+                    ("why", &why.to_string()),
+                ],
             );
             serde_json::to_string(values)
         }
     }
-    .map_err(|e| format!("checksum: {e}"))?;
+    .map_err(ChartError::Encode)?;
     Ok(hash(&text, &files))
 }
 
@@ -60,7 +63,7 @@ fn hash(values_text: &str, files: &[(PathBuf, Vec<u8>)]) -> String {
 }
 
 /// The chart's files, relative names sorted, with their contents.
-fn read_chart(chart: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+fn read_chart(chart: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, ChartError> {
     let mut names = Vec::new();
     chart_files(chart, Path::new(""), &mut names)?;
     names.sort();
@@ -68,14 +71,10 @@ fn read_chart(chart: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
     let mut files = Vec::with_capacity(names.len());
     for rel in names {
         let path = chart.join(&rel);
-        let data = std::fs::read(&path)
-            .map_err(|e| format!("checksum: cannot read chart file {}: {e}", path.display()))?;
+        let data = std::fs::read(&path).map_err(|e| ChartError::io("read chart file", &path, e))?;
         total += data.len() as u64;
         if total > MAX_CHART_BYTES {
-            return Err(format!(
-                "checksum: chart {} has more than {MAX_CHART_BYTES} bytes of files",
-                chart.display()
-            ));
+            return Err(ChartError::TooLarge(chart.to_path_buf()));
         }
         files.push((rel, data));
     }
@@ -83,16 +82,14 @@ fn read_chart(chart: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
 }
 
 /// Relative paths of the regular files under `dir` (symlinks followed).
-fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), ChartError> {
     let dir = root.join(rel);
-    let entries = std::fs::read_dir(&dir)
-        .map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
-    for entry in entries {
-        let entry =
-            entry.map_err(|e| format!("checksum: cannot list chart dir {}: {e}", dir.display()))?;
+    let unlisted = |e| ChartError::io("list chart dir", &dir, e);
+    for entry in std::fs::read_dir(&dir).map_err(unlisted)? {
+        let entry = entry.map_err(unlisted)?;
         let child = rel.join(entry.file_name());
         let meta = std::fs::metadata(entry.path())
-            .map_err(|e| format!("checksum: cannot stat {}: {e}", entry.path().display()))?;
+            .map_err(|e| ChartError::io("stat", &entry.path(), e))?;
         if meta.is_dir() {
             chart_files(root, &child, out)?;
         } else if meta.is_file() {
@@ -105,3 +102,45 @@ fn chart_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), St
 #[cfg(test)]
 #[path = "chart_sum_tests.rs"]
 mod tests;
+
+/// Why a module's chart could not be checksummed.
+#[derive(Debug)]
+pub(crate) enum ChartError {
+    /// A chart file or directory at `path` could not be read (`what`: `read
+    /// chart file`, `list chart dir`, `stat`).
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The chart's files hold more than [`MAX_CHART_BYTES`].
+    TooLarge(PathBuf),
+    /// The values could not be serialised.
+    Encode(serde_json::Error),
+}
+
+impl ChartError {
+    fn io(what: &'static str, path: &Path, error: std::io::Error) -> ChartError {
+        let path = path.to_path_buf();
+        ChartError::Io { what, path, error }
+    }
+}
+
+impl std::fmt::Display for ChartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("checksum: ")?;
+        match self {
+            ChartError::Io { what, path, error } => {
+                write!(f, "cannot {what} {}: {error}", path.display())
+            }
+            ChartError::TooLarge(chart) => write!(
+                f,
+                "chart {} has more than {MAX_CHART_BYTES} bytes of files",
+                chart.display()
+            ),
+            ChartError::Encode(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ChartError {}

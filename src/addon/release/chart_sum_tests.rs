@@ -5,7 +5,7 @@ use super::*;
 use serde_json::json;
 
 /// The checksum of a values text with `chart`, every value counted.
-fn checksum(values_text: &str, chart: &Path) -> Result<String, String> {
+fn checksum(values_text: &str, chart: &Path) -> Result<String, ChartError> {
     Ok(hash(values_text, &read_chart(chart)?))
 }
 
@@ -41,7 +41,7 @@ fn checksum_follows_values_and_chart_files() {
     assert_ne!(a, b);
     std::fs::write(dir.join("templates/new.txt"), "").unwrap();
     assert_ne!(b, checksum("m", dir).unwrap());
-    let e = checksum("m", &dir.join("missing")).unwrap_err();
+    let e = checksum("m", &dir.join("missing")).unwrap_err().to_string();
     assert!(e.contains("missing"), "{e}");
 }
 

@@ -26,6 +26,7 @@
 //!
 //! Runs on a queue thread, inside a module's startup run.
 
+use super::crd_error::CrdError;
 use crate::addon::release::yaml11;
 use crate::kube::{Client, Resource};
 use crate::log;
@@ -64,9 +65,10 @@ impl Default for CrdSettings {
 /// `k=v,k2=v2` (or `k==v`) → labels, plus `heritage=addon-operator` when no
 /// `heritage` is given. Other selector forms (`k!=v`, `k in (..)`, `k`) are not
 /// labels and are refused.
-pub(crate) fn parse_extra_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let bad = |why: String| {
-        format!("ADDON_OPERATOR_CRD_EXTRA_LABELS (--crd-extra-labels) {text:?}: {why}")
+pub(crate) fn parse_extra_labels(text: &str) -> Result<BTreeMap<String, String>, CrdError> {
+    let bad = |why: String| CrdError::ExtraLabels {
+        text: text.to_string(),
+        why,
     };
     let selector =
         crate::kube::selector::parse_label_selector(text).map_err(|e| bad(e.to_string()))?;
@@ -103,7 +105,7 @@ pub(crate) fn is_crd_file(file_name: &str, filters: &[String]) -> bool {
 
 /// The CRD files of a module: `<module>/crds/**/*.yaml` minus the filtered ones,
 /// sorted by path; none when there is no `crds/` directory.
-pub(crate) fn crd_files(module_dir: &Path, filters: &[String]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn crd_files(module_dir: &Path, filters: &[String]) -> Result<Vec<PathBuf>, CrdError> {
     let root = module_dir.join("crds");
     if !root.is_dir() {
         return Ok(Vec::new());
@@ -119,19 +121,17 @@ fn walk(
     filters: &[String],
     depth: usize,
     out: &mut Vec<PathBuf>,
-) -> Result<(), String> {
+) -> Result<(), CrdError> {
     if depth > MAX_DEPTH {
-        return Err(format!(
-            "{}: more than {MAX_DEPTH} directory levels",
-            dir.display()
-        ));
+        let problem = format!("more than {MAX_DEPTH} directory levels");
+        return Err(CrdError::file(dir.display(), problem));
     }
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| CrdError::file(dir.display(), e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entry = entry.map_err(|e| CrdError::file(dir.display(), e))?;
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let meta = std::fs::metadata(&path).map_err(|e| CrdError::file(path.display(), e))?;
         if meta.is_dir() {
             walk(&path, filters, depth + 1, out)?;
         } else if meta.is_file() && is_crd_file(&name, filters) {
@@ -143,16 +143,17 @@ fn walk(
 
 /// The CRD documents of one file (empty and comment-only documents skipped); an
 /// error names the file and the document.
-pub(crate) fn read_crds(path: &Path) -> Result<Vec<Value>, String> {
+pub(crate) fn read_crds(path: &Path) -> Result<Vec<Value>, CrdError> {
     let at = path.display();
     let size = std::fs::metadata(path)
-        .map_err(|e| format!("{at}: {e}"))?
+        .map_err(|e| CrdError::file(&at, e))?
         .len();
     if size > MAX_FILE {
-        return Err(format!("{at}: {size} bytes; at most {MAX_FILE} are read"));
+        let problem = format!("{size} bytes; at most {MAX_FILE} are read");
+        return Err(CrdError::file(&at, problem));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-    let docs = yaml11::documents(&text).map_err(|e| format!("{at}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| CrdError::file(&at, e))?;
+    let docs = yaml11::documents(&text).map_err(|e| CrdError::file(&at, e))?;
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         if doc.is_null() || doc.as_object().is_some_and(Map::is_empty) {
@@ -163,14 +164,15 @@ pub(crate) fn read_crds(path: &Path) -> Result<Vec<Value>, String> {
         if api_version != Some("apiextensions.k8s.io/v1")
             || kind != Some("CustomResourceDefinition")
         {
-            return Err(format!(
-                "{at}: not an apiextensions.k8s.io/v1 CustomResourceDefinition (apiVersion {}, kind {})",
+            let problem = format!(
+                "not an apiextensions.k8s.io/v1 CustomResourceDefinition (apiVersion {}, kind {})",
                 api_version.unwrap_or("?"),
                 kind.unwrap_or("?")
-            ));
+            );
+            return Err(CrdError::file(at, problem));
         }
         if doc["metadata"]["name"].as_str().is_none_or(str::is_empty) {
-            return Err(format!("{at}: no metadata.name"));
+            return Err(CrdError::file(at, "no metadata.name"));
         }
         out.push(doc);
     }
@@ -241,7 +243,7 @@ fn server_defaults(spec: &mut Value) {
 
 /// Creates the CRD `desired` (labels already applied) or updates the existing one
 /// (module doc above); a conflict retries from the read (5 tries).
-pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, String> {
+pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, CrdError> {
     let name = desired["metadata"]["name"].as_str().unwrap_or_default();
     let crds = crd_resource();
     let api = client.api(&crds, None);
@@ -255,9 +257,9 @@ pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, String>
                     last = e.to_string();
                     continue;
                 }
-                Err(e) => return Err(format!("creating: {e}")),
+                Err(e) => return Err(CrdError::kube("creating", e)),
             },
-            Err(e) => return Err(format!("reading: {e}")),
+            Err(e) => return Err(CrdError::kube("reading", e)),
         };
         let mut spec = desired.get("spec").cloned().unwrap_or(Value::Null);
         server_defaults(&mut spec);
@@ -276,7 +278,7 @@ pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, String>
                     last = e.to_string();
                     continue;
                 }
-                Err(e) => return Err(format!("updating status.storedVersions: {e}")),
+                Err(e) => return Err(CrdError::kube("updating status.storedVersions", e)),
             }
         }
         let labels = merged_map(
@@ -306,10 +308,10 @@ pub(crate) fn apply(client: &Client, desired: &Value) -> Result<Applied, String>
         match api.replace(name, &existing) {
             Ok(_) => return Ok(Applied::Updated),
             Err(e) if e.is_conflict() => last = e.to_string(),
-            Err(e) => return Err(format!("updating: {e}")),
+            Err(e) => return Err(CrdError::kube("updating", e)),
         }
     }
-    Err(format!("updating: still conflicting after 5 tries: {last}"))
+    Err(CrdError::Conflict { last })
 }
 
 /// `over`'s string keys written over `base`'s; `null` when both are absent/empty.
@@ -368,7 +370,7 @@ pub(crate) fn wait_established(
     client: &Client,
     names: &[String],
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), CrdError> {
     let crds = crd_resource();
     let api = client.api(&crds, None);
     let deadline = Instant::now() + timeout;
@@ -377,9 +379,12 @@ pub(crate) fn wait_established(
     while !pending.is_empty() {
         let mut still = Vec::new();
         for name in pending {
-            let crd = api.get(name).map_err(|e| format!("CRD {name}: {e}"))?;
+            let crd = api
+                .get(name)
+                .map_err(|e| CrdError::kube(format!("CRD {name}"), e))?;
             if let Some(("False", message)) = condition(&crd, "NamesAccepted") {
-                return Err(format!("CRD {name}: names not accepted: {message}"));
+                let (name, message) = (name.to_string(), message.to_string());
+                return Err(CrdError::NotAccepted { name, message });
             }
             if !matches!(condition(&crd, "Established"), Some(("True", _))) {
                 still.push(name);
@@ -390,12 +395,9 @@ pub(crate) fn wait_established(
             break;
         }
         if Instant::now() >= deadline {
-            let names: Vec<&str> = pending.iter().map(|s| s.as_str()).collect();
-            return Err(format!(
-                "CRDs not Established after {}s: {}",
-                timeout.as_secs(),
-                names.join(", ")
-            ));
+            let names = pending.iter().map(|s| s.to_string()).collect();
+            let after_secs = timeout.as_secs();
+            return Err(CrdError::NotEstablished { after_secs, names });
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(1));
@@ -407,7 +409,7 @@ pub(crate) fn wait_established(
 #[derive(Debug)]
 pub(crate) struct CrdFilesError {
     pub(crate) module: String,
-    pub(crate) error: String,
+    pub(crate) error: CrdError,
 }
 
 impl std::fmt::Display for CrdFilesError {
@@ -449,10 +451,13 @@ impl ModuleCrds {
     pub(crate) fn discover(
         modules: &[crate::addon::modules::Module],
         settings: &CrdSettings,
-    ) -> Result<ModuleCrds, String> {
+    ) -> Result<ModuleCrds, CrdError> {
         let mut files = Vec::with_capacity(modules.len());
         for m in modules {
-            files.push(find(m, &settings.filters).map_err(|e| e.to_string())?);
+            files.push(find(m, &settings.filters).map_err(|e| CrdError::Module {
+                module: e.module,
+                error: Box::new(e.error),
+            })?);
         }
         Ok(ModuleCrds {
             extra_labels: settings.extra_labels.clone(),
@@ -477,7 +482,11 @@ impl ModuleCrds {
 
     /// Installs the CRDs of `files` (every document tried; all errors joined), then
     /// waits until they are Established. Returns (created, updated, unchanged).
-    pub(crate) fn install(&self, client: &Client, files: &[PathBuf]) -> Result<[usize; 3], String> {
+    pub(crate) fn install(
+        &self,
+        client: &Client,
+        files: &[PathBuf],
+    ) -> Result<[usize; 3], CrdError> {
         let mut errors = Vec::new();
         let mut counts = [0; 3];
         let mut names = Vec::new();
@@ -499,17 +508,21 @@ impl ModuleCrds {
                         counts[applied as usize] += 1;
                         names.push(name);
                     }
-                    Err(e) => errors.push(format!("{}: CRD {name}: {e}", file.display())),
+                    Err(e) => errors.push(CrdError::InFile {
+                        file: file.display().to_string(),
+                        name,
+                        error: Box::new(e),
+                    }),
                 }
             }
         }
         if let Err(e) = wait_established(client, &names, ESTABLISH_TIMEOUT) {
             errors.push(e);
         }
-        if errors.is_empty() {
-            Ok(counts)
-        } else {
-            Err(errors.join("; "))
+        match errors.len() {
+            0 => Ok(counts),
+            1 => Err(errors.remove(0)),
+            _ => Err(CrdError::Several(errors)),
         }
     }
 }
@@ -521,7 +534,7 @@ impl ModuleCrds {
         client: &Client,
         m: usize,
         name: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), CrdError> {
         let all = self.files.read().unwrap_or_else(|p| p.into_inner());
         let Some(files) = all.get(m).filter(|f| !f.is_empty()).cloned() else {
             return Ok(());
@@ -529,7 +542,7 @@ impl ModuleCrds {
         drop(all);
         let [created, updated, unchanged] = self
             .install(client, &files)
-            .map_err(|e| format!("installing CRDs: {e}"))?;
+            .map_err(|e| CrdError::Installing(Box::new(e)))?;
         log::info(
             "module CRDs installed",
             &[
@@ -582,7 +595,9 @@ mod tests {
                 .map(String::as_str),
             Some("addon-operator")
         );
-        let err = parse_extra_labels("a!=b").expect_err("not a label");
+        let err = parse_extra_labels("a!=b")
+            .expect_err("not a label")
+            .to_string();
         assert!(
             err.contains("ADDON_OPERATOR_CRD_EXTRA_LABELS") && err.contains("NotIn"),
             "{err}"
@@ -661,7 +676,7 @@ mod tests {
             &file,
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
         );
-        let err = read_crds(&file).expect_err("not a CRD");
+        let err = read_crds(&file).expect_err("not a CRD").to_string();
         assert!(
             err.contains("crds.yaml, document 1") && err.contains("ConfigMap"),
             "{err}"

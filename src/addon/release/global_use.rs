@@ -24,12 +24,57 @@
 //! Variables are tracked per file by name (every assignment joined, repeated until
 //! nothing changes), so a loop that assigns the root later cannot hide it.
 
-use crate::addon::release::global_use_lex::{Tok, lex_actions};
+use crate::addon::release::global_use_lex::{LexError, Tok, lex_actions};
 use std::collections::HashMap;
 use std::path::Path;
 
 /// Why a chart may read `global` (for the debug log), or `Ok` when it cannot.
-pub(crate) type Verdict = Result<(), String>;
+pub(crate) type Verdict = Result<(), MayRead>;
+
+/// Why a chart may read `global`, for the debug log: what was found, and in
+/// which file (relative to the chart) when the reason is one file's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MayRead {
+    file: Option<String>,
+    why: String,
+}
+
+impl MayRead {
+    /// The same reason, found in `file`.
+    fn in_file(self, file: &str) -> MayRead {
+        MayRead {
+            file: Some(file.to_string()),
+            why: self.why,
+        }
+    }
+}
+
+impl From<&str> for MayRead {
+    fn from(why: &str) -> MayRead {
+        MayRead::from(why.to_string())
+    }
+}
+
+impl From<String> for MayRead {
+    fn from(why: String) -> MayRead {
+        MayRead { file: None, why }
+    }
+}
+
+impl From<LexError> for MayRead {
+    fn from(e: LexError) -> MayRead {
+        MayRead::from(e.to_string())
+    }
+}
+
+impl std::fmt::Display for MayRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{file}: {}", self.why),
+            None => f.write_str(&self.why),
+        }
+    }
+}
 
 /// Reads a chart's files (paths relative to the chart, contents) and answers whether
 /// its templates cannot read `global`.
@@ -41,17 +86,20 @@ pub(crate) fn chart_ignores_global(files: &[(&Path, &[u8])]) -> Verdict {
             .next()
             .map(|c| c.as_os_str().to_string_lossy());
         match top.as_deref() {
-            Some("charts") => return Err(format!("{name}: subcharts get `global`")),
-            Some("requirements.yaml") => return Err(format!("{name}: subcharts get `global`")),
+            Some("charts") => return Err(MayRead::from("subcharts get `global`").in_file(&name)),
+            Some("requirements.yaml") => {
+                return Err(MayRead::from("subcharts get `global`").in_file(&name));
+            }
             Some("values.schema.json") => {
-                return Err(format!("{name}: a schema can judge `global`"));
+                return Err(MayRead::from("a schema can judge `global`").in_file(&name));
             }
             Some("Chart.yaml") if has_dependencies(data) => {
-                return Err(format!("{name}: dependencies get `global`"));
+                return Err(MayRead::from("dependencies get `global`").in_file(&name));
             }
             Some("templates") => {
-                let text = std::str::from_utf8(data).map_err(|_| format!("{name}: not UTF-8"))?;
-                template_ignores_global(text).map_err(|why| format!("{name}: {why}"))?;
+                let text = std::str::from_utf8(data)
+                    .map_err(|_| MayRead::from("not UTF-8").in_file(&name))?;
+                template_ignores_global(text).map_err(|why| why.in_file(&name))?;
             }
             _ => {}
         }
@@ -116,7 +164,7 @@ impl Taint {
     }
 
     /// The taint of `self.<field>`, or why the field may reach `global`.
-    fn field(self, field: &str) -> Result<Taint, String> {
+    fn field(self, field: &str) -> Result<Taint, MayRead> {
         let mut out = SAFE;
         let lower = field.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
         if self.root {
@@ -124,11 +172,11 @@ impl Taint {
                 "Values" => out.values = true,
                 "Release" | "Chart" | "Capabilities" | "Template" | "Files" => {}
                 _ if lower => {}
-                _ => return Err(format!("`.{field}` of the root context")),
+                _ => return Err(format!("`.{field}` of the root context").into()),
             }
         }
         if self.values && (field == "global" || !lower) {
-            return Err(format!("`.Values.{field}`"));
+            return Err(format!("`.Values.{field}`").into());
         }
         Ok(out)
     }
@@ -254,7 +302,7 @@ impl<'v> Reader<'v> {
         &mut self,
         toks: &'t [Tok<'a>],
         taint: Taint,
-    ) -> Result<&'t [Tok<'a>], String> {
+    ) -> Result<&'t [Tok<'a>], MayRead> {
         let Some(at) = toks
             .iter()
             .position(|t| matches!(t, Tok::Declare | Tok::Assign))
@@ -279,7 +327,7 @@ impl<'v> Reader<'v> {
         if self.pipeline(toks)?.is_safe() {
             Ok(())
         } else {
-            Err(format!("{what} is the root context or `.Values`"))
+            Err(format!("{what} is the root context or `.Values`").into())
         }
     }
 
@@ -293,7 +341,7 @@ impl<'v> Reader<'v> {
     }
 
     /// `cmd | cmd | …`: each command gets the previous value as its last argument.
-    fn pipeline(&self, toks: &[Tok]) -> Result<Taint, String> {
+    fn pipeline(&self, toks: &[Tok]) -> Result<Taint, MayRead> {
         let mut piped: Option<Taint> = None;
         for cmd in split_top(toks, |t| matches!(t, Tok::Pipe)) {
             piped = Some(self.command(cmd, piped)?);
@@ -302,7 +350,7 @@ impl<'v> Reader<'v> {
     }
 
     /// A function call (`fn args…`), a method call (`.A.B args…`) or one operand.
-    fn command(&self, toks: &[Tok], piped: Option<Taint>) -> Result<Taint, String> {
+    fn command(&self, toks: &[Tok], piped: Option<Taint>) -> Result<Taint, MayRead> {
         let operands = operands(toks)?;
         let Some((head, args)) = operands.split_first() else {
             return Err("an empty command".into());
@@ -329,9 +377,9 @@ impl<'v> Reader<'v> {
         }
     }
 
-    fn call(&self, func: &str, args: &[Taint]) -> Result<Taint, String> {
+    fn call(&self, func: &str, args: &[Taint]) -> Result<Taint, MayRead> {
         match func {
-            "tpl" | "call" => Err(format!("`{func}` can run any template text")),
+            "tpl" | "call" => Err(format!("`{func}` can run any template text").into()),
             "include" => {
                 if let Some(ctx) = args.get(1) {
                     self.context(*ctx)?;
@@ -344,12 +392,12 @@ impl<'v> Reader<'v> {
                 }
             }
             _ if args.iter().all(|t| t.is_safe()) => Ok(SAFE),
-            _ => Err(format!("the root context or `.Values` passed to `{func}`")),
+            _ => Err(format!("the root context or `.Values` passed to `{func}`").into()),
         }
     }
 
     /// One operand and the field chain glued to it.
-    fn operand(&self, toks: &[Tok]) -> Result<Taint, String> {
+    fn operand(&self, toks: &[Tok]) -> Result<Taint, MayRead> {
         let (base, chain) = match toks.first() {
             Some(Tok::Dot) => (self.dot, &toks[1..]),
             Some(Tok::Field(_)) => (self.dot, toks),
@@ -407,7 +455,7 @@ fn split_top<'t, 'a>(toks: &'t [Tok<'a>], sep: impl Fn(&Tok) -> bool) -> Vec<&'t
 
 /// A command's operands: tokens are one operand while glued (a field chain after
 /// `.`, a variable, a `)` or another field); a space or a `(` starts the next.
-fn operands<'t, 'a>(toks: &'t [Tok<'a>]) -> Result<Vec<Vec<Tok<'a>>>, String> {
+fn operands<'t, 'a>(toks: &'t [Tok<'a>]) -> Result<Vec<Vec<Tok<'a>>>, MayRead> {
     let mut out: Vec<Vec<Tok<'a>>> = Vec::new();
     let mut i = 0;
     while i < toks.len() {
@@ -428,7 +476,7 @@ fn operands<'t, 'a>(toks: &'t [Tok<'a>]) -> Result<Vec<Vec<Tok<'a>>>, String> {
 }
 
 /// The index of the `)` closing the `(` at 0.
-fn matching_paren(toks: &[Tok]) -> Result<usize, String> {
+fn matching_paren(toks: &[Tok]) -> Result<usize, MayRead> {
     let mut depth = 0usize;
     for (i, tok) in toks.iter().enumerate() {
         match tok {

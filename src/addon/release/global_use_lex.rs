@@ -50,7 +50,7 @@ impl<'a> Tok<'a> {
 }
 
 /// The tokens of every action of `text` but comments, in order.
-pub(crate) fn lex_actions(text: &str) -> Result<Vec<Vec<Tok<'_>>>, String> {
+pub(crate) fn lex_actions(text: &str) -> Result<Vec<Vec<Tok<'_>>>, LexError> {
     let mut lexer = Lexer { text, at: 0 };
     let mut actions = Vec::new();
     while let Some(open) = text.get(lexer.at..).and_then(|rest| rest.find("{{")) {
@@ -99,22 +99,22 @@ impl<'a> Lexer<'a> {
     }
 
     /// `/* … */`, then the action's end.
-    fn comment(&mut self) -> Result<(), String> {
-        let end = self.rest().find("*/").ok_or("an unclosed comment")?;
+    fn comment(&mut self) -> Result<(), LexError> {
+        let end = self.rest().find("*/").ok_or(LexError::UnclosedComment)?;
         self.at += end + 2;
         self.skip_spaces();
         if self.rest().starts_with("-}}") {
             self.at += 1;
         }
         if !self.rest().starts_with("}}") {
-            return Err("a comment with more in its action".into());
+            return Err(LexError::CommentWithMore);
         }
         self.at += 2;
         Ok(())
     }
 
     /// The tokens up to the action's `}}` (or ` -}}`).
-    fn action(&mut self) -> Result<Vec<Tok<'a>>, String> {
+    fn action(&mut self) -> Result<Vec<Tok<'a>>, LexError> {
         let mut toks: Vec<Tok<'a>> = Vec::new();
         let mut depth = 0usize;
         loop {
@@ -137,15 +137,15 @@ impl<'a> Lexer<'a> {
             }
             // The reader recurses once per level.
             if depth > MAX_DEPTH {
-                return Err("parentheses nested too deep".into());
+                return Err(LexError::TooDeep);
             }
             toks.push(tok);
         }
     }
 
-    fn token(&mut self, glued: bool) -> Result<Tok<'a>, String> {
+    fn token(&mut self, glued: bool) -> Result<Tok<'a>, LexError> {
         let Some(b) = self.peek(0) else {
-            return Err("an unclosed action".into());
+            return Err(LexError::UnclosedAction);
         };
         let single = match b {
             b'(' => Some(Tok::LParen),
@@ -166,7 +166,9 @@ impl<'a> Lexer<'a> {
             }
             b'"' | b'\'' => self.quoted(b),
             b'`' => {
-                let end = self.rest()[1..].find('`').ok_or("an unclosed raw string")?;
+                let end = self.rest()[1..]
+                    .find('`')
+                    .ok_or(LexError::UnclosedRawString)?;
                 self.at += end + 2;
                 Ok(Tok::Literal)
             }
@@ -197,7 +199,7 @@ impl<'a> Lexer<'a> {
             }
             b'0'..=b'9' => self.number(),
             _ if is_ident(b) => Ok(Tok::Ident(self.word())),
-            _ => Err(format!("an unexpected {:?} in an action", b as char)),
+            _ => Err(LexError::Unexpected(b as char)),
         }
     }
 
@@ -220,7 +222,7 @@ impl<'a> Lexer<'a> {
 
     /// A number (its value does not matter): digits, letters, `_`, `.`, and a sign
     /// right after an exponent.
-    fn number(&mut self) -> Result<Tok<'a>, String> {
+    fn number(&mut self) -> Result<Tok<'a>, LexError> {
         while let Some(b) = self.peek(0) {
             let sign = matches!(b, b'+' | b'-')
                 && self.at > 0
@@ -237,11 +239,11 @@ impl<'a> Lexer<'a> {
     }
 
     /// A `"…"` string or `'…'` character, with backslash escapes, on one line.
-    fn quoted(&mut self, quote: u8) -> Result<Tok<'a>, String> {
+    fn quoted(&mut self, quote: u8) -> Result<Tok<'a>, LexError> {
         self.at += 1;
         loop {
             match self.peek(0) {
-                None | Some(b'\n') => return Err("an unclosed string".into()),
+                None | Some(b'\n') => return Err(LexError::UnclosedString),
                 Some(b'\\') => self.at += 2,
                 Some(b) if b == quote => {
                     self.at += 1;
@@ -249,6 +251,36 @@ impl<'a> Lexer<'a> {
                 }
                 Some(_) => self.at += 1,
             }
+        }
+    }
+}
+
+/// Why a template's actions could not be split into tokens (the chart is then
+/// taken as reading `global`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LexError {
+    UnclosedComment,
+    /// A `/* */` comment followed by more before the action's end.
+    CommentWithMore,
+    /// Parentheses nested past the reader's depth.
+    TooDeep,
+    UnclosedAction,
+    /// A character no token starts with.
+    Unexpected(char),
+    UnclosedString,
+    UnclosedRawString,
+}
+
+impl std::fmt::Display for LexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LexError::UnclosedComment => f.write_str("an unclosed comment"),
+            LexError::CommentWithMore => f.write_str("a comment with more in its action"),
+            LexError::TooDeep => f.write_str("parentheses nested too deep"),
+            LexError::UnclosedAction => f.write_str("an unclosed action"),
+            LexError::Unexpected(c) => write!(f, "an unexpected {c:?} in an action"),
+            LexError::UnclosedString => f.write_str("an unclosed string"),
+            LexError::UnclosedRawString => f.write_str("an unclosed raw string"),
         }
     }
 }

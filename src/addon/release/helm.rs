@@ -25,6 +25,7 @@ use std::time::Duration;
 pub use crate::addon::release::helm_error::HelmError;
 use crate::addon::release::post_render;
 use crate::addon::release::record::StoredRecord;
+pub use crate::addon::release::release_error::ReleaseError;
 use crate::process::{ExitStatus, run_captured};
 
 /// Most helm output we accept on stdout (a rendered manifest can be large).
@@ -83,21 +84,21 @@ pub struct Release {
 
 /// One `helm upgrade --install` of a module's release ([`Helm::upgrade_with`]).
 pub struct UpgradeArgs<'a> {
-    pub release: &'a str,
-    pub chart: &'a Path,
-    pub values_file: &'a Path,
+    pub(crate) release: &'a str,
+    pub(crate) chart: &'a Path,
+    pub(crate) values_file: &'a Path,
     /// Ours: the release label `moduleChecksum`.
-    pub checksum: &'a str,
+    pub(crate) checksum: &'a str,
     /// flant's: the release value `_addonOperatorModuleChecksum`.
-    pub flant_checksum: &'a str,
+    pub(crate) flant_checksum: &'a str,
     /// The module is in maintenance: the release label [`MAINTENANCE_LABEL`] says so.
-    pub maintenance: bool,
+    pub(crate) maintenance: bool,
     /// A file with the deployed release's manifest: stop without a revision when
     /// the render makes the same objects (needs our post-renderer).
-    pub unless_same_as: Option<&'a Path>,
+    pub(crate) unless_same_as: Option<&'a Path>,
     /// A drift correction: helm 4's server-side apply takes back the fields another
     /// manager set (`--force-conflicts`); helm 3's three-way merge needs nothing.
-    pub force_conflicts: bool,
+    pub(crate) force_conflicts: bool,
 }
 
 /// What an upgrade did.
@@ -153,10 +154,7 @@ impl Helm {
             return Ok(*m);
         }
         let out = self.run("version", &["version", "--short"], false)?;
-        let major = parse_major(&out).map_err(|detail| HelmError::Output {
-            what: format!("version ({})", self.bin.display()),
-            detail,
-        })?;
+        let major = parse_major(&out, &format!("version ({})", self.bin.display()))?;
         let _ = self.major.set(major);
         Ok(major)
     }
@@ -225,9 +223,7 @@ impl Helm {
             Err(e) if e.is_release_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
-        let Some((revision, status)) =
-            parse_history(&out).map_err(|detail| HelmError::Output { what, detail })?
-        else {
+        let Some((revision, status)) = parse_history(&out, &what)? else {
             return Ok(None);
         };
         // Our checksum is the storage Secret's `moduleChecksum` label, which helm's
@@ -349,10 +345,7 @@ impl Helm {
             args.push("--all");
         }
         let out = self.run("list", &args, true)?;
-        parse_list(&out).map_err(|detail| HelmError::Output {
-            what: "list".into(),
-            detail,
-        })
+        parse_list(&out, "list")
     }
 
     /// The plugins dir for `HELM_PLUGINS`, given only to a helm known to be 4 or
@@ -493,31 +486,41 @@ fn go_duration(d: Duration) -> String {
 }
 
 /// The major version from `helm version --short` (`v4.1.4+g05fa379`, `v3.17.0+g…`).
-fn parse_major(out: &str) -> Result<u32, String> {
+fn parse_major(out: &str, what: &str) -> Result<u32, HelmError> {
     let line = out.trim();
     let digits: String = line
         .trim_start_matches('v')
         .chars()
         .take_while(|c| c.is_ascii_digit())
         .collect();
-    digits
-        .parse()
-        .map_err(|_| format!("cannot read a version from `version --short` output {line:?}"))
+    digits.parse().map_err(|_| {
+        let detail = format!("cannot read a version from `version --short` output {line:?}");
+        output_error(what, detail)
+    })
+}
+
+/// helm's output `what` could not be read: `detail` says why.
+fn output_error(what: &str, detail: String) -> HelmError {
+    HelmError::Output {
+        what: what.to_string(),
+        detail,
+    }
 }
 
 /// (revision, status) of the newest entry of `helm history --output json`; `None`
 /// for an empty history.
-fn parse_history(out: &str) -> Result<Option<(u64, String)>, String> {
+fn parse_history(out: &str, what: &str) -> Result<Option<(u64, String)>, HelmError> {
+    let bad = |detail: String| output_error(what, detail);
     let entries: Vec<serde_json::Value> = serde_json::from_str(out)
-        .map_err(|e| format!("history output is not a JSON array: {e}"))?;
+        .map_err(|e| bad(format!("history output is not a JSON array: {e}")))?;
     let mut newest: Option<(u64, String)> = None;
     for (i, e) in entries.iter().enumerate() {
         let revision = e["revision"]
             .as_u64()
-            .ok_or_else(|| format!("history entry {i}: no numeric `revision`"))?;
+            .ok_or_else(|| bad(format!("history entry {i}: no numeric `revision`")))?;
         let status = e["status"]
             .as_str()
-            .ok_or_else(|| format!("history entry {i}: no `status` string"))?;
+            .ok_or_else(|| bad(format!("history entry {i}: no `status` string")))?;
         if newest.as_ref().is_none_or(|(r, _)| revision > *r) {
             newest = Some((revision, status.to_string()));
         }
@@ -526,14 +529,15 @@ fn parse_history(out: &str) -> Result<Option<(u64, String)>, String> {
 }
 
 /// Sorted release names from `helm list --output json`.
-fn parse_list(out: &str) -> Result<Vec<String>, String> {
-    let entries: Vec<serde_json::Value> =
-        serde_json::from_str(out).map_err(|e| format!("list output is not a JSON array: {e}"))?;
+fn parse_list(out: &str, what: &str) -> Result<Vec<String>, HelmError> {
+    let bad = |detail: String| output_error(what, detail);
+    let entries: Vec<serde_json::Value> = serde_json::from_str(out)
+        .map_err(|e| bad(format!("list output is not a JSON array: {e}")))?;
     let mut names = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let name = e["name"]
             .as_str()
-            .ok_or_else(|| format!("list entry {i}: no `name` string"))?;
+            .ok_or_else(|| bad(format!("list entry {i}: no `name` string")))?;
         if !name.is_empty() {
             names.push(name.to_string());
         }
@@ -546,12 +550,11 @@ fn parse_list(out: &str) -> Result<Vec<String>, String> {
 /// The rendered objects of a manifest stream: (apiVersion, kind, namespace-or-None,
 /// name) per non-empty YAML document; empty documents and comment-only ones
 /// (`# Source:`) are skipped, `…List` kinds expanded into their items.
-pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
+pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, ReleaseError> {
     use serde::Deserialize;
     let mut objects = Vec::new();
     for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
-        let value = serde_json::Value::deserialize(doc)
-            .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
+        let value = serde_json::Value::deserialize(doc).map_err(|e| invalid_yaml(i, e))?;
         if value.is_null() {
             continue;
         }
@@ -569,16 +572,23 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<ObjectRef>, String> {
 /// prints but a release's manifest does not hold, are left out of both, and so is
 /// our post-renderer's `heritage: addon-operator` label (a release installed by
 /// flant's v1.5.0 lacks it; that alone is no reason for a new revision).
-pub(crate) fn same_objects(a: &str, b: &str) -> Result<bool, String> {
+pub(crate) fn same_objects(a: &str, b: &str) -> Result<bool, ReleaseError> {
     Ok(object_docs(a)? == object_docs(b)?)
 }
 
-fn object_docs(manifest: &str) -> Result<Vec<String>, String> {
+/// Document `i` (0-based) of a manifest is not YAML.
+fn invalid_yaml(i: usize, e: impl std::fmt::Display) -> ReleaseError {
+    ReleaseError::Manifest {
+        at: format!("manifest document {}", i + 1),
+        problem: format!("invalid YAML: {e}"),
+    }
+}
+
+fn object_docs(manifest: &str) -> Result<Vec<String>, ReleaseError> {
     use serde::Deserialize;
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml::Deserializer::from_str(manifest).enumerate() {
-        let mut value = serde_json::Value::deserialize(doc)
-            .map_err(|e| format!("manifest document {}: invalid YAML: {e}", i + 1))?;
+        let mut value = serde_json::Value::deserialize(doc).map_err(|e| invalid_yaml(i, e))?;
         without_our_heritage(&mut value);
         without_helm_annotation(&mut value);
         let hook = &value["metadata"]["annotations"]["helm.sh/hook"];
@@ -639,7 +649,7 @@ fn collect_objects(
     value: &serde_json::Value,
     at: &str,
     out: &mut Vec<ObjectRef>,
-) -> Result<(), String> {
+) -> Result<(), ReleaseError> {
     let kind = value["kind"].as_str().unwrap_or_default();
     if kind.ends_with("List")
         && let Some(items) = value["items"].as_array()
@@ -654,14 +664,18 @@ fn collect_objects(
 }
 
 /// The identity of one rendered object.
-fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> {
+fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, ReleaseError> {
+    let bad = |problem: String| ReleaseError::Manifest {
+        at: at.to_string(),
+        problem,
+    };
     if !value.is_object() {
-        return Err(format!("{at}: not a mapping"));
+        return Err(bad("not a mapping".to_string()));
     }
-    let field = |v: &serde_json::Value, name: &str| -> Result<String, String> {
+    let field = |v: &serde_json::Value, name: &str| -> Result<String, ReleaseError> {
         match v.as_str() {
             Some(s) if !s.is_empty() => Ok(s.to_string()),
-            _ => Err(format!("{at}: missing or empty `{name}`")),
+            _ => Err(bad(format!("missing or empty `{name}`"))),
         }
     };
     let namespace = value["metadata"]["namespace"]
@@ -679,13 +693,13 @@ fn object_ref(value: &serde_json::Value, at: &str) -> Result<ObjectRef, String> 
 /// What the upgrade decision asks outside itself, each only when it needs it.
 pub struct UpgradeFacts<'a> {
     /// The manifest of the release's last revision.
-    pub released: Box<dyn Fn() -> Result<String, String> + 'a>,
+    pub released: Box<dyn Fn() -> Result<String, ReleaseError> + 'a>,
     /// Whether an object is in the cluster.
     pub exists: Box<ExistsFn<'a>>,
 }
 
 /// Whether an object is in the cluster (an [`UpgradeFacts`] question).
-pub type ExistsFn<'a> = dyn Fn(&ObjectRef) -> Result<bool, String> + 'a;
+pub type ExistsFn<'a> = dyn Fn(&ObjectRef) -> Result<bool, ReleaseError> + 'a;
 
 /// An upgrade the decision calls for.
 #[derive(Debug, Clone, PartialEq)]
@@ -695,7 +709,7 @@ pub struct Upgrade {
     /// Only the values or the chart changed: helm renders them and our
     /// post-renderer stops the upgrade before helm stores a revision when the
     /// rendered objects are the release's (the documented deduplication).
-    pub unless_same: bool,
+    pub(crate) unless_same: bool,
 }
 
 impl Upgrade {
@@ -722,7 +736,7 @@ pub fn upgrade_reason(
     last: Option<&Release>,
     checksum: &str,
     facts: &UpgradeFacts,
-) -> Result<Option<Upgrade>, String> {
+) -> Result<Option<Upgrade>, ReleaseError> {
     let Some(last) = last else {
         return Ok(Upgrade::always("release absent".to_string()));
     };
@@ -742,7 +756,7 @@ pub fn upgrade_reason(
 }
 
 /// The first object of the release's manifest that is not in the cluster.
-pub fn absent_object(facts: &UpgradeFacts) -> Result<Option<ObjectRef>, String> {
+pub fn absent_object(facts: &UpgradeFacts) -> Result<Option<ObjectRef>, ReleaseError> {
     for obj in manifest_objects(&(facts.released)()?)? {
         if !(facts.exists)(&obj)? {
             return Ok(Some(obj));
@@ -759,7 +773,7 @@ pub(crate) fn record_checksum(
     namespace: &str,
     secret: &str,
     checksum: &str,
-) -> Result<(), String> {
+) -> Result<(), ReleaseError> {
     let patch = serde_json::json!({"metadata": {"labels": {CHECKSUM_LABEL: checksum}}});
     client
         .api(&secrets_resource(), Some(namespace))
@@ -769,7 +783,10 @@ pub(crate) fn record_checksum(
             &Default::default(),
         )
         .map(|_| ())
-        .map_err(|e| format!("labelling release Secret {secret} with the checksum: {e}"))
+        .map_err(|e| {
+            let context = format!("labelling release Secret {secret} with the checksum");
+            ReleaseError::kube(context, e)
+        })
 }
 
 /// The release label that carries the checksum (flant's newer name).
@@ -797,9 +814,9 @@ pub(crate) fn release_from_secrets(
     client: &crate::kube::Client,
     namespace: &str,
     release: &str,
-) -> Result<Option<Release>, String> {
+) -> Result<Option<Release>, ReleaseError> {
     let mut all = releases_from_secrets(client, namespace, &format!(",name={release}"))
-        .map_err(|e| format!("helm release {release}: {e}"))?;
+        .map_err(|e| e.within(&format!("helm release {release}")))?;
     Ok(all.remove(release))
 }
 
@@ -809,7 +826,7 @@ pub(crate) fn releases_from_secrets(
     client: &crate::kube::Client,
     namespace: &str,
     selector: &str,
-) -> Result<std::collections::BTreeMap<String, Release>, String> {
+) -> Result<std::collections::BTreeMap<String, Release>, ReleaseError> {
     let secrets = secrets_resource();
     let params = crate::kube::ListParams {
         label_selector: format!("owner=helm{selector}"),
@@ -818,7 +835,7 @@ pub(crate) fn releases_from_secrets(
     let list = client
         .api(&secrets, Some(namespace))
         .list_all(&params)
-        .map_err(|e| format!("listing helm's release Secrets: {e}"))?;
+        .map_err(|e| ReleaseError::kube("listing helm's release Secrets", e))?;
     let mut out: std::collections::BTreeMap<String, Release> = Default::default();
     for secret in &list.items {
         let Some(labels) = secret.get("metadata").and_then(|m| m.get("labels")) else {
@@ -863,16 +880,16 @@ pub fn object_exists_in(
     client: &crate::kube::Client,
     obj: &ObjectRef,
     default_namespace: &str,
-) -> Result<bool, String> {
+) -> Result<bool, ReleaseError> {
     let context = format!("helm resource {obj}");
     let resource = client
         .resolve(&obj.api_version, &obj.kind, &context)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ReleaseError::kube("", e))?;
     let ns = obj.namespace.as_deref().unwrap_or(default_namespace);
     match client.api(&resource, Some(ns)).get(&obj.name) {
         Ok(_) => Ok(true),
         Err(e) if e.is_not_found() => Ok(false),
-        Err(e) => Err(format!("{context}: {e}")),
+        Err(e) => Err(ReleaseError::kube(context, e)),
     }
 }
 
@@ -887,15 +904,15 @@ pub(crate) fn object_names(
     kind: &str,
     ns: Option<&str>,
     context: &str,
-) -> Result<std::collections::BTreeSet<String>, String> {
+) -> Result<std::collections::BTreeSet<String>, ReleaseError> {
     let resource = client
         .resolve(api_version, kind, context)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ReleaseError::kube("", e))?;
     let ns = ns.filter(|_| resource.namespaced);
     let list = client
         .api(&resource, ns)
         .list_all(&crate::kube::ListParams::default())
-        .map_err(|e| format!("{context}: {e}"))?;
+        .map_err(|e| ReleaseError::kube(context, e))?;
     Ok(list
         .items
         .iter()

@@ -5,6 +5,7 @@
 //! The texts are the ones the operator logged before this type existed: tests and
 //! users grep for them.
 
+use crate::queue::Cause;
 use std::fmt;
 
 /// A helm run that did not give what was asked for.
@@ -32,7 +33,42 @@ pub enum HelmError {
     Path(String),
 }
 
+/// What helm prints when a retry with nothing changed may well succeed: its
+/// release is locked by another operation, or the API server did not answer in
+/// time or at all.
+const TRANSIENT_STDERR: &[&str] = &[
+    "another operation (install/upgrade/rollback) is in progress",
+    "context deadline exceeded",
+    "timed out",
+    "i/o timeout",
+    "connection refused",
+    "connection reset",
+    "TLS handshake timeout",
+    "the server is currently unable to handle the request",
+    "Too Many Requests",
+    "etcdserver",
+];
+
 impl HelmError {
+    /// The kind of failure: a locked release or a slow or absent API server is
+    /// transient; helm that cannot be started or whose output we cannot read is
+    /// internal; any other failed helm run (a chart that does not render, an
+    /// object the API server rejects) is for the module's author to fix.
+    pub(crate) fn cause(&self) -> Cause {
+        match self {
+            HelmError::Run { error, .. } if error.kind() == std::io::ErrorKind::TimedOut => {
+                Cause::Transient
+            }
+            HelmError::Run { .. } | HelmError::Output { .. } => Cause::Internal,
+            HelmError::Failed { stderr, .. }
+                if TRANSIENT_STDERR.iter().any(|t| stderr.contains(t)) =>
+            {
+                Cause::Transient
+            }
+            HelmError::Failed { .. } | HelmError::Path(_) => Cause::InvalidInput,
+        }
+    }
+
     /// helm 3 and 4 both say `release: not found` for a release that does not exist.
     pub fn is_release_not_found(&self) -> bool {
         matches!(self, HelmError::Failed { stderr, .. } if stderr.contains("release: not found"))
@@ -57,14 +93,6 @@ impl fmt::Display for HelmError {
 
 impl std::error::Error for HelmError {}
 
-/// The engine's module runs still pass errors on as text (they end in a log line
-/// and a retry); `?` converts at that boundary.
-impl From<HelmError> for String {
-    fn from(e: HelmError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +115,25 @@ mod tests {
             detail: "release: not found".into(),
         };
         assert!(!output.is_release_not_found());
+    }
+
+    #[test]
+    fn a_locked_release_or_a_timeout_is_transient_a_bad_chart_is_not() {
+        let locked =
+            "Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress";
+        assert_eq!(failed(locked).cause(), Cause::Transient);
+        assert_eq!(
+            failed("Error: context deadline exceeded").cause(),
+            Cause::Transient
+        );
+        let render = "Error: template: demo/templates/cm.yaml:3: unexpected EOF";
+        assert_eq!(failed(render).cause(), Cause::InvalidInput);
+        let spawn = HelmError::Run {
+            what: "upgrade demo".into(),
+            bin: "/no/helm".into(),
+            error: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(spawn.cause(), Cause::Internal);
     }
 
     #[test]

@@ -48,14 +48,14 @@ fn manifest_objects_expands_lists() {
 #[test]
 fn manifest_objects_errors_name_the_document_and_field() {
     let m = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n";
-    let e = manifest_objects(m).unwrap_err();
+    let e = manifest_objects(m).unwrap_err().to_string();
     assert!(
         e.contains("manifest document 2") && e.contains("apiVersion"),
         "{e}"
     );
-    let e = manifest_objects("- a\n- b\n").unwrap_err();
+    let e = manifest_objects("- a\n- b\n").unwrap_err().to_string();
     assert!(e.contains("not a mapping"), "{e}");
-    let e = manifest_objects("a: [\n").unwrap_err();
+    let e = manifest_objects("a: [\n").unwrap_err().to_string();
     assert!(e.contains("invalid YAML"), "{e}");
 }
 
@@ -76,8 +76,8 @@ const TWO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name
 fn decide(
     last: Option<&Release>,
     sum: &str,
-    exists: &dyn Fn(&ObjectRef) -> Result<bool, String>,
-) -> (Result<Option<Upgrade>, String>, Vec<String>) {
+    exists: &dyn Fn(&ObjectRef) -> Result<bool, ReleaseError>,
+) -> (Result<Option<Upgrade>, ReleaseError>, Vec<String>) {
     let asked = RefCell::new(Vec::new());
     let note = |what: &str| asked.borrow_mut().push(what.to_string());
     let facts = UpgradeFacts {
@@ -137,14 +137,14 @@ fn upgrade_reason_covers_each_case() {
         "same checksum: the release's own objects checked"
     );
 
-    let broken = |_: &ObjectRef| Err("api down".to_string());
+    let broken = |_: &ObjectRef| Err(ReleaseError::Record("api down".to_string()));
     let (r, _) = decide(Some(&deployed(Some("x"))), "x", &broken);
-    assert_eq!(r.unwrap_err(), "api down");
+    assert_eq!(r.unwrap_err().to_string(), "api down");
 }
 
 #[test]
 fn upgrade_reason_asks_nothing_when_helm_runs_anyway() {
-    let never = |_: &ObjectRef| -> Result<bool, String> { panic!("asked the cluster") };
+    let never = |_: &ObjectRef| -> Result<bool, ReleaseError> { panic!("asked the cluster") };
     let (r, asked) = decide(None, "new", &never);
     assert_eq!(r.unwrap(), upgrade("release absent", false));
     assert!(asked.is_empty(), "{asked:?}");
@@ -192,19 +192,28 @@ fn same_objects_ignores_only_our_heritage_label() {
 
 #[test]
 fn parsers_read_helm_json() {
-    assert_eq!(parse_major("v4.1.4+g05fa379\n").unwrap(), 4);
-    assert_eq!(parse_major("v3.17.0+gabc").unwrap(), 3);
-    assert!(parse_major("garbage").unwrap_err().contains("garbage"));
-    let h = r#"[{"revision":2,"status":"superseded"},{"revision":3,"status":"deployed"}]"#;
-    assert_eq!(parse_history(h).unwrap(), Some((3, "deployed".into())));
-    assert_eq!(parse_history("[]").unwrap(), None);
+    assert_eq!(parse_major("v4.1.4+g05fa379\n", "version").unwrap(), 4);
+    assert_eq!(parse_major("v3.17.0+gabc", "version").unwrap(), 3);
     assert!(
-        parse_history(r#"[{"status":"x"}]"#)
+        parse_major("garbage", "version")
             .unwrap_err()
+            .to_string()
+            .contains("garbage")
+    );
+    let h = r#"[{"revision":2,"status":"superseded"},{"revision":3,"status":"deployed"}]"#;
+    assert_eq!(
+        parse_history(h, "history").unwrap(),
+        Some((3, "deployed".into()))
+    );
+    assert_eq!(parse_history("[]", "history").unwrap(), None);
+    assert!(
+        parse_history(r#"[{"status":"x"}]"#, "history")
+            .unwrap_err()
+            .to_string()
             .contains("revision")
     );
     assert_eq!(
-        parse_list(r#"[{"name":"b"},{"name":""},{"name":"a"}]"#).unwrap(),
+        parse_list(r#"[{"name":"b"},{"name":""},{"name":"a"}]"#, "list").unwrap(),
         ["a", "b"]
     );
 }

@@ -11,6 +11,7 @@
 //! to read and fill the converge's shared lists, never across an API call.
 
 pub(crate) mod chart_sum;
+pub(crate) mod crd_error;
 pub(crate) mod crds;
 pub(crate) mod drift;
 pub(crate) mod global_use;
@@ -20,11 +21,14 @@ pub(crate) mod helm_error;
 pub(crate) mod helm_go_env;
 pub(crate) mod post_render;
 pub(crate) mod record;
+pub mod release_error;
 pub(crate) mod resources;
 pub(crate) mod yaml11;
 
 use super::state::Shared;
+use crate::addon::Error;
 use crate::addon::release::record::{Record, StoredRecord};
+use crate::addon::release::release_error::ReleaseError;
 use crate::log;
 use helm::{ListKey, ObjectRef};
 use std::cell::{OnceCell, RefCell};
@@ -50,7 +54,7 @@ impl<'a> ModuleRelease<'a> {
         shared: &'a Shared,
         name: &'a str,
         event: &'a str,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         let mut last = latest(shared, name)?;
         if let Some(r) = last.as_ref().filter(|r| r.status.starts_with("pending-")) {
             clear_pending(shared, name, r)?;
@@ -84,13 +88,14 @@ impl<'a> ModuleRelease<'a> {
     }
 
     /// The latest revision's record, read once.
-    fn record(&self) -> Result<&Record, String> {
+    fn record(&self) -> Result<&Record, ReleaseError> {
         let stored = self.last.as_ref().and_then(|r| r.stored.as_ref());
-        let read = || read_record(self.shared, self.name, self.event, stored);
+        let read =
+            || read_record(self.shared, self.name, self.event, stored).map_err(|e| e.to_string());
         self.record
             .get_or_init(read)
             .as_ref()
-            .map_err(String::clone)
+            .map_err(|e| ReleaseError::Record(e.clone()))
     }
 
     /// The deployed manifest in a temp file for the post-renderer to compare with;
@@ -98,11 +103,11 @@ impl<'a> ModuleRelease<'a> {
     pub(in crate::addon) fn released_file(&self) -> Option<crate::executor::ChildFile> {
         let stem = format!("{}.released-manifest.yaml", self.name);
         let tmp = &self.shared.tmp_dir;
-        let file = self.record().and_then(|r| {
+        let file = self.record().map_err(|e| e.to_string()).and_then(|r| {
             crate::executor::ChildFile::create(tmp, &stem, r.manifest.as_bytes())
                 .map_err(|e| e.to_string())
         });
-        file.inspect_err(|e| {
+        file.inspect_err(|e: &String| {
             log::warn(
                 "cannot read the deployed manifest; upgrading without deduplication",
                 &[("module", self.name), ("error", e)],
@@ -137,7 +142,7 @@ impl<'a> ModuleRelease<'a> {
         if let Err(e) = helm::record_checksum(client, ns, &stored.secret, checksum) {
             log::warn(
                 "cannot keep the new checksum",
-                &[("module", self.name), ("error", &e)],
+                &[("module", self.name), ("error", &e.to_string())],
             );
         }
     }
@@ -146,7 +151,7 @@ impl<'a> ModuleRelease<'a> {
     /// namespace (the release namespace when it renders none) on the bookkeeping
     /// client: the converge's list when one is on (listed by its first run that asks,
     /// then shared), else this run's own, so a run never reads an object by name.
-    fn listed(&self, obj: &ObjectRef) -> Result<bool, String> {
+    fn listed(&self, obj: &ObjectRef) -> Result<bool, ReleaseError> {
         let shared = self.shared;
         let ns = obj.namespace.as_deref().unwrap_or(&shared.namespace);
         let key: ListKey = (obj.api_version.clone(), obj.kind.clone(), Some(ns.into()));
@@ -177,13 +182,13 @@ pub(in crate::addon) fn read_record(
     name: &str,
     event: &str,
     stored: Option<&StoredRecord>,
-) -> Result<Record, String> {
+) -> Result<Record, Error> {
     if let Some(stored) = stored {
         match stored.decode() {
             Ok(record) => return Ok(record),
             Err(e) => log::warn(
                 "cannot read the release record; asking helm",
-                &[("module", name), ("error", &e)],
+                &[("module", name), ("error", &e.to_string())],
             ),
         }
     }
@@ -198,12 +203,13 @@ pub(in crate::addon) fn read_record(
 /// The release's latest revision: the converge's list if it has the module's entry,
 /// else from helm's storage Secrets with our client (no helm process), or `helm
 /// history` when `HELM_DRIVER` names other storage.
-fn latest(shared: &Shared, name: &str) -> Result<Option<helm::Release>, String> {
+fn latest(shared: &Shared, name: &str) -> Result<Option<helm::Release>, Error> {
     if let Some(cached) = shared.lock().releases.remove(name) {
         return Ok(cached);
     }
     if secrets_driver() {
         helm::release_from_secrets(&shared.bookkeeping, &shared.namespace, name)
+            .map_err(Error::Release)
     } else {
         Ok(shared.helm.last_release(name)?)
     }
@@ -219,12 +225,12 @@ pub(in crate::addon) fn secrets_driver() -> bool {
 /// killed (the operator restarted mid-upgrade) makes helm refuse every later
 /// operation ("another operation is in progress"): its storage Secret is deleted,
 /// so the next upgrade starts from the last finished revision.
-fn clear_pending(shared: &Shared, name: &str, release: &helm::Release) -> Result<(), String> {
+fn clear_pending(shared: &Shared, name: &str, release: &helm::Release) -> Result<(), Error> {
     if !secrets_driver() {
-        return Err(format!(
-            "release {name} is {} and HELM_DRIVER is not secrets: recover it by hand",
-            release.status
-        ));
+        return Err(Error::Stuck {
+            release: name.to_string(),
+            status: release.status.clone(),
+        });
     }
     let secret = format!("sh.helm.release.v1.{name}.v{}", release.revision);
     log::warn(
@@ -242,11 +248,12 @@ fn clear_pending(shared: &Shared, name: &str, release: &helm::Release) -> Result
 /// killed, and the module enabled again) makes helm refuse every upgrade ("has no
 /// deployed releases"): every storage Secret of the release is deleted, so the next
 /// upgrade installs it afresh, taking over the objects that are left.
-fn clear_uninstalling(shared: &Shared, name: &str) -> Result<(), String> {
+fn clear_uninstalling(shared: &Shared, name: &str) -> Result<(), Error> {
     if !secrets_driver() {
-        return Err(format!(
-            "release {name} is uninstalling and HELM_DRIVER is not secrets: recover it by hand"
-        ));
+        return Err(Error::Stuck {
+            release: name.to_string(),
+            status: "uninstalling".to_string(),
+        });
     }
     log::warn(
         "installing again a release left uninstalling by an interrupted helm",
@@ -257,9 +264,10 @@ fn clear_uninstalling(shared: &Shared, name: &str) -> Result<(), String> {
         label_selector: format!("owner=helm,name={name}"),
         ..Default::default()
     };
-    let list = api
-        .list_all(&params)
-        .map_err(|e| format!("release {name}: listing its Secrets: {e}"))?;
+    let list = api.list_all(&params).map_err(|e| Error::Kube {
+        context: format!("release {name}: listing its Secrets"),
+        error: Box::new(e),
+    })?;
     for secret in &list.items {
         if let Some(secret) = secret["metadata"]["name"].as_str() {
             delete_secret(shared, name, secret)?;
@@ -269,11 +277,14 @@ fn clear_uninstalling(shared: &Shared, name: &str) -> Result<(), String> {
 }
 
 /// Deletes a storage Secret of release `name`; one already gone is no error.
-fn delete_secret(shared: &Shared, name: &str, secret: &str) -> Result<(), String> {
+fn delete_secret(shared: &Shared, name: &str, secret: &str) -> Result<(), Error> {
     let api = (shared.client).api(&helm::secrets_resource(), Some(&shared.namespace));
     match api.delete(secret, None) {
         Ok(()) => Ok(()),
         Err(e) if e.status_code() == Some(404) => Ok(()),
-        Err(e) => Err(format!("release {name}: deleting {secret}: {e}")),
+        Err(e) => Err(Error::Kube {
+            context: format!("release {name}: deleting {secret}"),
+            error: Box::new(e),
+        }),
     }
 }

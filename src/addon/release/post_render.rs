@@ -48,7 +48,7 @@ pub(crate) const PLUGIN_NAME: &str = "addon-operator-post-renderer";
 
 /// Labels every document of `manifest`: each non-empty document becomes a JSON
 /// document after `---`; an error names the document.
-pub(crate) fn label(manifest: &str) -> Result<String, String> {
+pub(crate) fn label(manifest: &str) -> Result<String, yaml11::YamlError> {
     let mut out = String::new();
     for mut value in yaml11::documents(manifest)? {
         label_object(&mut value);
@@ -154,19 +154,43 @@ fn same_as_released(rendered: &str, released: &Path) -> bool {
 
 /// Writes the helm 4 post-renderer plugin into `<dir>/<PLUGIN_NAME>/plugin.yaml`,
 /// running `binary post-renderer`; returns the plugins dir for `HELM_PLUGINS`.
-pub(crate) fn write_plugin(dir: &Path, binary: &Path) -> Result<PathBuf, String> {
+pub(crate) fn write_plugin(dir: &Path, binary: &Path) -> Result<PathBuf, PluginError> {
     let plugin = dir.join(PLUGIN_NAME);
-    std::fs::create_dir_all(&plugin).map_err(|e| format!("{}: {e}", plugin.display()))?;
-    let binary = binary.to_str().ok_or("the operator's path is not UTF-8")?;
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| PluginError::Write { path, error }
+    };
+    std::fs::create_dir_all(&plugin).map_err(failed(&plugin))?;
+    let binary = binary.to_str().ok_or(PluginError::NotUtf8)?;
     let yaml = format!(
         "apiVersion: v1\ntype: postrenderer/v1\nname: {PLUGIN_NAME}\nversion: 0.1.0\n\
          runtime: subprocess\nruntimeConfig:\n  platformCommand:\n  - command: {}\n    args: [\"post-renderer\"]\n",
-        serde_json::to_string(binary).map_err(|e| e.to_string())?
+        serde_json::Value::from(binary)
     );
     let file = plugin.join("plugin.yaml");
-    crate::executor::replace_file(&file, yaml.as_bytes())
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::executor::replace_file(&file, yaml.as_bytes()).map_err(failed(&file))?;
     Ok(dir.to_path_buf())
+}
+
+/// Why the helm 4 post-renderer plugin could not be written.
+#[derive(Debug)]
+pub(crate) enum PluginError {
+    /// A directory or the plugin file could not be written at `path`.
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The operator's own path is not UTF-8 (helm's plugin file is YAML).
+    NotUtf8,
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginError::Write { path, error } => write!(f, "{}: {error}", path.display()),
+            PluginError::NotUtf8 => f.write_str("the operator's path is not UTF-8"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -187,7 +211,8 @@ mod tests {
             docs[1]["items"][0]["metadata"]["labels"]["heritage"],
             "addon-operator"
         );
-        assert!(label("a: [1").expect_err("bad yaml").contains("document 1"));
+        let error = label("a: [1").expect_err("bad yaml").to_string();
+        assert!(error.contains("document 1"), "{error}");
     }
 
     /// The bug the real API server found: yaml_serde re-wrote a quoted "off" plain

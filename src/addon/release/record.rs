@@ -34,28 +34,72 @@ pub(crate) struct Record {
 
 impl StoredRecord {
     /// The record, decoded; errors name the Secret.
-    pub(crate) fn decode(&self) -> Result<Record, String> {
-        decode(&self.data).map_err(|e| format!("release Secret {}: {e}", self.secret))
+    pub(crate) fn decode(&self) -> Result<Record, RecordError> {
+        decode(&self.data).map_err(|problem| RecordError {
+            secret: Some(self.secret.clone()),
+            problem,
+        })
     }
 }
 
 /// Decodes a `data.release` field.
-pub(crate) fn decode(field: &str) -> Result<Record, String> {
+pub(crate) fn decode(field: &str) -> Result<Record, Undecodable> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let helm_text = b64
         .decode(field.trim())
-        .map_err(|e| format!("data.release is not base64: {e}"))?;
+        .map_err(|e| Undecodable::Field(e.to_string()))?;
     let packed = b64
         .decode(helm_text.trim_ascii())
-        .map_err(|e| format!("the release record is not base64: {e}"))?;
+        .map_err(|e| Undecodable::Base64(e.to_string()))?;
     let json = if packed.starts_with(&[0x1f, 0x8b]) {
-        crate::inflate::gunzip(&packed, MAX_RECORD)
-            .map_err(|e| format!("the release record: {e}"))?
+        crate::inflate::gunzip(&packed, MAX_RECORD).map_err(|e| Undecodable::Gzip(e.to_string()))?
     } else {
         packed
     };
-    serde_json::from_slice(&json).map_err(|e| format!("the release record is not JSON: {e}"))
+    serde_json::from_slice(&json).map_err(|e| Undecodable::Json(e.to_string()))
 }
+
+/// What is wrong with a `data.release` field (each layer's own message).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Undecodable {
+    /// The field is not base64.
+    Field(String),
+    /// helm's record inside it is not base64.
+    Base64(String),
+    /// The gzip stream is broken or too large.
+    Gzip(String),
+    /// The record is not JSON of a release.
+    Json(String),
+}
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Undecodable::Field(e) => write!(f, "data.release is not base64: {e}"),
+            Undecodable::Base64(e) => write!(f, "the release record is not base64: {e}"),
+            Undecodable::Gzip(e) => write!(f, "the release record: {e}"),
+            Undecodable::Json(e) => write!(f, "the release record is not JSON: {e}"),
+        }
+    }
+}
+
+/// A release record that cannot be read: in which Secret, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RecordError {
+    pub(crate) secret: Option<String>,
+    pub(crate) problem: Undecodable,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.secret {
+            Some(secret) => write!(f, "release Secret {secret}: {}", self.problem),
+            None => self.problem.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
 
 #[cfg(test)]
 mod tests {
@@ -90,16 +134,16 @@ mod tests {
             secret: "sh.helm.release.v1.x.v1".into(),
             data,
         };
-        let e = stored("%%".into()).decode().unwrap_err();
+        let e = stored("%%".into()).decode().unwrap_err().to_string();
         assert!(
             e.contains("sh.helm.release.v1.x.v1") && e.contains("not base64"),
             "{e}"
         );
         let mut cut = HELM4.to_vec();
         cut.truncate(100);
-        let e = stored(field(&cut)).decode().unwrap_err();
+        let e = stored(field(&cut)).decode().unwrap_err().to_string();
         assert!(e.contains("truncated"), "{e}");
-        let e = stored(field(b"not json")).decode().unwrap_err();
+        let e = stored(field(b"not json")).decode().unwrap_err().to_string();
         assert!(e.contains("not JSON"), "{e}");
     }
 }

@@ -60,13 +60,16 @@ impl ResourceMonitor {
                 return;
             }
             if let Err(e) = self.check() {
-                log::error("resource monitor check failed", &[("error", &e)]);
+                log::error(
+                    "resource monitor check failed",
+                    &[("error", &e.to_string())],
+                );
             }
         }
     }
 
     /// One check of every module that is up and idle.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), helm::ReleaseError> {
         let modules = self.idle_modules();
         if modules.is_empty() {
             return Ok(());
@@ -81,7 +84,7 @@ impl ResourceMonitor {
                     // This module is not checked this time; the others are.
                     Err(e) => log::error(
                         "resource monitor cannot read the release's manifest",
-                        &[("module", name), ("error", &e)],
+                        &[("module", name), ("error", &e.to_string())],
                     ),
                 },
                 other => {
@@ -153,7 +156,11 @@ impl ResourceMonitor {
 
     /// The namespaced objects of a release revision (its manifest read once, from its
     /// storage Secret's record, or `helm get manifest` when that cannot be decoded).
-    fn objects_of(&self, name: &str, release: &helm::Release) -> Result<Vec<ObjectRef>, String> {
+    fn objects_of(
+        &self,
+        name: &str,
+        release: &helm::Release,
+    ) -> Result<Vec<ObjectRef>, crate::addon::Error> {
         let revision = release.revision;
         let known = {
             let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
@@ -167,7 +174,8 @@ impl ResourceMonitor {
         }
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, "", stored)?;
-        let objects = helm::manifest_objects(&record.manifest)?;
+        let objects =
+            helm::manifest_objects(&record.manifest).map_err(crate::addon::Error::Release)?;
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         watched.insert(
             name.to_string(),
@@ -201,7 +209,7 @@ impl ResourceMonitor {
             let names = match self.names_of(&api_version, &kind, ns) {
                 Ok(names) => names,
                 Err(e) => {
-                    self.report_list_error(&entries, &api_version, &kind, &e);
+                    self.report_list_error(&entries, &api_version, &kind, &e.to_string());
                     continue;
                 }
             };
@@ -221,7 +229,7 @@ impl ResourceMonitor {
         api_version: &str,
         kind: &str,
         ns: Option<String>,
-    ) -> Result<BTreeSet<String>, String> {
+    ) -> Result<BTreeSet<String>, helm::ReleaseError> {
         let context = format!("resource monitor {api_version} {kind}");
         helm::object_names(&self.client, api_version, kind, ns.as_deref(), &context)
     }

@@ -236,7 +236,10 @@ impl ModulesReload {
         if let (Some(r), false) = (&self.shared.webhooks.admission, admission.is_empty())
             && let Err(e) = r.set_active(admission, false)
         {
-            crate::log::error("reload: cannot remove webhook entries", &[("error", &e)]);
+            crate::log::error(
+                "reload: cannot remove webhook entries",
+                &[("error", &e.to_string())],
+            );
         }
         Ok(())
     }

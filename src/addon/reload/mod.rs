@@ -53,7 +53,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) enum ReloadError {
     /// Discovery, a `values.yaml`, a schema or a hook's `--config` failed.
-    Load(String),
+    Load(crate::addon::modules::ModulesError),
     /// Modules found under another path than the one they run from.
     Moved(Vec<String>),
     /// A hook to add or change has admission or conversion bindings.
@@ -76,7 +76,8 @@ impl std::fmt::Display for ReloadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let restart = "restart the operator to apply it";
         match self {
-            ReloadError::Load(e) | ReloadError::Schedule(e) => f.write_str(e),
+            ReloadError::Load(e) => e.fmt(f),
+            ReloadError::Schedule(e) => f.write_str(e),
             ReloadError::Moved(names) => write!(
                 f,
                 "modules moved to another path: {}: {restart}",

@@ -24,7 +24,7 @@ impl AddonHandler {
         &self,
         phase: ConvergePhase,
         event: &str,
-    ) -> Result<Vec<Task>, String> {
+    ) -> Result<Vec<Task>, crate::addon::Error> {
         let next = |phase| {
             Task::addon(Step::Converge {
                 phase,
@@ -82,6 +82,7 @@ impl AddonHandler {
         let enabled = match enabled::compute(shared, &copy) {
             Ok(enabled) => enabled,
             Err(error) => {
+                let error = error.to_string();
                 shared.metrics.discover_error();
                 log::error("modules discovery failed, will retry", &[("error", &error)]);
                 let now = Instant::now();
@@ -113,7 +114,7 @@ impl AddonHandler {
                 Err(e) => {
                     log::error(
                         "cannot list helm releases; releases of disabled modules stay",
-                        &[("error", &e)],
+                        &[("error", &e.to_string())],
                     );
                     return;
                 }
@@ -168,7 +169,7 @@ impl AddonHandler {
             Err(e) => {
                 log::error(
                     "cannot list helm releases; nothing purged",
-                    &[("error", &e)],
+                    &[("error", &e.to_string())],
                 );
                 return Vec::new();
             }
@@ -203,10 +204,11 @@ impl AddonHandler {
     }
 
     /// Every release name in the namespace: one list of helm's Secrets, or `helm list`.
-    pub(in crate::addon) fn release_names(&self) -> Result<Vec<String>, String> {
+    pub(in crate::addon) fn release_names(&self) -> Result<Vec<String>, crate::addon::Error> {
         if secrets_driver() {
-            let all =
-                helm::releases_from_secrets(&self.shared.bookkeeping, &self.shared.namespace, "")?;
+            let (client, ns) = (&self.shared.bookkeeping, &self.shared.namespace);
+            let all = helm::releases_from_secrets(client, ns, "")
+                .map_err(crate::addon::Error::Release)?;
             Ok(all.into_keys().collect())
         } else {
             Ok(self.shared.helm.list()?)

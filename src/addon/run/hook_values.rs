@@ -12,6 +12,7 @@
 //! `*Enabled` flags) asks for a converge; a module hook's that changed its module's
 //! values, a run of the module.
 
+use crate::addon::Error;
 use crate::addon::config::configmap;
 use crate::addon::config::settings::spec;
 use crate::addon::config::values::{PatchOp, parse_patch, root_of};
@@ -22,7 +23,7 @@ use crate::addon::state::{Shared, State};
 use crate::executor::ExtraFile;
 use crate::hook::context::BindingType;
 use crate::log;
-use crate::queue::Task;
+use crate::queue::{Task, TaskError};
 use crate::runner::{HookValues, RunMetrics};
 use serde_json::Value;
 use std::sync::Arc;
@@ -33,10 +34,11 @@ const PATCH_FILES: [&str; 2] = ["CONFIG_VALUES_JSON_PATCH_PATH", "VALUES_JSON_PA
 const WRITE_ATTEMPTS: usize = 5;
 
 /// The error when the values moved under every attempt.
-fn kept_moving(what: &str) -> String {
-    format!(
-        "{what} values changed while the config patch was written, {WRITE_ATTEMPTS} times; the run is retried"
-    )
+fn kept_moving(what: &str) -> Error {
+    Error::KeptMoving {
+        what: what.to_string(),
+        attempts: WRITE_ATTEMPTS,
+    }
 }
 
 /// The runner's values hook.
@@ -45,7 +47,7 @@ pub(crate) struct ValuesHook {
 }
 
 impl HookValues for ValuesHook {
-    fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, String> {
+    fn files(&self, hook: usize) -> Result<Vec<ExtraFile>, TaskError> {
         let st = self.shared.lock();
         let (config, values) = match self.shared.owner(hook) {
             Some(Owner::Global) => st.global_files()?,
@@ -91,14 +93,23 @@ impl HookValues for ValuesHook {
         })
     }
 
-    fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), String> {
+    fn apply(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), TaskError> {
+        self.apply_outputs(hook, task, outputs)
+            .map_err(TaskError::from)
+    }
+}
+
+impl ValuesHook {
+    /// [`HookValues::apply`]: parses both patch files and applies them.
+    fn apply_outputs(&self, hook: usize, task: &Task, outputs: &[Vec<u8>]) -> Result<(), Error> {
         let owner = self.shared.owner(hook);
         if !matches!(owner, Some(Owner::Global | Owner::Module(_))) {
             return Ok(());
         }
-        let parse = |i: usize| -> Result<Vec<PatchOp>, String> {
+        let parse = |i: usize| -> Result<Vec<PatchOp>, Error> {
             let text = outputs.get(i).map(Vec::as_slice).unwrap_or_default();
-            parse_patch(text).map_err(|e| format!("bad ${} file: {e}", PATCH_FILES[i]))
+            let env = PATCH_FILES[i];
+            parse_patch(text).map_err(|error| Error::PatchFile { env, error })
         };
         let (config_ops, values_ops) = (parse(0)?, parse(1)?);
         if config_ops.is_empty() && values_ops.is_empty() {
@@ -152,7 +163,7 @@ impl ValuesHook {
         task: &Task,
         config_ops: Vec<PatchOp>,
         values_ops: Vec<PatchOp>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let (mut flags, mut global_config, mut global_values) =
             (Vec::new(), Vec::new(), Vec::new());
         for (ops, out) in [
@@ -166,10 +177,8 @@ impl ValuesHook {
                 } else if root.ends_with("Enabled") && op.path() == format!("/{root}") {
                     flags.push(op);
                 } else {
-                    return Err(format!(
-                        "unacceptable patch operation for path {}",
-                        op.path()
-                    ));
+                    let path = op.path().to_string();
+                    return Err(Error::ForeignPath { path });
                 }
             }
         }
@@ -224,21 +233,19 @@ impl ValuesHook {
         task: &Task,
         config_ops: Vec<PatchOp>,
         values_ops: Vec<PatchOp>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let key = {
             let st = self.shared.lock();
             let scope = st.modules.get(m).map(|s| &s.scope);
-            scope.map(|s| s.key.clone()).ok_or("no such module")?
+            scope.map(|s| s.key.clone()).ok_or(Error::NoSuchModule)?
         };
         if let Some(op) = config_ops
             .iter()
             .chain(&values_ops)
             .find(|op| root_of(op) != key)
         {
-            return Err(format!(
-                "unacceptable patch operation for path {}",
-                op.path()
-            ));
+            let path = op.path().to_string();
+            return Err(Error::ForeignPath { path });
         }
         for _ in 0..WRITE_ATTEMPTS {
             let (seen, config, patches) = {
@@ -286,9 +293,9 @@ impl ValuesHook {
     /// its ModuleSettings object when it has one, else the ConfigMap. It was
     /// recorded as the applied section before ([`expect_section`]), so the watch
     /// event of our own write changes nothing; a failed write puts `prior` back.
-    fn write_section(&self, key: &str, section: &Value, prior: &Value) -> Result<(), String> {
+    fn write_section(&self, key: &str, section: &Value, prior: &Value) -> Result<(), Error> {
         let s = &self.shared;
-        let written: Result<(), String> = match self.settings_object(key) {
+        let written: Result<(), Error> = match self.settings_object(key) {
             Some(name) => report::write_settings(&s.client, &name, section).map_err(Into::into),
             None => configmap::write_section(&s.client, &s.namespace, &s.config_map, key, section)
                 .map(|()| log::info("config values saved to the ConfigMap", &[("key", key)]))
@@ -358,7 +365,7 @@ fn global_state(
 fn dynamic_flags(
     st: &State,
     ops: &[PatchOp],
-) -> Result<std::collections::BTreeMap<String, bool>, String> {
+) -> Result<std::collections::BTreeMap<String, bool>, Error> {
     let mut out = st.dynamic.clone();
     for op in ops {
         let key = root_of(op).trim_end_matches("Enabled").to_string();
@@ -372,9 +379,8 @@ fn dynamic_flags(
                     Value::String(s) if s == "true" => true,
                     Value::String(s) if s == "false" => false,
                     other => {
-                        return Err(format!(
-                            "path {path}: value must be true or false, got {other}"
-                        ));
+                        let (path, got) = (path.clone(), other.to_string());
+                        return Err(Error::EnabledFlag { path, got });
                     }
                 };
                 out.insert(key, flag);

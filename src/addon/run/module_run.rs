@@ -7,6 +7,7 @@
 //! Each tells the lifecycle where the module is (`lifecycle.rs`) and queues what it
 //! answers: a failed run is retried by the lifecycle, off the queue.
 
+use crate::addon::Error;
 use crate::addon::config::settings::status::Phase;
 use crate::addon::engine::AddonHandler;
 use crate::addon::modules::Owner;
@@ -30,7 +31,7 @@ impl AddonHandler {
         m: usize,
         do_startup: bool,
         event: &str,
-    ) -> Result<Vec<Task>, String> {
+    ) -> Result<Vec<Task>, Error> {
         let start = Instant::now();
         self.note_phase(m, Phase::Startup);
         let result = self.module_run(m, do_startup, event);
@@ -41,8 +42,9 @@ impl AddonHandler {
             .with_label_values(&[&self.module_name(m), event])
             .observe(start.elapsed().as_secs_f64());
         self.report_outcome(m, &result);
-        let tasks = result.unwrap_or_else(|error| {
+        let tasks = result.unwrap_or_else(|failure| {
             let name = self.module_name(m);
+            let error = failure.to_string();
             if crate::process::shutdown_requested() {
                 // Its hooks or helm were stopped by the operator's own shutdown:
                 // no module error, and no retry comes.
@@ -56,6 +58,12 @@ impl AddonHandler {
                     .module_run_errors_total
                     .with_label_values(&[&name])
                     .inc();
+                // Retried by the lifecycle, not the queue: counted here.
+                (self.runner.metrics).task_error(
+                    crate::startup::MAIN_QUEUE,
+                    TaskKind::ModuleRun.as_str(),
+                    failure.cause().as_str(),
+                );
                 log::error(
                     "module run failed, will retry",
                     &[("module", &name), ("error", &error)],
@@ -75,7 +83,7 @@ impl AddonHandler {
     }
 
     /// A ModuleDelete task; a failure fails it, so the queue retries it first.
-    pub(in crate::addon) fn counted_delete(&self, m: usize) -> Result<Vec<Task>, String> {
+    pub(in crate::addon) fn counted_delete(&self, m: usize) -> Result<Vec<Task>, Error> {
         self.shared.step(Input::DeleteStarted { module: m });
         self.shared.drift_notice(Notice::Deleted { module: m });
         self.module_delete(m)
@@ -88,7 +96,7 @@ impl AddonHandler {
                 if crate::process::shutdown_requested() {
                     log::info(
                         "module delete stopped by the operator's shutdown",
-                        &[("module", &name), ("error", e)],
+                        &[("module", &name), ("error", &e.to_string())],
                     );
                     return;
                 }
@@ -99,16 +107,18 @@ impl AddonHandler {
                     .inc();
                 log::error(
                     "module delete failed, will retry",
-                    &[("module", &name), ("error", e)],
+                    &[("module", &name), ("error", &e.to_string())],
                 );
             })
     }
 
     /// The module's settings status after a run that did its work (a run that
     /// waited for its order, or only started the module, reports nothing yet).
-    fn report_outcome(&self, m: usize, result: &Result<Vec<Task>, String>) {
+    fn report_outcome(&self, m: usize, result: &Result<Vec<Task>, Error>) {
         match result {
-            Err(e) if !crate::process::shutdown_requested() => self.report_run(m, Some(e)),
+            Err(e) if !crate::process::shutdown_requested() => {
+                self.report_run(m, Some(&e.to_string()))
+            }
             Ok(_)
                 if self
                     .shared
@@ -137,7 +147,7 @@ impl AddonHandler {
         m: usize,
         do_startup: bool,
         event: &str,
-    ) -> Result<Vec<Task>, String> {
+    ) -> Result<Vec<Task>, Error> {
         let (enabled, started) = {
             let mut st = self.shared.lock();
             let event = event.to_string();
@@ -180,10 +190,12 @@ impl AddonHandler {
         m: usize,
         name: &str,
         event: &str,
-    ) -> Result<Vec<Task>, String> {
+    ) -> Result<Vec<Task>, Error> {
         log::info("module startup", &[("module", name), ("event", event)]);
         self.follow_webhooks(m, true)?;
-        (self.shared.crds).install_module(&self.shared.client, m, name)?;
+        (self.shared.crds)
+            .install_module(&self.shared.client, m, name)
+            .map_err(Error::Crds)?;
         self.configure_conversions(m)?;
         let hooks = self.shared.hooks_of(Owner::Module(m));
         let on_startup = crate::startup::by_order(hooks.map(|(i, h)| (i, h.config.on_startup)));
@@ -240,7 +252,7 @@ impl AddonHandler {
 
     /// Registers (`enabled`) or removes the admission entries of module `m`'s
     /// hooks: a module's webhooks are called only while it is enabled.
-    fn follow_webhooks(&self, m: usize, enabled: bool) -> Result<(), String> {
+    fn follow_webhooks(&self, m: usize, enabled: bool) -> Result<(), Error> {
         let Some(registrar) = &self.shared.webhooks.admission else {
             return Ok(());
         };
@@ -251,13 +263,13 @@ impl AddonHandler {
             .collect();
         registrar
             .set_active(&hooks, enabled)
-            .map_err(|e| format!("the module's admission webhooks: {e}"))
+            .map_err(|e| Error::Webhooks(format!("the module's admission webhooks: {e}")))
     }
 
     /// Sets the conversion webhook of every CRD module `m`'s hooks convert, right
     /// after its CRDs are installed and before helm creates custom resources; the
     /// conversion stays while the module is off (stored objects may need it).
-    fn configure_conversions(&self, m: usize) -> Result<(), String> {
+    fn configure_conversions(&self, m: usize) -> Result<(), Error> {
         let Some(converter) = &self.shared.webhooks.conversion else {
             return Ok(());
         };
@@ -266,11 +278,11 @@ impl AddonHandler {
             .flat_map(|(_, h)| h.config.conversion.into_iter().map(|b| b.crd_name))
             .collect();
         crds.into_iter()
-            .try_for_each(|crd| converter.configure(&crd))
+            .try_for_each(|crd| converter.configure(&crd).map_err(Error::Webhooks))
     }
 
     /// Decides whether to upgrade (spec §5.3) and upgrades; timed as `module_helm_seconds`.
-    pub(in crate::addon) fn helm_phase(&self, m: usize, event: &str) -> Result<(), String> {
+    pub(in crate::addon) fn helm_phase(&self, m: usize, event: &str) -> Result<(), Error> {
         let start = Instant::now();
         let result = self.helm_phase_untimed(m, event);
         self.shared
@@ -281,7 +293,7 @@ impl AddonHandler {
         result
     }
 
-    pub(in crate::addon) fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), String> {
+    pub(in crate::addon) fn helm_phase_untimed(&self, m: usize, event: &str) -> Result<(), Error> {
         let module = &self.shared.layout().modules[m];
         let (values, maintenance) = {
             let st = self.shared.lock();
@@ -291,14 +303,14 @@ impl AddonHandler {
             st.modules[m]
                 .scope
                 .check_helm(&section)
-                .map_err(|e| format!("check helm values: {e}"))?;
+                .map_err(|e| Error::from(e).context("check helm values"))?;
             let maintenance = st.config.no_resource_reconciliation(&module.key);
             (values, maintenance)
         };
-        let text = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+        let text = serde_json::to_vec(&values).map_err(Error::Encode)?;
         let stem = format!("{}.module-values.yaml", module.name);
         let file = crate::executor::ChildFile::create(&self.shared.tmp_dir, &stem, &text)
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::TempFile)?;
         let given = Given {
             file: file.path(),
             values: &values,
@@ -321,15 +333,17 @@ impl AddonHandler {
         chart: &Path,
         given: &Given,
         event: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let metrics = &self.shared.metrics;
-        let checksum = crate::addon::release::chart_sum::decision_checksum(given.values, chart)?;
+        let checksum = crate::addon::release::chart_sum::decision_checksum(given.values, chart)
+            .map_err(Error::Chart)?;
         let (release, decision) = metrics.helm_op(name, event, "check-upgrade", || {
             let release = ModuleRelease::lookup(&self.shared, name, event)?;
             if given.maintenance && release.last().is_some() {
-                return Ok::<_, String>((release, None));
+                return Ok::<_, Error>((release, None));
             }
-            let decision = helm::upgrade_reason(release.last(), &checksum, &release.facts())?;
+            let decision = helm::upgrade_reason(release.last(), &checksum, &release.facts())
+                .map_err(Error::Release)?;
             Ok((release, drift_correction(event, decision)))
         })?;
         let Some(decision) = decision else {
@@ -366,7 +380,7 @@ impl AddonHandler {
         if upgraded == helm::Upgraded::Done {
             return Ok(());
         }
-        match helm::absent_object(&release.facts())? {
+        match helm::absent_object(&release.facts()).map_err(Error::Release)? {
             Some(obj) => {
                 let reason = format!("resource {obj} absent");
                 log::info("helm upgrade", &[("module", name), ("reason", &reason)]);
@@ -385,7 +399,7 @@ impl AddonHandler {
 
     /// One `helm upgrade` (timed as the `upgrade` operation), stopped by the
     /// post-renderer when `released` is given and the render makes its objects.
-    fn run_upgrade(&self, u: &Upgrade, released: Option<&Path>) -> Result<helm::Upgraded, String> {
+    fn run_upgrade(&self, u: &Upgrade, released: Option<&Path>) -> Result<helm::Upgraded, Error> {
         let helm = &self.shared.helm;
         let run = || {
             // With --flant-checksum, flant's: the MD5 of the plain `helm template`
@@ -418,7 +432,7 @@ impl AddonHandler {
         Ok(result?)
     }
 
-    pub(in crate::addon) fn module_delete(&self, m: usize) -> Result<(), String> {
+    pub(in crate::addon) fn module_delete(&self, m: usize) -> Result<(), Error> {
         let name = self.module_name(m);
         let event = self.shared.lock().lifecycle.activation(m);
         log::info("module delete", &[("module", &name)]);
@@ -430,7 +444,7 @@ impl AddonHandler {
             if hook.has_kube_bindings()
                 && let Some(kube) = &self.runner.kube
             {
-                kube.disable(i)?;
+                kube.disable(i).map_err(Error::Monitor)?;
             }
         }
         if self.shared.layout().modules[m].has_chart

@@ -93,7 +93,7 @@ impl AddonHandler {
             Err(e) => {
                 log::warn(
                     "release revision unknown for the module's status",
-                    &[("module", name), ("error", &e)],
+                    &[("module", name), ("error", &e.to_string())],
                 );
                 None
             }

@@ -78,7 +78,7 @@ fn match_labels(c: &mut Checker, field: &str, v: &Value) -> BTreeMap<String, Str
             continue;
         };
         if let Err(e) = qualified_name(key).and_then(|_| label_value(&val)) {
-            c.err(&f, e);
+            c.err(&f, e.to_string());
         }
         out.insert(key.clone(), val);
     }
@@ -110,7 +110,7 @@ fn label_requirement(
 
 fn check_requirement(c: &mut Checker, field: &str, key: &str, op: &str, values: &[String]) {
     if let Err(e) = qualified_name(key) {
-        c.err(&join(field, "key"), e);
+        c.err(&join(field, "key"), e.to_string());
     }
     let needs_values = op == "In" || op == "NotIn";
     if needs_values && values.is_empty() {
@@ -123,7 +123,7 @@ fn check_requirement(c: &mut Checker, field: &str, key: &str, op: &str, values: 
     }
     for (i, val) in values.iter().enumerate() {
         if let Err(e) = label_value(val) {
-            c.err(&format!("{}[{i}]", join(field, "values")), e);
+            c.err(&format!("{}[{i}]", join(field, "values")), e.to_string());
         }
     }
 }

@@ -17,19 +17,19 @@ pub enum ConfigVersion {
 /// A hook's whole configuration after validation, conversion and group merge.
 #[derive(Debug, Clone)]
 pub struct HookConfig {
-    pub version: ConfigVersion,
+    pub(crate) version: ConfigVersion,
     /// `onStartup: ORDER`; `None` when the hook has no onStartup binding.
-    pub on_startup: Option<f64>,
-    pub schedule: Vec<ScheduleBinding>,
+    pub(crate) on_startup: Option<f64>,
+    pub(crate) schedule: Vec<ScheduleBinding>,
     /// v1 `kubernetes` bindings, or v0 `onKubernetesEvent` bindings converted.
-    pub kubernetes: Vec<KubernetesBinding>,
-    pub validating: Vec<AdmissionBinding>,
-    pub mutating: Vec<AdmissionBinding>,
-    pub conversion: Vec<ConversionBinding>,
+    pub(crate) kubernetes: Vec<KubernetesBinding>,
+    pub(crate) validating: Vec<AdmissionBinding>,
+    pub(crate) mutating: Vec<AdmissionBinding>,
+    pub(crate) conversion: Vec<ConversionBinding>,
     pub settings: Settings,
     /// addon-operator's lifecycle bindings (`beforeAll: ORDER`, ...); empty for
     /// shell-operator hooks, which may not have them.
-    pub lifecycle: Lifecycle,
+    pub(crate) lifecycle: Lifecycle,
 }
 
 /// Which program a hook belongs to, deciding which top-level bindings it may have.
@@ -215,23 +215,23 @@ pub(crate) struct NamespaceSelector {
 /// One `kubernetesValidating` or `kubernetesMutating` binding.
 #[derive(Debug, Clone)]
 pub struct AdmissionBinding {
-    pub name: String,
-    pub group: Option<String>,
-    pub include_snapshots_from: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) group: Option<String>,
+    pub(crate) include_snapshots_from: Vec<String>,
     /// Validated rule objects, copied as-is into the webhook configuration.
-    pub rules: Vec<serde_json::Value>,
+    pub(crate) rules: Vec<serde_json::Value>,
     /// `Ignore` or `Fail`; `None` means the operator's default.
-    pub failure_policy: Option<String>,
+    pub(crate) failure_policy: Option<String>,
     /// `None` (default) or `NoneOnDryRun`.
-    pub side_effects: String,
+    pub(crate) side_effects: String,
     /// Default 10.
-    pub timeout_seconds: i64,
+    pub(crate) timeout_seconds: i64,
     /// `{name, expression}` objects.
-    pub match_conditions: Vec<serde_json::Value>,
+    pub(crate) match_conditions: Vec<serde_json::Value>,
     /// Becomes the webhook's `objectSelector`.
-    pub label_selector: Option<LabelSelector>,
+    pub(crate) label_selector: Option<LabelSelector>,
     /// `namespace.labelSelector`; becomes the webhook's `namespaceSelector`.
-    pub namespace_label_selector: Option<LabelSelector>,
+    pub(crate) namespace_label_selector: Option<LabelSelector>,
 }
 
 /// One `kubernetesCustomResourceConversion` binding.

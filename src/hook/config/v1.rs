@@ -190,7 +190,9 @@ fn settings(probs: &mut Vec<Problem>, v: &Value) -> Settings {
     c.strict("", m, &["executionMinInterval", "executionBurst"]);
     let interval = c.opt_str(m, "", "executionMinInterval").and_then(|s| {
         let parsed = crate::duration::go_duration(&s);
-        parsed.map_err(|e| c.err("executionMinInterval", e)).ok()
+        parsed
+            .map_err(|e| c.err("executionMinInterval", e.to_string()))
+            .ok()
     });
     let burst = c.opt_int(m, "", "executionBurst").and_then(|n| {
         let parsed = u32::try_from(n);

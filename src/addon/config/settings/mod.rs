@@ -93,9 +93,18 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
-impl From<SettingsError> for String {
-    fn from(e: SettingsError) -> String {
-        e.to_string()
+impl SettingsError {
+    /// The kind of failure: the CRD not served yet and lost races are
+    /// transient, a refused request is as its API call says, an object that is
+    /// not settings is invalid input.
+    pub(crate) fn cause(&self) -> crate::queue::Cause {
+        use crate::queue::Cause;
+        match self {
+            SettingsError::Crd(_) | SettingsError::Conflict { .. } => Cause::Transient,
+            SettingsError::Kube { error, .. } => Cause::of_kube(error),
+            SettingsError::Spec(_) => Cause::InvalidInput,
+            SettingsError::Other(_) => Cause::Internal,
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::fmt;
 /// Why a values operation failed.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum ValuesError {
+pub(crate) enum ValuesError {
     /// A `$VALUES_JSON_PATCH_PATH` / `$CONFIG_VALUES_JSON_PATCH_PATH` file is not a
     /// list of `add` / `remove` operations; the message says which document or
     /// operation and why.
@@ -44,7 +44,7 @@ pub enum ValuesError {
 
 /// What a values patch was applied to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchTarget {
+pub(crate) enum PatchTarget {
     /// A hook's config values patch, applied to the config section.
     Config,
     /// A hook's values patch, applied to the effective values.
@@ -55,7 +55,7 @@ pub enum PatchTarget {
 
 /// One operation of a patch that could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpError {
+pub(crate) struct OpError {
     /// 0-based, in the patch's order.
     pub(crate) index: usize,
     /// `add` or `remove`.
@@ -133,11 +133,3 @@ impl fmt::Display for ValuesError {
 
 impl std::error::Error for ValuesError {}
 impl std::error::Error for OpError {}
-
-/// The boundary to callers whose own errors are still text (the engine's steps,
-/// the debug routes, module discovery): `?` turns the error into its message.
-impl From<ValuesError> for String {
-    fn from(e: ValuesError) -> String {
-        e.to_string()
-    }
-}

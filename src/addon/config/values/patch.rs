@@ -37,15 +37,16 @@ impl PatchOp {
 /// costs no more memory than the ops below the cap (a 300,000-op array used to be
 /// built whole before it was counted).
 pub(crate) fn parse_patch(text: &[u8]) -> Result<Vec<PatchOp>, ValuesError> {
-    parse_ops(text).map_err(ValuesError::PatchFile)
+    parse_ops(text).map_err(|e| ValuesError::PatchFile(e.to_string()))
 }
 
-fn parse_ops(text: &[u8]) -> Result<Vec<PatchOp>, String> {
+fn parse_ops(text: &[u8]) -> Result<Vec<PatchOp>, PatchProblem> {
     if text.len() > MAX_BYTES {
         return Err(format!(
             "values patch: {} bytes is over the {MAX_BYTES} byte limit",
             text.len()
-        ));
+        )
+        .into());
     }
     let mut ops = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(text);
@@ -57,8 +58,9 @@ fn parse_ops(text: &[u8]) -> Result<Vec<PatchOp>, String> {
             refused: &mut refused,
         };
         if let Err(e) = serde::de::DeserializeSeed::deserialize(seed, &mut de) {
-            return Err(refused
-                .unwrap_or_else(|| format!("values patch: document {doc_index}: bad JSON: {e}")));
+            let text = refused
+                .unwrap_or_else(|| format!("values patch: document {doc_index}: bad JSON: {e}"));
+            return Err(text.into());
         }
         doc_index += 1;
     }
@@ -94,7 +96,7 @@ impl<'de> serde::de::Visitor<'de> for Document<'_> {
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(op) = seq.next_element::<Value>()? {
             if let Err(e) = push_op(self.ops, &op) {
-                return Err(serde::de::Error::custom(self.refused.insert(e)));
+                return Err(serde::de::Error::custom(self.refused.insert(e.to_string())));
             }
         }
         Ok(())
@@ -126,22 +128,24 @@ impl<'de> serde::de::Visitor<'de> for Document<'_> {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
         let op = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-        push_op(self.ops, &op).map_err(|e| serde::de::Error::custom(self.refused.insert(e)))
+        push_op(self.ops, &op)
+            .map_err(|e| serde::de::Error::custom(self.refused.insert(e.to_string())))
     }
 }
 
-fn push_op(ops: &mut Vec<PatchOp>, raw: &Value) -> Result<(), String> {
+fn push_op(ops: &mut Vec<PatchOp>, raw: &Value) -> Result<(), PatchProblem> {
     if ops.len() >= MAX_OPS {
-        return Err(format!("values patch: more than {MAX_OPS} operations"));
+        return Err(format!("values patch: more than {MAX_OPS} operations").into());
     }
-    let op = parse_op(raw).map_err(|e| format!("values patch: operation {}: {e}", ops.len()))?;
+    let op = parse_op(raw)
+        .map_err(|e| PatchProblem::from(format!("values patch: operation {}: {e}", ops.len())))?;
     ops.push(op);
     Ok(())
 }
 
-fn parse_op(raw: &Value) -> Result<PatchOp, String> {
+fn parse_op(raw: &Value) -> Result<PatchOp, PatchProblem> {
     let Value::Object(map) = raw else {
-        return Err(format!("expected an object, got {}", json_kind(raw)));
+        return Err(format!("expected an object, got {}", json_kind(raw)).into());
     };
     let op = map
         .get("op")
@@ -153,9 +157,7 @@ fn parse_op(raw: &Value) -> Result<PatchOp, String> {
         .ok_or("missing string field 'path'")?
         .to_string();
     if !path.is_empty() && !path.starts_with('/') {
-        return Err(format!(
-            "path '{path}' is not a JSON pointer (must start with '/')"
-        ));
+        return Err(format!("path '{path}' is not a JSON pointer (must start with '/')").into());
     }
     match op {
         "add" => {
@@ -166,7 +168,7 @@ fn parse_op(raw: &Value) -> Result<PatchOp, String> {
             Ok(PatchOp::Add { path, value })
         }
         "remove" => Ok(PatchOp::Remove { path }),
-        other => Err(format!("unsupported patch operation '{other}'")),
+        other => Err(format!("unsupported patch operation '{other}'").into()),
     }
 }
 
@@ -198,14 +200,14 @@ fn apply(doc: &mut Value, ops: &[PatchOp], lenient: bool) -> Result<(), OpError>
                 PatchOp::Remove { .. } => "remove",
             },
             path: op.path().to_string(),
-            reason,
+            reason: reason.to_string(),
         })?;
     }
     *doc = work;
     Ok(())
 }
 
-fn apply_one(doc: &mut Value, op: &PatchOp, lenient: bool) -> Result<(), String> {
+fn apply_one(doc: &mut Value, op: &PatchOp, lenient: bool) -> Result<(), PatchProblem> {
     let tokens = split_pointer(op.path());
     let Some((last, parents)) = tokens.split_last() else {
         return apply_to_root(doc, op);
@@ -213,26 +215,26 @@ fn apply_one(doc: &mut Value, op: &PatchOp, lenient: bool) -> Result<(), String>
     let parent = match walk(doc, parents) {
         Some(p) => p,
         None if lenient && matches!(op, PatchOp::Remove { .. }) => return Ok(()),
-        None => return Err("parent path does not exist".to_string()),
+        None => return Err("parent path does not exist".into()),
     };
     match op {
         PatchOp::Add { value, .. } => add_at(parent, last, value.clone()),
         PatchOp::Remove { .. } => match remove_at(parent, last) {
             Err(e) if lenient && e.missing => Ok(()),
-            Err(e) => Err(e.text),
+            Err(e) => Err(e.text.into()),
             Ok(()) => Ok(()),
         },
     }
 }
 
 /// An op on the empty pointer: `add` replaces the whole document, `remove` is refused.
-fn apply_to_root(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
+fn apply_to_root(doc: &mut Value, op: &PatchOp) -> Result<(), PatchProblem> {
     match op {
         PatchOp::Add { value, .. } => {
             *doc = value.clone();
             Ok(())
         }
-        PatchOp::Remove { .. } => Err("cannot remove the whole document".to_string()),
+        PatchOp::Remove { .. } => Err("cannot remove the whole document".into()),
     }
 }
 
@@ -271,7 +273,7 @@ fn array_index(token: &str) -> Option<usize> {
     token.parse().ok()
 }
 
-fn add_at(parent: &mut Value, token: &str, value: Value) -> Result<(), String> {
+fn add_at(parent: &mut Value, token: &str, value: Value) -> Result<(), PatchProblem> {
     match parent {
         Value::Object(map) => {
             map.insert(token.to_string(), value);
@@ -284,18 +286,14 @@ fn add_at(parent: &mut Value, token: &str, value: Value) -> Result<(), String> {
         Value::Array(items) => {
             let index = array_index(token).ok_or(format!("'{token}' is not an array index"))?;
             if index > items.len() {
-                return Err(format!(
-                    "index {index} is past the array end ({})",
-                    items.len()
-                ));
+                return Err(
+                    format!("index {index} is past the array end ({})", items.len()).into(),
+                );
             }
             items.insert(index, value);
             Ok(())
         }
-        other => Err(format!(
-            "parent is {}, not an object or array",
-            json_kind(other)
-        )),
+        other => Err(format!("parent is {}, not an object or array", json_kind(other)).into()),
     }
 }
 
@@ -368,3 +366,29 @@ pub(crate) fn to_json(ops: &[PatchOp]) -> Value {
         .collect();
     Value::Array(items)
 }
+
+/// What is wrong with a values patch or one of its operations (the caller adds the file or the operation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PatchProblem {
+    problem: String,
+}
+
+impl From<String> for PatchProblem {
+    fn from(problem: String) -> PatchProblem {
+        PatchProblem { problem }
+    }
+}
+
+impl From<&str> for PatchProblem {
+    fn from(problem: &str) -> PatchProblem {
+        PatchProblem::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for PatchProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for PatchProblem {}

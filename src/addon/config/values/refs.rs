@@ -32,23 +32,23 @@ pub(crate) fn inline_file_refs(
     schema: &mut Value,
     dir: Option<&Path>,
     file: &str,
-) -> Result<(), String> {
-    let mut resolver = Resolver {
-        dir: match dir {
-            Some(d) => Some(
-                d.canonicalize()
-                    .map_err(|e| format!("openapi folder {}: {e}", d.display()))?,
-            ),
-            None => None,
-        },
-        files: HashMap::new(),
-    };
+) -> Result<(), RefProblem> {
+    let mut resolver =
+        Resolver {
+            dir: match dir {
+                Some(d) => Some(d.canonicalize().map_err(|e| {
+                    RefProblem::from(format!("openapi folder {}: {e}", d.display()))
+                })?),
+                None => None,
+            },
+            files: HashMap::new(),
+        };
     let main = format!("openapi/{file}");
     resolver.walk(schema, None, file, 0).map_err(|e| {
-        if e.starts_with(&main) {
+        if e.problem.starts_with(&main) {
             e
         } else {
-            format!("{main}: {e}")
+            RefProblem::from(format!("{main}: {e}"))
         }
     })
 }
@@ -68,7 +68,7 @@ impl Resolver {
         root: Option<&Value>,
         file: &str,
         depth: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), RefProblem> {
         match node {
             Value::Object(map) => {
                 if let Some(Value::String(target)) = map.get("$ref") {
@@ -103,10 +103,13 @@ impl Resolver {
         root: Option<&Value>,
         file: &str,
         depth: usize,
-    ) -> Result<Option<(Value, Value, String)>, String> {
-        let bad = |why: String| format!("openapi/{file}: $ref {target:?}: {why}");
+    ) -> Result<Option<(Value, Value, String)>, RefProblem> {
+        let bad =
+            |why: RefProblem| RefProblem::from(format!("openapi/{file}: $ref {target:?}: {why}"));
         if depth >= MAX_DEPTH {
-            return Err(bad(format!("more than {MAX_DEPTH} nested refs (a cycle?)")));
+            return Err(bad(
+                format!("more than {MAX_DEPTH} nested refs (a cycle?)").into()
+            ));
         }
         let (path, fragment) = target.split_once('#').unwrap_or((target, ""));
         let (doc, doc_file) = if path.is_empty() {
@@ -121,15 +124,15 @@ impl Resolver {
         let node = if fragment.is_empty() || fragment == "/" {
             doc.clone()
         } else {
-            doc.pointer(fragment)
-                .cloned()
-                .ok_or_else(|| bad(format!("openapi/{doc_file} has nothing at #{fragment}")))?
+            doc.pointer(fragment).cloned().ok_or_else(|| {
+                bad(format!("openapi/{doc_file} has nothing at #{fragment}").into())
+            })?
         };
         Ok(Some((node, doc, doc_file)))
     }
 
     /// Reads `path` (relative to the folder); (document, its path in the folder).
-    fn load(&mut self, path: &str) -> Result<(Value, String), String> {
+    fn load(&mut self, path: &str) -> Result<(Value, String), RefProblem> {
         let Some(dir) = &self.dir else {
             return Err("refs to other files need the schema's openapi folder".into());
         };
@@ -144,13 +147,14 @@ impl Resolver {
         let joined = dir.join(path);
         let real = joined
             .canonicalize()
-            .map_err(|e| format!("{}: {e}", joined.display()))?;
+            .map_err(|e| RefProblem::from(format!("{}: {e}", joined.display())))?;
         if !real.starts_with(dir) {
             return Err(format!(
                 "{} is outside the openapi folder {}",
                 real.display(),
                 dir.display()
-            ));
+            )
+            .into());
         }
         let rel = real
             .strip_prefix(dir)
@@ -160,26 +164,51 @@ impl Resolver {
             return Ok((doc.clone(), rel));
         }
         let size = std::fs::metadata(&real)
-            .map_err(|e| format!("{}: {e}", real.display()))?
+            .map_err(|e| RefProblem::from(format!("{}: {e}", real.display())))?
             .len();
         if size > MAX_FILE {
-            return Err(format!(
-                "{}: {size} bytes; at most {MAX_FILE}",
-                real.display()
-            ));
+            return Err(format!("{}: {size} bytes; at most {MAX_FILE}", real.display()).into());
         }
-        let text =
-            std::fs::read_to_string(&real).map_err(|e| format!("{}: {e}", real.display()))?;
-        crate::yaml_depth::check(&text).map_err(|e| format!("openapi/{rel}: {e}"))?;
-        let mut yaml: serde_yaml::Value =
-            serde_yaml::from_str(&text).map_err(|e| format!("openapi/{rel}: {e}"))?;
+        let text = std::fs::read_to_string(&real)
+            .map_err(|e| RefProblem::from(format!("{}: {e}", real.display())))?;
+        crate::yaml_depth::check(&text)
+            .map_err(|e| RefProblem::from(format!("openapi/{rel}: {e}")))?;
+        let mut yaml: serde_yaml::Value = serde_yaml::from_str(&text)
+            .map_err(|e| RefProblem::from(format!("openapi/{rel}: {e}")))?;
         yaml.apply_merge()
-            .map_err(|e| format!("openapi/{rel}: merge keys: {e}"))?;
-        let doc = serde_json::to_value(&yaml).map_err(|e| format!("openapi/{rel}: {e}"))?;
+            .map_err(|e| RefProblem::from(format!("openapi/{rel}: merge keys: {e}")))?;
+        let doc = serde_json::to_value(&yaml)
+            .map_err(|e| RefProblem::from(format!("openapi/{rel}: {e}")))?;
         self.files.insert(real, doc.clone());
         Ok((doc, rel))
     }
 }
+
+/// Why a `$ref` of an OpenAPI schema cannot be inlined: the schema file, the ref and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RefProblem {
+    problem: String,
+}
+
+impl From<String> for RefProblem {
+    fn from(problem: String) -> RefProblem {
+        RefProblem { problem }
+    }
+}
+
+impl From<&str> for RefProblem {
+    fn from(problem: &str) -> RefProblem {
+        RefProblem::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for RefProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for RefProblem {}
 
 #[cfg(test)]
 mod tests {
@@ -276,15 +305,18 @@ mod tests {
             ("a.yaml#/nope", "nothing at #/nope"),
         ] {
             let mut schema = json!({"properties": {"x": {"$ref": target}}});
-            let err =
-                inline_file_refs(&mut schema, Some(&dir), "config-values.yaml").expect_err(target);
+            let err = inline_file_refs(&mut schema, Some(&dir), "config-values.yaml")
+                .expect_err(target)
+                .to_string();
             assert!(
                 err.contains("openapi/config-values.yaml") && err.contains(want),
                 "{target}: {err}"
             );
         }
         let mut schema = json!({"$ref": "a.yaml"});
-        let err = inline_file_refs(&mut schema, None, "values.yaml").expect_err("no folder");
+        let err = inline_file_refs(&mut schema, None, "values.yaml")
+            .expect_err("no folder")
+            .to_string();
         assert!(err.contains("openapi folder"), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }

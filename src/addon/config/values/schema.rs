@@ -23,7 +23,7 @@ const MAX_MESSAGE_CHARS: usize = 300;
 
 /// Which of a scope's three schemas to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaKind {
+pub(crate) enum SchemaKind {
     /// `config-values.yaml`: the ConfigMap section.
     Config,
     /// `values.yaml` (+ x-extend): effective values after hook patches.
@@ -95,7 +95,7 @@ impl Schemas {
         values: Option<&str>,
         scope: &str,
         dir: Option<&Path>,
-    ) -> Result<Schemas, String> {
+    ) -> Result<Schemas, SchemaProblem> {
         let mut out = Schemas::none();
         out.scope = scope.to_string();
         let config_raw = match config {
@@ -169,23 +169,23 @@ impl Schemas {
     }
 }
 
-fn schema_error(scope: &str, message: String) -> ValuesError {
+fn schema_error(scope: &str, message: impl std::fmt::Display) -> ValuesError {
     ValuesError::Schema {
         scope: scope.to_string(),
-        message,
+        message: message.to_string(),
     }
 }
 
-fn read_optional(path: &Path) -> Result<Option<String>, String> {
+fn read_optional(path: &Path) -> Result<Option<String>, SchemaProblem> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("read OpenAPI schema {}: {e}", path.display())),
+        Err(e) => Err(format!("read OpenAPI schema {}: {e}", path.display()).into()),
     }
 }
 
 /// YAML text → JSON schema; an empty document means "no schema".
-fn load_yaml(text: &str, file: &str, dir: Option<&Path>) -> Result<Option<Value>, String> {
+fn load_yaml(text: &str, file: &str, dir: Option<&Path>) -> Result<Option<Value>, SchemaProblem> {
     let bad = |e: String| format!("OpenAPI schema openapi/{file}: {e}");
     let mut yaml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| bad(e.to_string()))?;
     if yaml.is_null() {
@@ -195,18 +195,18 @@ fn load_yaml(text: &str, file: &str, dir: Option<&Path>) -> Result<Option<Value>
         .map_err(|e| bad(format!("merge keys: {e}")))?;
     let mut json = serde_json::to_value(&yaml).map_err(|e| bad(e.to_string()))?;
     if !json.is_object() {
-        return Err(bad("the schema must be a mapping".to_string()));
+        return Err(bad("the schema must be a mapping".to_string()).into());
     }
-    super::refs::inline_file_refs(&mut json, dir, file)?;
+    super::refs::inline_file_refs(&mut json, dir, file).map_err(|e| e.to_string())?;
     rewrite_nullable(&mut json);
     Ok(Some(json))
 }
 
-fn compile(raw: Value, kind: SchemaKind) -> Result<Compiled, String> {
+fn compile(raw: Value, kind: SchemaKind) -> Result<Compiled, SchemaProblem> {
     let validator = jsonschema::options()
         .with_draft(Draft::Draft4)
         .build(&raw)
-        .map_err(|e| format!("{kind} schema is not a valid schema: {e}"))?;
+        .map_err(|e| SchemaProblem::from(format!("{kind} schema is not a valid schema: {e}")))?;
     Ok(Compiled { raw, validator })
 }
 
@@ -417,3 +417,29 @@ fn apply_defaults_node(schema: &Value, data: &mut Value) {
         _ => {}
     }
 }
+
+/// Why an OpenAPI schema file cannot be used: the file and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SchemaProblem {
+    problem: String,
+}
+
+impl From<String> for SchemaProblem {
+    fn from(problem: String) -> SchemaProblem {
+        SchemaProblem { problem }
+    }
+}
+
+impl From<&str> for SchemaProblem {
+    fn from(problem: &str) -> SchemaProblem {
+        SchemaProblem::from(problem.to_string())
+    }
+}
+
+impl std::fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for SchemaProblem {}

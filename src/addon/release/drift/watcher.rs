@@ -221,7 +221,7 @@ impl DriftWatcher {
             Err(e) => {
                 log::warn(
                     "drift: cannot read the release's manifest; its objects are not judged",
-                    &[("module", &name), ("error", &e)],
+                    &[("module", &name), ("error", &e.to_string())],
                 );
                 return;
             }
@@ -246,9 +246,16 @@ impl DriftWatcher {
     /// The objects of the deployed revision of module `m`'s release `name` (none
     /// when it is absent or not deployed: auto-heal deals with those); `None` when
     /// that revision is the one read last (its record is not decoded again).
-    fn manifest_objects(&mut self, m: usize, name: &str) -> Result<Option<Vec<Value>>, String> {
+    fn manifest_objects(
+        &mut self,
+        m: usize,
+        name: &str,
+    ) -> Result<Option<Vec<Value>>, crate::addon::Error> {
+        use crate::addon::Error;
         let ns = &self.shared.namespace;
-        let releases = helm::releases_from_secrets(&self.client, ns, &format!(",name={name}"))?;
+        let selector = format!(",name={name}");
+        let releases =
+            helm::releases_from_secrets(&self.client, ns, &selector).map_err(Error::Release)?;
         let Some(release) = releases.get(name).filter(|r| r.status == "deployed") else {
             self.revisions.remove(&m);
             return Ok(Some(Vec::new()));
@@ -258,7 +265,8 @@ impl DriftWatcher {
         }
         let stored = release.stored.as_ref();
         let record = crate::addon::release::read_record(&self.shared, name, EVENT, stored)?;
-        let docs = crate::addon::release::yaml11::documents(&record.manifest)?;
+        let docs =
+            crate::addon::release::yaml11::documents(&record.manifest).map_err(Error::Manifest)?;
         self.revisions.insert(m, release.revision);
         Ok(Some(docs.into_iter().filter(|d| d.is_object()).collect()))
     }
@@ -460,7 +468,7 @@ impl DriftWatcher {
     fn correct(&mut self, key: &str, m: usize) {
         let name = self.shared.layout().modules[m].name.clone();
         let metrics = &self.shared.metrics;
-        if let Err(refusal) = self.dry_run(key) {
+        if let Err(refusal) = self.dry_run(key).map_err(|e| e.to_string()) {
             log::error(
                 "drift cannot be corrected: the API server refuses the manifest's object (delete the object to have it re-created)",
                 &[("module", &name), ("object", key), ("error", &refusal)],
@@ -481,9 +489,9 @@ impl DriftWatcher {
         self.shared.release_needs_run(m, EVENT);
     }
 
-    /// `Err(message)` when the server refuses the manifest's object as an update
-    /// (an immutable field, a failed validation); other failures let it through.
-    fn dry_run(&self, key: &str) -> Result<(), String> {
+    /// `Err` when the server refuses the manifest's object as an update (an
+    /// immutable field, a failed validation); other failures let it through.
+    fn dry_run(&self, key: &str) -> Result<(), crate::kube::KubeError> {
         let Some(desired) = self.desired.get(key) else {
             return Ok(());
         };
@@ -501,7 +509,7 @@ impl DriftWatcher {
             .client
             .api(&resource, (!ns.is_empty()).then_some(ns.as_str()));
         match api.patch(name, &Patch::Apply(desired.object.clone()), &params) {
-            Err(e) if matches!(e.status_code(), Some(400 | 403 | 422)) => Err(e.to_string()),
+            Err(e) if matches!(e.status_code(), Some(400 | 403 | 422)) => Err(e),
             _ => Ok(()),
         }
     }

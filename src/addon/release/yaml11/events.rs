@@ -8,6 +8,7 @@
 // Needs unsafe for libyaml's C API; each block says why it is sound (SAFETY).
 #![allow(unsafe_code)]
 
+use super::Problem;
 use libyaml_rs as sys;
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
@@ -75,7 +76,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The next event, or libyaml's error as `line L column C: problem (context)`.
-    pub(crate) fn next_event(&mut self) -> Result<Event, String> {
+    pub(crate) fn next_event(&mut self) -> Result<Event, Problem> {
         if self.done {
             return Ok(Event::StreamEnd);
         }
@@ -125,7 +126,7 @@ unsafe fn c_string(ptr: *const u8) -> Option<String> {
 ///
 /// # Safety
 /// `event` was just filled by a successful yaml_parser_parse and not yet deleted.
-unsafe fn convert(event: &sys::yaml_event_t) -> Result<Event, String> {
+unsafe fn convert(event: &sys::yaml_event_t) -> Result<Event, Problem> {
     // SAFETY: each union field is read only for the event type that sets it; the
     // pointers inside are valid per this function's contract.
     unsafe {
@@ -136,7 +137,7 @@ unsafe fn convert(event: &sys::yaml_event_t) -> Result<Event, String> {
                 // go-yaml v2 takes only `%YAML 1.1`; libyaml also takes 1.2.
                 let version = event.data.document_start.version_directive;
                 if !version.is_null() && ((*version).major, (*version).minor) != (1, 1) {
-                    return Err("found incompatible YAML document (only %YAML 1.1)".into());
+                    return Err(Problem::Version);
                 }
                 Event::DocumentStart
             }
@@ -170,13 +171,13 @@ unsafe fn convert(event: &sys::yaml_event_t) -> Result<Event, String> {
                 Event::MappingStart(c_string(m.anchor), c_string(m.tag))
             }
             sys::YAML_MAPPING_END_EVENT => Event::MappingEnd,
-            _ => return Err("unknown libyaml event".to_string()),
+            _ => return Err(Problem::UnknownEvent),
         })
     }
 }
 
 /// libyaml's error: `line L column C: problem (context)`, 1-based.
-fn parse_error(parser: &sys::yaml_parser_t) -> String {
+fn parse_error(parser: &sys::yaml_parser_t) -> Problem {
     // SAFETY: problem and context are null or static NUL-terminated strings.
     let (problem, context) = unsafe {
         (
@@ -185,14 +186,10 @@ fn parse_error(parser: &sys::yaml_parser_t) -> String {
         )
     };
     let mark = parser.problem_mark;
-    let mut text = format!(
-        "line {} column {}: {}",
-        mark.line + 1,
-        mark.column + 1,
-        problem.unwrap_or_else(|| "unknown problem parsing YAML".to_string())
-    );
-    if let Some(c) = context {
-        text.push_str(&format!(" ({c})"));
+    Problem::Syntax {
+        line: mark.line as usize + 1,
+        column: mark.column as usize + 1,
+        problem: problem.unwrap_or_else(|| "unknown problem parsing YAML".to_string()),
+        context,
     }
-    text
 }

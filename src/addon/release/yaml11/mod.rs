@@ -18,10 +18,12 @@
 //! collections as keys. Nesting stops at [`crate::yaml_depth::MAX_DEPTH`] levels.
 //! Aliases are limited as go-yaml v2 limits them (its alias-to-node ratio).
 
+mod error;
 mod events;
 mod resolve;
 mod write;
 
+pub(crate) use error::{Problem, YamlError};
 pub(crate) use write::write;
 
 use events::{Event, Parser};
@@ -60,15 +62,20 @@ enum Open {
 /// Every document of `text` that is not null (empty or comment-only documents are
 /// skipped, as helm skips them), each as helm would send it. Errors name the
 /// document (1-based, counting every document) and the path inside it.
-pub(crate) fn documents(text: &str) -> Result<Vec<Value>, String> {
+pub(crate) fn documents(text: &str) -> Result<Vec<Value>, YamlError> {
     let mut parser = Parser::new(text);
     let mut out = Vec::new();
     let mut doc = Document::default();
     let mut number = 0;
     loop {
-        let event = parser
-            .next_event()
-            .map_err(|e| format!("document {}: invalid YAML: {e}", number.max(1)))?;
+        let at = |document: usize, path: String| {
+            move |problem| YamlError {
+                document,
+                path,
+                problem,
+            }
+        };
+        let event = (parser.next_event()).map_err(at(number.max(1), String::new()))?;
         match event {
             Event::StreamStart => {}
             Event::StreamEnd => return Ok(out),
@@ -78,11 +85,13 @@ pub(crate) fn documents(text: &str) -> Result<Vec<Value>, String> {
             }
             Event::DocumentEnd => match doc.root.take() {
                 Some(Node::Scalar(Scalar::Null)) | None => {}
-                Some(node) => out.push(value(node).map_err(|e| format!("document {number}: {e}"))?),
+                Some(node) => out.push(value(node).map_err(at(number, String::new()))?),
             },
-            event => doc
-                .event(event)
-                .map_err(|e| format!("document {number}: {}{e}", doc.path()))?,
+            event => {
+                if let Err(problem) = doc.event(event) {
+                    return Err(at(number, doc.path())(problem));
+                }
+            }
         }
     }
 }
@@ -100,7 +109,7 @@ struct Document {
 
 impl Document {
     /// Takes one event inside the document.
-    fn event(&mut self, event: Event) -> Result<(), String> {
+    fn event(&mut self, event: Event) -> Result<(), Problem> {
         match event {
             Event::Scalar(s) => {
                 self.decoded += 1;
@@ -116,12 +125,12 @@ impl Document {
             Event::MappingStart(anchor, _) => self.open(anchor, Open::Map(Map::new(), Slot::Key)),
             Event::SequenceEnd | Event::MappingEnd => {
                 let Some(frame) = self.stack.pop() else {
-                    return Err("unbalanced collection end".into());
+                    return Err(Problem::Unbalanced);
                 };
                 let node = match frame.kind {
                     Open::Seq(items) => Node::Value(Value::Array(items)),
                     Open::Map(map, Slot::Key) => Node::Value(Value::Object(map)),
-                    Open::Map(..) => return Err("a mapping ended without a value".into()),
+                    Open::Map(..) => return Err(Problem::KeyWithoutValue),
                 };
                 if let Some(a) = frame.anchor {
                     self.anchors.insert(a, (node.clone(), frame.size));
@@ -130,10 +139,10 @@ impl Document {
             }
             Event::Alias(name) => {
                 if self.stack.iter().any(|f| f.anchor.as_ref() == Some(&name)) {
-                    return Err(format!("anchor '{name}' value contains itself"));
+                    return Err(Problem::RecursiveAnchor(name));
                 }
                 let Some((node, size)) = self.anchors.get(&name).cloned() else {
-                    return Err(format!("unknown anchor '{name}' referenced"));
+                    return Err(Problem::UnknownAnchor(name));
                 };
                 let merging = matches!(
                     self.stack.last(),
@@ -143,7 +152,7 @@ impl Document {
                     })
                 );
                 if merging && !matches!(node, Node::Value(Value::Object(_))) {
-                    return Err(MERGE_WANTS_MAP.into());
+                    return Err(Problem::MergeWantsMap);
                 }
                 self.decoded += 1 + size;
                 self.aliased += size;
@@ -151,7 +160,7 @@ impl Document {
                     && self.decoded > 1000
                     && self.aliased as f64 / self.decoded as f64 > allowed_alias_ratio(self.decoded)
                 {
-                    return Err("document contains excessive aliasing".into());
+                    return Err(Problem::ExcessiveAliasing);
                 }
                 self.finish(node, size + 1, false)
             }
@@ -162,9 +171,9 @@ impl Document {
     }
 
     /// Opens a collection.
-    fn open(&mut self, anchor: Option<String>, kind: Open) -> Result<(), String> {
+    fn open(&mut self, anchor: Option<String>, kind: Open) -> Result<(), Problem> {
         if self.stack.len() >= crate::yaml_depth::MAX_DEPTH {
-            return Err(crate::yaml_depth::too_deep());
+            return Err(Problem::TooDeep);
         }
         self.decoded += 1;
         self.stack.push(Frame {
@@ -176,7 +185,7 @@ impl Document {
     }
 
     /// Puts a finished node (of `size` decoded nodes) where it belongs.
-    fn finish(&mut self, node: Node, size: usize, merge_key: bool) -> Result<(), String> {
+    fn finish(&mut self, node: Node, size: usize, merge_key: bool) -> Result<(), Problem> {
         let Some(frame) = self.stack.last_mut() else {
             self.root = Some(node);
             return Ok(());
@@ -190,7 +199,7 @@ impl Document {
                 Slot::Key => {
                     *slot = Slot::Value(match node {
                         Node::Scalar(s) => resolve::key(&s)?,
-                        Node::Value(_) => return Err("a collection cannot be a map key".into()),
+                        Node::Value(_) => return Err(Problem::CollectionKey),
                     })
                 }
                 Slot::Value(k) => {
@@ -230,18 +239,14 @@ impl Document {
     }
 }
 
-/// go-yaml v2's error for a `<<` whose value is not a mapping (or an alias of one),
-/// nor a sequence of those.
-const MERGE_WANTS_MAP: &str = "map merge requires map or sequence of maps as the value";
-
 /// A `<<` value merged into `map`: a mapping, or a sequence of mappings of which
 /// the earlier ones win; keys already in `map` are overwritten, as go-yaml v2 does.
-fn merge(map: &mut Map<String, Value>, node: Node) -> Result<(), String> {
+fn merge(map: &mut Map<String, Value>, node: Node) -> Result<(), Problem> {
     match node {
         Node::Value(Value::Object(m)) => map.extend(m),
         Node::Value(Value::Array(items)) => {
             if !items.iter().all(Value::is_object) {
-                return Err(MERGE_WANTS_MAP.into());
+                return Err(Problem::MergeWantsMap);
             }
             for item in items.into_iter().rev() {
                 if let Value::Object(m) = item {
@@ -249,14 +254,14 @@ fn merge(map: &mut Map<String, Value>, node: Node) -> Result<(), String> {
                 }
             }
         }
-        _ => return Err(MERGE_WANTS_MAP.into()),
+        _ => return Err(Problem::MergeWantsMap),
     }
     Ok(())
 }
 
 /// A node as a JSON value; `.inf` and `.nan` have none (Go's JSON encoder refuses
 /// them, so helm fails on them too).
-fn value(node: Node) -> Result<Value, String> {
+fn value(node: Node) -> Result<Value, Problem> {
     Ok(match node {
         Node::Value(v) => v,
         Node::Scalar(Scalar::Null) => Value::Null,
@@ -274,7 +279,7 @@ fn value(node: Node) -> Result<Value, String> {
                 } else {
                     "-.inf"
                 };
-                format!("{name} has no JSON form (helm cannot send it either)")
+                Problem::NoJsonForm(name)
             })?,
     })
 }

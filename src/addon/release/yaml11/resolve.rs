@@ -21,6 +21,7 @@
 //!   `FormatFloat(f, 'g', -1, 32)`, booleans `true`/`false`; a null or an unsigned
 //!   64-bit key cannot be converted.
 
+use super::Problem;
 use base64::Engine;
 
 pub(crate) const STR: &str = "tag:yaml.org,2002:str";
@@ -47,7 +48,7 @@ pub(crate) enum Scalar {
 
 /// Resolves a scalar. `tag` is `None` when none was written; `quoted` is true for
 /// every style but plain. Errors as go-yaml v2 words them.
-pub(crate) fn scalar(value: &str, tag: Option<&str>, quoted: bool) -> Result<Scalar, String> {
+pub(crate) fn scalar(value: &str, tag: Option<&str>, quoted: bool) -> Result<Scalar, Problem> {
     let tag = match tag {
         None if quoted => return Ok(Scalar::Str(value.to_string())),
         None => "",
@@ -65,11 +66,11 @@ pub(crate) fn scalar(value: &str, tag: Option<&str>, quoted: bool) -> Result<Sca
     }
     match (tag, resolved) {
         (FLOAT, Scalar::Int(i)) => Ok(Scalar::Float(i as f64)),
-        _ => Err(format!(
-            "cannot decode {} `{value}` as a {}",
-            short(kind),
-            short(tag)
-        )),
+        _ => Err(Problem::Tag {
+            found: short(kind),
+            value: value.to_string(),
+            tag: short(tag),
+        }),
     }
 }
 
@@ -84,7 +85,7 @@ fn short(tag: &str) -> String {
 /// `!!binary`: standard base64 (padding required, line breaks ignored, as Go's
 /// `base64.StdEncoding`), the bytes taken as a string (invalid UTF-8 bytes become
 /// U+FFFD one by one, as Go's JSON encoder writes them).
-fn binary(value: &str) -> Result<Scalar, String> {
+fn binary(value: &str) -> Result<Scalar, Problem> {
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     const GO_STD: GeneralPurpose = GeneralPurpose::new(
         &base64::alphabet::STANDARD,
@@ -96,9 +97,7 @@ fn binary(value: &str) -> Result<Scalar, String> {
         .chars()
         .filter(|c| !matches!(c, '\r' | '\n'))
         .collect();
-    let bytes = GO_STD
-        .decode(text)
-        .map_err(|_| "!!binary value contains invalid base64 data".to_string())?;
+    let bytes = GO_STD.decode(text).map_err(|_| Problem::Binary)?;
     Ok(Scalar::Str(lossy_per_byte(&bytes)))
 }
 
@@ -367,18 +366,14 @@ fn eat(rest: &mut &[u8], c: u8) -> bool {
 }
 
 /// A map key as sigs.k8s.io/yaml turns it into a JSON object key.
-pub(crate) fn key(k: &Scalar) -> Result<String, String> {
+pub(crate) fn key(k: &Scalar) -> Result<String, Problem> {
     Ok(match k {
         Scalar::Str(s) => s.clone(),
         Scalar::Bool(b) => b.to_string(),
         Scalar::Int(i) => i.to_string(),
         Scalar::Float(f) => go_format_g32(*f),
-        Scalar::Null => return Err("a null map key cannot become a JSON key".to_string()),
-        Scalar::Uint(u) => {
-            return Err(format!(
-                "the map key {u} (above 64-bit signed) cannot become a JSON key"
-            ));
-        }
+        Scalar::Null => return Err(Problem::Key(None)),
+        Scalar::Uint(u) => return Err(Problem::Key(Some(*u))),
     })
 }
 

@@ -20,7 +20,7 @@ fn one(text: &str) -> Value {
 
 /// The error reading `text`.
 fn err(text: &str) -> String {
-    documents(text).expect_err(text)
+    documents(text).expect_err(text).to_string()
 }
 
 #[test]
