@@ -705,8 +705,9 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Just past the end of the string whose opening quote is at `open`.
-fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+/// Just past the end of the string whose opening quote is at `open` (its escapes
+/// skipped; the monitor's interner walks texts with it too).
+pub(crate) fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
     let mut pos = open + 1;
     loop {
         pos += bytes

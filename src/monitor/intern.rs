@@ -19,6 +19,7 @@
 //! binding of every watch shares its pieces); the monitor thread is the only
 //! writer in practice, so its mutex is uncontended.
 
+use crate::canonical::string_end;
 use crate::hook::context::Packed;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
@@ -239,21 +240,6 @@ fn container_end(bytes: &[u8], open: usize) -> Option<usize> {
         pos += 1;
     }
     None
-}
-
-/// Just past the string whose opening quote is at `open`.
-fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
-    let mut pos = open + 1;
-    loop {
-        pos += bytes
-            .get(pos..)?
-            .iter()
-            .position(|b| *b == b'"' || *b == b'\\')?;
-        if bytes[pos] == b'"' {
-            return Some(pos + 1);
-        }
-        pos += 2;
-    }
 }
 
 #[cfg(test)]
