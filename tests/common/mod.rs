@@ -398,3 +398,25 @@ pub fn run_helm(helm: &Path, kubeconfig: &Path, ns: &str, args: &[&str]) -> Stri
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A port on 127.0.0.1 free now, for a program that cannot report a port it picked
+/// (flant's operators, and ours beside them in the same case). It is taken below
+/// the kernel's ephemeral range (32768 up), so the client sockets of the tests, the
+/// API server and the operators cannot take it before the program binds it; a
+/// port 0 bind would hand out exactly such a port. Successive calls in one test
+/// binary never return the same port.
+pub fn listen_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20000;
+    const SPAN: u32 = 12000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (start + step) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {FIRST}..{}", FIRST + SPAN);
+}

@@ -48,14 +48,6 @@ pub fn helm3() -> PathBuf {
     crate::common::helm_bin(3)
 }
 
-/// A free port on 127.0.0.1 for an operator's metrics (flant cannot report one it picked).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 /// A running addon-operator (flant's or ours) on its own copy of a corpus.
 pub struct AddonOp {
     pub who: Who,
@@ -75,7 +67,7 @@ impl AddonOp {
         for d in ["modules", "global-hooks", "out", "home", "tmp"] {
             std::fs::create_dir_all(dir.0.join(d)).expect("mkdir");
         }
-        let port = free_port();
+        let port = crate::common::listen_port();
         let mut cmd = match who {
             Who::Flant => Command::new(flant_addon_operator()),
             Who::Ours => {

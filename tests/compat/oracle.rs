@@ -81,10 +81,7 @@ pub fn start_flant(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Operator, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = crate::common::listen_port();
     let port_text = port.to_string();
     let mut all = args.to_vec();
     all.extend(["--listen-port", port_text.as_str()]);
