@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 /// A free TCP port on 127.0.0.1 (the replicas listen on it at .1 and .2, so the
 /// standby finds the leader at the leader's pod IP and its own port, as in flant).
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    crate::common::listen_port()
 }
 
 fn get(host: &str, port: u16, path: &str) -> (u16, String) {

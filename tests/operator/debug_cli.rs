@@ -246,10 +246,7 @@ fn a_live_socket_is_never_stolen() {
 
 #[test]
 fn debug_http_addr_serves_the_same_endpoints() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = crate::common::listen_port();
     let addr = format!("127.0.0.1:{port}");
     let blocker = hook("a", "configVersion: v1\nonStartup: 1", BLOCK);
     let op = Operator::start(&[("a.sh", blocker)], &["--debug-http-addr", &addr], &[]);
